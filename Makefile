@@ -1,0 +1,39 @@
+# ringactor — build, test and benchmark. `make help` lists the targets.
+
+GO        ?= go
+PKGS      ?= ./...
+TEST_TIMEOUT ?= 15m
+FUZZTIME  ?= 10s
+BENCHTIME ?= 1s
+
+.PHONY: help build test vet generate check-generate fuzz bench
+
+help:
+	@echo "make build           compile every package and command"
+	@echo "make test            go vet, then go test -race over every package (bounded by $(TEST_TIMEOUT))"
+	@echo "make bench           p2pqueue link vs Go channel benchmarks (msgs/s)"
+	@echo "make fuzz            run each fuzz target for $(FUZZTIME)"
+	@echo "make generate        regenerate kernels/include/ringactor_layout.h"
+	@echo "make check-generate  fail if generated files are stale"
+
+build:
+	$(GO) build $(PKGS)
+
+vet:
+	$(GO) vet $(PKGS)
+
+test: vet
+	$(GO) test -race -timeout $(TEST_TIMEOUT) $(PKGS)
+
+generate:
+	$(GO) generate ./kernels/...
+
+check-generate: generate
+	@git diff --exit-code -- kernels/include || { echo "generated files are stale: run 'make generate' and commit"; exit 1; }
+
+fuzz:
+	$(GO) test -run '^$$' -fuzz '^FuzzAttach$$' -fuzztime $(FUZZTIME) ./p2pqueue
+	$(GO) test -run '^$$' -fuzz '^FuzzDecodeSlot$$' -fuzztime $(FUZZTIME) ./p2pqueue
+
+bench:
+	$(GO) test -run '^$$' -bench . -benchtime $(BENCHTIME) ./p2pqueue

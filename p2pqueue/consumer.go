@@ -1,0 +1,214 @@
+package p2pqueue
+
+import (
+	"context"
+	"fmt"
+)
+
+// Consumer is the one reader of a link: it owns head. It is not safe for
+// concurrent use; one goroutine (or one kernel) consumes.
+type Consumer struct {
+	l         *Link
+	head      uint64 // our own index: the released value
+	tailCache uint64 // last tail we observed; re-read only when we look empty
+	peeked    int
+	stage     []byte // batch staging buffer
+	w         waiter
+
+	bytesOut, emptyPolls, releases uint64
+}
+
+// Link returns the link this consumer reads.
+func (c *Consumer) Link() *Link { return c.l }
+
+// avail returns the number of published, unconsumed slots, re-reading tail
+// only when the cached value says the queue is empty.
+func (c *Consumer) avail() (int, error) {
+	if n := c.tailCache - c.head; n != 0 {
+		return int(n), nil
+	}
+	c.tailCache = observe(c.l.tail) // acquire: slots up to tail are visible
+	n := c.tailCache - c.head
+	if n > uint64(c.l.cfg.Capacity) {
+		return 0, fmt.Errorf("%w: tail %d is behind head %d or more than %d slots ahead of it", ErrCorrupt, c.tailCache, c.head, c.l.cfg.Capacity)
+	}
+	return int(n), nil
+}
+
+// Peek makes up to n published messages readable with Read and returns how
+// many: 0 with ErrEmpty when there are none, 0 with ErrClosed when the
+// producer closed the link and every message has been consumed.
+func (c *Consumer) Peek(n int) (int, error) {
+	c.peeked = 0
+	if n <= 0 {
+		return 0, nil
+	}
+	a, err := c.avail()
+	if err != nil {
+		return 0, err
+	}
+	if a == 0 {
+		// Closed counts only once drained: the producer stores closed after
+		// its last tail, so seeing closed and then re-reading tail is exact.
+		if observe32(c.l.closed) == 1 {
+			if a, err = c.avail(); err != nil {
+				return 0, err
+			}
+			if a == 0 {
+				return 0, fmt.Errorf("%w: link %d drained", ErrClosed, c.l.cfg.LinkID)
+			}
+		} else {
+			c.emptyPolls++
+			publish(c.l.emptyPolls, c.emptyPolls)
+			return 0, ErrEmpty
+		}
+	}
+	c.peeked = min(n, a)
+	return c.peeked, nil
+}
+
+// Read decodes peeked message i (0 <= i < the count Peek returned). The
+// payload aliases the slot and is valid until Release. A corrupt slot yields
+// an error wrapping ErrCorruptSlot with whatever header could be read; the
+// slot is still released with the batch.
+func (c *Consumer) Read(i int) (Header, []byte, error) {
+	if i < 0 || i >= c.peeked {
+		return Header{}, nil, fmt.Errorf("p2pqueue: read of slot %d of a peek of %d; call Peek first", i, c.peeked)
+	}
+	h, payload, err := DecodeSlot(c.l.slot(c.head + uint64(i)))
+	if err != nil {
+		return h, nil, fmt.Errorf("link %d slot %d: %w", c.l.cfg.LinkID, c.head+uint64(i), err)
+	}
+	return h, payload, nil
+}
+
+// Release hands the first k peeked slots back to the producer with one
+// release store of head, and drops the rest of the peek.
+func (c *Consumer) Release(k int) error {
+	if k < 0 || k > c.peeked {
+		return fmt.Errorf("p2pqueue: release of %d slots, %d peeked", k, c.peeked)
+	}
+	c.peeked = 0
+	if k == 0 {
+		return nil
+	}
+	c.head += uint64(k)
+	c.releases++
+	publish(c.l.bytesOut, c.bytesOut)
+	publish(c.l.releases, c.releases)
+	publish(c.l.head, c.head) // release: we are done reading those slots
+	return nil
+}
+
+// TryDequeue copies the next message into m (reusing m.Payload's capacity)
+// or returns ErrEmpty or ErrClosed without waiting. A corrupt slot is
+// consumed and reported as an error wrapping ErrCorruptSlot, with m.Header
+// holding what could be read, so the caller can dead-letter it.
+func (c *Consumer) TryDequeue(m *Message) error {
+	if _, err := c.Peek(1); err != nil {
+		return err
+	}
+	err := c.take(0, m)
+	if rerr := c.Release(1); rerr != nil {
+		return rerr
+	}
+	return err
+}
+
+// take copies peeked message i into m.
+func (c *Consumer) take(i int, m *Message) error {
+	return c.copyOut(c.l.slot(c.head+uint64(i)), c.head+uint64(i), m)
+}
+
+// copyOut decodes slot (the slot of index idx, or a staged copy of it) into m.
+func (c *Consumer) copyOut(slot []byte, idx uint64, m *Message) error {
+	payload, ok := readSlot(slot, &m.Header)
+	m.Payload = append(m.Payload[:0], payload...)
+	c.bytesOut += uint64(len(payload))
+	if !ok {
+		return fmt.Errorf("link %d slot %d: %w", c.l.cfg.LinkID, idx, corruptSlot(slot, &m.Header))
+	}
+	return nil
+}
+
+// Dequeue copies the next message into m, waiting until one is published,
+// the link is closed and drained (ErrClosed), or ctx is done.
+func (c *Consumer) Dequeue(ctx context.Context, m *Message) error {
+	c.w.reset()
+	for {
+		err := c.TryDequeue(m)
+		if err != ErrEmpty {
+			return err
+		}
+		if err := c.pause(ctx); err != nil {
+			return fmt.Errorf("link %d: dequeue: %w", c.l.cfg.LinkID, err)
+		}
+	}
+}
+
+// TryDequeueBatch copies up to len(ms) messages into ms with one release of
+// head and returns how many. It returns ErrEmpty or ErrClosed only when it
+// copied none. A corrupt slot ends the batch early: the messages before it
+// and the corrupt one (in ms[n-1]) are returned with the error.
+func (c *Consumer) TryDequeueBatch(ms []Message) (int, error) {
+	k, err := c.Peek(len(ms))
+	if err != nil {
+		return 0, err
+	}
+	// Pull the whole batch across in one or two bulk copies (the ring may
+	// wrap) before decoding: the other side's cache lines arrive in parallel
+	// rather than one dependent load at a time.
+	ss := int(c.l.cfg.SlotSize)
+	if cap(c.stage) < k*ss {
+		c.stage = make([]byte, k*ss)
+	}
+	st := c.stage[:k*ss]
+	first := int(c.head & c.l.mask)
+	n1 := min(k, c.l.Cap()-first)
+	copy(st, c.l.slots[first*ss:(first+n1)*ss])
+	copy(st[n1*ss:], c.l.slots[:(k-n1)*ss])
+	for i := 0; i < k; i++ {
+		if err := c.copyOut(st[i*ss:(i+1)*ss:(i+1)*ss], c.head+uint64(i), &ms[i]); err != nil {
+			if rerr := c.Release(i + 1); rerr != nil {
+				return 0, rerr
+			}
+			return i + 1, err
+		}
+	}
+	return k, c.Release(k)
+}
+
+// DequeueBatch waits until at least one message is available and copies up
+// to len(ms) of them into ms, as TryDequeueBatch does.
+func (c *Consumer) DequeueBatch(ctx context.Context, ms []Message) (int, error) {
+	c.w.reset()
+	for {
+		n, err := c.TryDequeueBatch(ms)
+		if err != ErrEmpty {
+			return n, err
+		}
+		if err := c.pause(ctx); err != nil {
+			return 0, fmt.Errorf("link %d: dequeue: %w", c.l.cfg.LinkID, err)
+		}
+	}
+}
+
+// pause waits one step for the producer. With a doorbell, a consumer that
+// has spun and yielded without luck parks until rung.
+func (c *Consumer) pause(ctx context.Context) error {
+	b := c.l.bell
+	if b == nil || !c.w.sleeping() {
+		return c.w.wait(ctx)
+	}
+	publish32(c.l.parked, 1)
+	defer publish32(c.l.parked, 0)
+	// Re-check after announcing: either we see the producer's new tail here,
+	// or the producer sees our flag after its tail store and rings.
+	if c.l.Len() != 0 || c.l.Closed() {
+		return nil
+	}
+	if err := c.w.sleep(ctx, b.fallback, b.ch); err != nil {
+		return err
+	}
+	return nil
+}

@@ -1,0 +1,128 @@
+package p2pqueue
+
+import "fmt"
+
+// Layout of a link queue region. These constants are the single source of
+// truth: `go generate ./kernels/...` writes them into the C header the CUDA
+// kernels include, and a test fails when that header is stale. All fields are
+// little-endian; every offset is from the start of the region.
+const (
+	// Magic identifies a ringactor queue ("RARQ" in memory order).
+	Magic uint32 = 0x51524152
+	// Version is the layout version; Attach refuses any other.
+	Version uint16 = 1
+
+	// RegionAlign is the alignment of a region's base address: one producer
+	// or consumer line, so the two sides never share a cache line.
+	RegionAlign = 128
+	// LineSize is the size of the header, producer and consumer lines.
+	LineSize = 128
+
+	// Header line, written once by Init.
+	OffMagic    = 0  // u32
+	OffVersion  = 4  // u16
+	OffCapacity = 8  // u32, slots, power of two
+	OffSlotSize = 12 // u32, bytes including the slot header, multiple of SlotAlign
+	OffLinkID   = 16 // u64
+
+	// Producer line: written only by the producer.
+	OffProducerLine = 128
+	OffTail         = 128 // u64, slots published (wraps modulo 2^64)
+	OffClosed       = 136 // u32, 1 once the producer has published its last slot
+	OffBytesIn      = 144 // u64, payload bytes published
+	OffFullWaits    = 152 // u64, times the producer found the queue full
+	OffPublishes    = 160 // u64, release stores of tail (one per batch)
+
+	// Consumer line: written only by the consumer.
+	OffConsumerLine = 256
+	OffHead         = 256 // u64, slots consumed (wraps modulo 2^64)
+	OffParked       = 264 // u32, 1 while the consumer is parked and wants a wake-up
+	OffBytesOut     = 272 // u64, payload bytes consumed
+	OffEmptyPolls   = 280 // u64, times the consumer found the queue empty
+	OffReleases     = 288 // u64, release stores of head (one per batch)
+
+	// OffSlots is where slot 0 starts; slot k lives at
+	// OffSlots + (k mod capacity) * slot size.
+	OffSlots = 384
+
+	// Slot header, at the start of every slot; the payload follows it.
+	SlotHeaderSize  = 32
+	SlotOffID       = 0  // u64, message id
+	SlotOffType     = 8  // u32, type tag
+	SlotOffLen      = 12 // u32, payload length in bytes
+	SlotOffFlags    = 16 // u32, Flags
+	SlotOffOrigin   = 20 // u32, origin stage
+	SlotOffEnqueued = 24 // u64, enqueue timestamp in nanoseconds
+
+	// Bounds that Init and Attach enforce.
+	SlotAlign   = 64
+	MinSlotSize = 64
+	MaxSlotSize = 1 << 24
+	MinCapacity = 2
+	MaxCapacity = 1 << 30
+)
+
+// Flags of a slot header.
+type Flags uint32
+
+const (
+	// FlagSampled marks a message that is traced through every stage.
+	FlagSampled Flags = 1 << 0
+	// FlagError marks a message a stage failed on; the payload holds the reason.
+	FlagError Flags = 1 << 1
+	// FlagControl marks a control message for the kernel rather than the stage.
+	FlagControl Flags = 1 << 2
+)
+
+// Config describes a link queue to Init.
+type Config struct {
+	// Capacity is the number of slots: a power of two in [MinCapacity, MaxCapacity].
+	Capacity uint32
+	// SlotSize is the size of a slot in bytes, slot header included: a
+	// multiple of SlotAlign in [MinSlotSize, MaxSlotSize].
+	SlotSize uint32
+	// LinkID names the link; it is stored in the header for diagnostics.
+	LinkID uint64
+}
+
+// ConfigFor returns the smallest Config whose slots hold payloads of
+// payloadBytes, with the given capacity.
+func ConfigFor(capacity uint32, payloadBytes int) Config {
+	s := uint64(SlotHeaderSize) + uint64(max(payloadBytes, 0))
+	s = (s + SlotAlign - 1) / SlotAlign * SlotAlign
+	if s > MaxSlotSize {
+		s = MaxSlotSize + SlotAlign // invalid on purpose: Validate names the problem
+	}
+	return Config{Capacity: capacity, SlotSize: uint32(s)}
+}
+
+// PayloadCap is the largest payload one slot holds.
+func (c Config) PayloadCap() int { return int(c.SlotSize) - SlotHeaderSize }
+
+// Validate reports the first thing wrong with c, naming the fix.
+func (c Config) Validate() error {
+	if c.Capacity < MinCapacity || c.Capacity > MaxCapacity || c.Capacity&(c.Capacity-1) != 0 {
+		return fmt.Errorf("%w: %d slots; use a power of two from %d to %d",
+			ErrBadCapacity, c.Capacity, MinCapacity, MaxCapacity)
+	}
+	if c.SlotSize < MinSlotSize || c.SlotSize > MaxSlotSize || c.SlotSize%SlotAlign != 0 {
+		return fmt.Errorf("%w: %d bytes; use a multiple of %d from %d to %d (the %d-byte slot header included)",
+			ErrBadSlotSize, c.SlotSize, SlotAlign, MinSlotSize, MaxSlotSize, SlotHeaderSize)
+	}
+	return nil
+}
+
+// RegionSize is the number of bytes a region needs to hold a queue of c.
+func (c Config) RegionSize() (int, error) {
+	if err := c.Validate(); err != nil {
+		return 0, err
+	}
+	n := uint64(OffSlots) + uint64(c.Capacity)*uint64(c.SlotSize)
+	if n > uint64(maxInt) {
+		return 0, fmt.Errorf("%w: %d slots of %d bytes need %d bytes, more than this platform addresses",
+			ErrBadCapacity, c.Capacity, c.SlotSize, n)
+	}
+	return int(n), nil
+}
+
+const maxInt = int(^uint(0) >> 1)

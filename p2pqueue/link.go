@@ -1,0 +1,224 @@
+package p2pqueue
+
+import (
+	"encoding/binary"
+	"fmt"
+	"sync/atomic"
+)
+
+// Link is a handle on a queue in a region. Any number of goroutines may read
+// its observer methods (Len, Stats, Closed); the one producer and the one
+// consumer each work through a handle claimed once with Producer and Consumer.
+type Link struct {
+	r     Region
+	cfg   Config
+	mask  uint64
+	slots []byte
+
+	tail, head *uint64
+	closed     *uint32
+	parked     *uint32
+
+	bytesIn, fullWaits, publishes  *uint64
+	bytesOut, emptyPolls, releases *uint64
+
+	producerTaken, consumerTaken atomic.Bool
+	bell                         *Doorbell
+}
+
+// Init formats r as an empty, open queue of cfg and returns a handle on it.
+// The magic is written last, so an Attach racing with Init never accepts a
+// half-written header.
+func Init(r Region, cfg Config) (*Link, error) { return initAt(r, cfg, 0) }
+
+// initAt starts both indices at start; tests use it to wrap them.
+func initAt(r Region, cfg Config, start uint64) (*Link, error) {
+	if !littleEndian {
+		return nil, ErrBigEndian
+	}
+	if err := r.check(); err != nil {
+		return nil, err
+	}
+	need, err := cfg.RegionSize()
+	if err != nil {
+		return nil, err
+	}
+	if len(r.Bytes) < need {
+		return nil, fmt.Errorf("%w: %d bytes; %d slots of %d bytes need %d", ErrRegionTooSmall, len(r.Bytes), cfg.Capacity, cfg.SlotSize, need)
+	}
+	b := r.Bytes
+	publish32(word32(b, OffMagic), 0) // invalidate first: a reformat is not a live queue
+	clear(b[4:OffSlots])
+	binary.LittleEndian.PutUint16(b[OffVersion:], Version)
+	binary.LittleEndian.PutUint32(b[OffCapacity:], cfg.Capacity)
+	binary.LittleEndian.PutUint32(b[OffSlotSize:], cfg.SlotSize)
+	binary.LittleEndian.PutUint64(b[OffLinkID:], cfg.LinkID)
+	l := newLink(r, cfg)
+	publish(l.tail, start)
+	publish(l.head, start)
+	publish32(word32(b, OffMagic), Magic)
+	return l, nil
+}
+
+// Attach validates the queue in r and returns a handle on it. It never
+// trusts the memory: every field is checked and anything wrong is an error
+// naming the field, never a panic.
+func Attach(r Region) (*Link, error) {
+	if !littleEndian {
+		return nil, ErrBigEndian
+	}
+	if err := r.check(); err != nil {
+		return nil, err
+	}
+	b := r.Bytes
+	if m := observe32(word32(b, OffMagic)); m != Magic {
+		return nil, fmt.Errorf("%w: %#08x, want %#08x; the region was not initialised with p2pqueue.Init", ErrBadMagic, m, Magic)
+	}
+	if v := binary.LittleEndian.Uint16(b[OffVersion:]); v != Version {
+		return nil, fmt.Errorf("%w: %d, this build reads version %d; build producer and consumer from the same release", ErrBadVersion, v, Version)
+	}
+	cfg := Config{
+		Capacity: binary.LittleEndian.Uint32(b[OffCapacity:]),
+		SlotSize: binary.LittleEndian.Uint32(b[OffSlotSize:]),
+		LinkID:   binary.LittleEndian.Uint64(b[OffLinkID:]),
+	}
+	need, err := cfg.RegionSize()
+	if err != nil {
+		return nil, err
+	}
+	if len(r.Bytes) < need {
+		return nil, fmt.Errorf("%w: %d bytes; the header says %d slots of %d bytes, which need %d", ErrRegionTooSmall, len(r.Bytes), cfg.Capacity, cfg.SlotSize, need)
+	}
+	l := newLink(r, cfg)
+	// Read head before tail: head only grows towards tail, so tail >= head
+	// for any correct pair of readings.
+	h := observe(l.head)
+	t := observe(l.tail)
+	if t-h > uint64(cfg.Capacity) {
+		return nil, fmt.Errorf("%w: tail %d and head %d are %d slots apart in a queue of %d", ErrCorrupt, t, h, t-h, cfg.Capacity)
+	}
+	if c := observe32(l.closed); c > 1 {
+		return nil, fmt.Errorf("%w: closed flag is %d, want 0 or 1", ErrCorrupt, c)
+	}
+	return l, nil
+}
+
+func newLink(r Region, cfg Config) *Link {
+	b := r.Bytes
+	size := OffSlots + int(cfg.Capacity)*int(cfg.SlotSize)
+	return &Link{
+		r:          r,
+		cfg:        cfg,
+		mask:       uint64(cfg.Capacity) - 1,
+		slots:      b[OffSlots:size:size],
+		tail:       word64(b, OffTail),
+		head:       word64(b, OffHead),
+		closed:     word32(b, OffClosed),
+		parked:     word32(b, OffParked),
+		bytesIn:    word64(b, OffBytesIn),
+		fullWaits:  word64(b, OffFullWaits),
+		publishes:  word64(b, OffPublishes),
+		bytesOut:   word64(b, OffBytesOut),
+		emptyPolls: word64(b, OffEmptyPolls),
+		releases:   word64(b, OffReleases),
+	}
+}
+
+// slot returns the bytes of the slot for index i.
+func (l *Link) slot(i uint64) []byte {
+	s := int(l.cfg.SlotSize)
+	off := int(i&l.mask) * s
+	return l.slots[off : off+s : off+s]
+}
+
+// Config returns the link's capacity, slot size and id.
+func (l *Link) Config() Config { return l.cfg }
+
+// Region returns the memory the link lives in.
+func (l *Link) Region() Region { return l.r }
+
+// Cap is the number of slots.
+func (l *Link) Cap() int { return int(l.cfg.Capacity) }
+
+// Len is the number of published messages not yet consumed, as an observer
+// sees it; it is exact only when neither side is running.
+func (l *Link) Len() int {
+	h := observe(l.head)
+	t := observe(l.tail)
+	return clampLen(t-h, l.cfg.Capacity)
+}
+
+func clampLen(n uint64, capacity uint32) int {
+	if n > uint64(capacity) { // a reading taken while both sides moved
+		return int(capacity)
+	}
+	return int(n)
+}
+
+// Closed reports whether the producer has closed the link (messages may
+// still be queued).
+func (l *Link) Closed() bool { return observe32(l.closed) == 1 }
+
+// SetDoorbell gives the link a doorbell that the producer rings when the
+// consumer has parked. Both sides must be in this process; set it before
+// claiming either side.
+func (l *Link) SetDoorbell(d *Doorbell) { l.bell = d }
+
+// Stats is a snapshot of a link's counters. Published and Consumed are the
+// raw 64-bit indices: they wrap together, and Published-Consumed is the
+// number in flight.
+type Stats struct {
+	Published, Consumed uint64 // tail and head
+	InFlight            int
+	Closed              bool
+	BytesIn, BytesOut   uint64
+	FullWaits           uint64 // producer found the queue full
+	EmptyPolls          uint64 // consumer found the queue empty
+	Publishes, Releases uint64 // index stores: one per batch
+	ConsumerParked      bool
+}
+
+// Stats reads the link's counters.
+func (l *Link) Stats() Stats {
+	h := observe(l.head)
+	t := observe(l.tail)
+	return Stats{
+		Published:      t,
+		Consumed:       h,
+		InFlight:       clampLen(t-h, l.cfg.Capacity),
+		Closed:         l.Closed(),
+		BytesIn:        observe(l.bytesIn),
+		BytesOut:       observe(l.bytesOut),
+		FullWaits:      observe(l.fullWaits),
+		EmptyPolls:     observe(l.emptyPolls),
+		Publishes:      observe(l.publishes),
+		Releases:       observe(l.releases),
+		ConsumerParked: observe32(l.parked) == 1,
+	}
+}
+
+// Producer claims the link's producer side. A link has one producer: a
+// second claim on the same Link fails with ErrClaimed.
+func (l *Link) Producer() (*Producer, error) {
+	if !l.producerTaken.CompareAndSwap(false, true) {
+		return nil, fmt.Errorf("%w: link %d already has a producer; fan-in needs one link per producer", ErrClaimed, l.cfg.LinkID)
+	}
+	t := observe(l.tail)
+	return &Producer{
+		l: l, tail: t, headCache: observe(l.head), closed: l.Closed(),
+		bytesIn: observe(l.bytesIn), fullWaits: observe(l.fullWaits), publishes: observe(l.publishes),
+	}, nil
+}
+
+// Consumer claims the link's consumer side. A link has one consumer: a
+// second claim on the same Link fails with ErrClaimed.
+func (l *Link) Consumer() (*Consumer, error) {
+	if !l.consumerTaken.CompareAndSwap(false, true) {
+		return nil, fmt.Errorf("%w: link %d already has a consumer; fan-out needs one link per consumer", ErrClaimed, l.cfg.LinkID)
+	}
+	h := observe(l.head)
+	return &Consumer{
+		l: l, head: h, tailCache: h,
+		bytesOut: observe(l.bytesOut), emptyPolls: observe(l.emptyPolls), releases: observe(l.releases),
+	}, nil
+}
