@@ -1,0 +1,87 @@
+package cuda
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"sync"
+)
+
+// NVRTCEnv names the environment variable that points at a libnvrtc to use.
+const NVRTCEnv = "RINGACTOR_NVRTC"
+
+// ErrNoNVRTC: no NVRTC library could be loaded.
+var ErrNoNVRTC = errors.New("cuda: NVRTC not found")
+
+// Source is one CUDA C++ translation unit and the headers it includes by name.
+type Source struct {
+	Name    string            // file name, shown in compiler messages
+	Code    string            // CUDA C++
+	Headers map[string]string // include name -> contents
+}
+
+// CompileError is a failed NVRTC compile with the compiler's log.
+type CompileError struct {
+	Name, Arch string
+	Result     int
+	Log        string
+}
+
+func (e *CompileError) Error() string {
+	return fmt.Sprintf("cuda: nvrtc compile of %s for %s failed (nvrtc result %d):\n%s", e.Name, e.Arch, e.Result, strings.TrimSpace(e.Log))
+}
+
+// Compiled is the PTX of a compiled Source.
+type Compiled struct {
+	PTX []byte
+	Log string // warnings, if any
+}
+
+var (
+	nvrtcOnce sync.Once
+	nvrtcLib  *NVRTC
+	nvrtcErr  error
+)
+
+// LoadNVRTC loads NVRTC once per process and returns it, or an error
+// wrapping ErrNoNVRTC that lists where it looked.
+func LoadNVRTC() (*NVRTC, error) {
+	nvrtcOnce.Do(func() { nvrtcLib, nvrtcErr = loadNVRTC(nvrtcCandidates()) })
+	return nvrtcLib, nvrtcErr
+}
+
+// nvrtcCandidates lists library names and paths to try, best first.
+func nvrtcCandidates() []string {
+	var c []string
+	if p := os.Getenv(NVRTCEnv); p != "" {
+		return []string{p} // an explicit choice is not second-guessed
+	}
+	c = append(c, "libnvrtc.so", "libnvrtc.so.13", "libnvrtc.so.12", "libnvrtc.so.11.2")
+	var globbed []string
+	for _, pat := range []string{
+		"/usr/local/cuda/lib64/libnvrtc.so*",
+		"/usr/local/cuda/targets/*/lib/libnvrtc.so*",
+		"/usr/local/cuda-*/lib64/libnvrtc.so*",
+		"/usr/lib/x86_64-linux-gnu/libnvrtc.so*",
+		"/usr/lib/aarch64-linux-gnu/libnvrtc.so*",
+		"/usr/lib64/libnvrtc.so*",
+	} {
+		m, _ := filepath.Glob(pat)
+		globbed = append(globbed, m...)
+	}
+	sort.Sort(sort.Reverse(sort.StringSlice(globbed))) // newest version first
+	for _, g := range globbed {
+		if !strings.Contains(filepath.Base(g), "builtins") {
+			c = append(c, g)
+		}
+	}
+	return c
+}
+
+func noNVRTC(tried []string, why string) error {
+	return fmt.Errorf("%w (tried %s%s); install NVRTC (Debian: libnvrtc11.2 and libnvrtc-builtins11.8 from non-free; or the CUDA toolkit) or set %s to the library's path",
+		ErrNoNVRTC, strings.Join(tried, ", "), why, NVRTCEnv)
+}
