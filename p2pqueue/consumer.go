@@ -2,6 +2,8 @@ package p2pqueue
 
 import (
 	"context"
+	"encoding/binary"
+	"errors"
 	"fmt"
 )
 
@@ -9,8 +11,9 @@ import (
 // concurrent use; one goroutine (or one kernel) consumes.
 type Consumer struct {
 	l         *Link
+	bell      *Doorbell
 	head      uint64 // our own index: the released value
-	tailCache uint64 // last tail we observed; re-read only when we look empty
+	tailCache uint64 // last valid tail we observed; re-read only when we look empty
 	peeked    int
 	stage     []byte // batch staging buffer
 	w         waiter
@@ -22,16 +25,19 @@ type Consumer struct {
 func (c *Consumer) Link() *Link { return c.l }
 
 // avail returns the number of published, unconsumed slots, re-reading tail
-// only when the cached value says the queue is empty.
+// only when the cached value says the queue is empty. A tail no correct
+// producer writes is an error and is not cached.
 func (c *Consumer) avail() (int, error) {
 	if n := c.tailCache - c.head; n != 0 {
-		return int(n), nil
+		return int(n), nil // validated when cached; head moves only towards it
 	}
-	c.tailCache = observe(c.l.tail) // acquire: slots up to tail are visible
-	n := c.tailCache - c.head
+	t := observe(c.l.tail) // acquire: slots up to tail are visible
+	n := t - c.head
 	if n > uint64(c.l.cfg.Capacity) {
-		return 0, fmt.Errorf("%w: tail %d is behind head %d or more than %d slots ahead of it", ErrCorrupt, c.tailCache, c.head, c.l.cfg.Capacity)
+		return 0, fmt.Errorf("%w: link %d: tail %d is behind head %d or more than %d slots ahead of it",
+			ErrCorrupt, c.l.cfg.LinkID, t, c.head, c.l.cfg.Capacity)
 	}
+	c.tailCache = t
 	return int(n), nil
 }
 
@@ -50,17 +56,20 @@ func (c *Consumer) Peek(n int) (int, error) {
 	if a == 0 {
 		// Closed counts only once drained: the producer stores closed after
 		// its last tail, so seeing closed and then re-reading tail is exact.
-		if observe32(c.l.closed) == 1 {
+		switch closed := observe32(c.l.closed); closed {
+		case 0:
+			c.emptyPolls++
+			publish(c.l.emptyPolls, c.emptyPolls)
+			return 0, ErrEmpty
+		case 1:
 			if a, err = c.avail(); err != nil {
 				return 0, err
 			}
 			if a == 0 {
 				return 0, fmt.Errorf("%w: link %d drained", ErrClosed, c.l.cfg.LinkID)
 			}
-		} else {
-			c.emptyPolls++
-			publish(c.l.emptyPolls, c.emptyPolls)
-			return 0, ErrEmpty
+		default:
+			return 0, fmt.Errorf("%w: link %d: closed flag is %d, want 0 or 1", ErrCorrupt, c.l.cfg.LinkID, closed)
 		}
 	}
 	c.peeked = min(n, a)
@@ -73,11 +82,12 @@ func (c *Consumer) Peek(n int) (int, error) {
 // slot is still released with the batch.
 func (c *Consumer) Read(i int) (Header, []byte, error) {
 	if i < 0 || i >= c.peeked {
-		return Header{}, nil, fmt.Errorf("p2pqueue: read of slot %d of a peek of %d; call Peek first", i, c.peeked)
+		return Header{}, nil, fmt.Errorf("%w: read of slot %d of a peek of %d; call Peek first", ErrMisuse, i, c.peeked)
 	}
-	h, payload, err := DecodeSlot(c.l.slot(c.head + uint64(i)))
+	idx := c.head + uint64(i)
+	h, payload, err := DecodeSlot(c.l.slot(idx))
 	if err != nil {
-		return h, nil, fmt.Errorf("link %d slot %d: %w", c.l.cfg.LinkID, c.head+uint64(i), err)
+		return h, nil, fmt.Errorf("link %d slot %d: %w", c.l.cfg.LinkID, idx, err)
 	}
 	return h, payload, nil
 }
@@ -86,11 +96,15 @@ func (c *Consumer) Read(i int) (Header, []byte, error) {
 // release store of head, and drops the rest of the peek.
 func (c *Consumer) Release(k int) error {
 	if k < 0 || k > c.peeked {
-		return fmt.Errorf("p2pqueue: release of %d slots, %d peeked", k, c.peeked)
+		return fmt.Errorf("%w: release of %d slots, %d peeked", ErrMisuse, k, c.peeked)
 	}
 	c.peeked = 0
 	if k == 0 {
 		return nil
+	}
+	payloadCap := uint32(c.l.cfg.PayloadCap())
+	for i := range uint64(k) { // the headers are in our cache: we just read them
+		c.bytesOut += uint64(min(binary.LittleEndian.Uint32(c.l.slot(c.head + i)[SlotOffLen:]), payloadCap))
 	}
 	c.head += uint64(k)
 	c.releases++
@@ -108,23 +122,17 @@ func (c *Consumer) TryDequeue(m *Message) error {
 	if _, err := c.Peek(1); err != nil {
 		return err
 	}
-	err := c.take(0, m)
+	err := c.copyOut(c.l.slot(c.head), c.head, m)
 	if rerr := c.Release(1); rerr != nil {
 		return rerr
 	}
 	return err
 }
 
-// take copies peeked message i into m.
-func (c *Consumer) take(i int, m *Message) error {
-	return c.copyOut(c.l.slot(c.head+uint64(i)), c.head+uint64(i), m)
-}
-
 // copyOut decodes slot (the slot of index idx, or a staged copy of it) into m.
 func (c *Consumer) copyOut(slot []byte, idx uint64, m *Message) error {
 	payload, ok := readSlot(slot, &m.Header)
 	m.Payload = append(m.Payload[:0], payload...)
-	c.bytesOut += uint64(len(payload))
 	if !ok {
 		return fmt.Errorf("link %d slot %d: %w", c.l.cfg.LinkID, idx, corruptSlot(slot, &m.Header))
 	}
@@ -137,7 +145,7 @@ func (c *Consumer) Dequeue(ctx context.Context, m *Message) error {
 	c.w.reset()
 	for {
 		err := c.TryDequeue(m)
-		if err != ErrEmpty {
+		if !errors.Is(err, ErrEmpty) {
 			return err
 		}
 		if err := c.pause(ctx); err != nil {
@@ -184,7 +192,7 @@ func (c *Consumer) DequeueBatch(ctx context.Context, ms []Message) (int, error) 
 	c.w.reset()
 	for {
 		n, err := c.TryDequeueBatch(ms)
-		if err != ErrEmpty {
+		if !errors.Is(err, ErrEmpty) {
 			return n, err
 		}
 		if err := c.pause(ctx); err != nil {
@@ -196,19 +204,15 @@ func (c *Consumer) DequeueBatch(ctx context.Context, ms []Message) (int, error) 
 // pause waits one step for the producer. With a doorbell, a consumer that
 // has spun and yielded without luck parks until rung.
 func (c *Consumer) pause(ctx context.Context) error {
-	b := c.l.bell
-	if b == nil || !c.w.sleeping() {
+	if c.bell == nil || !c.w.sleeping() {
 		return c.w.wait(ctx)
 	}
-	publish32(c.l.parked, 1)
+	publish32(c.l.parked, 1) // sequentially consistent: ordered before the re-check below
 	defer publish32(c.l.parked, 0)
 	// Re-check after announcing: either we see the producer's new tail here,
 	// or the producer sees our flag after its tail store and rings.
 	if c.l.Len() != 0 || c.l.Closed() {
 		return nil
 	}
-	if err := c.w.sleep(ctx, b.fallback, b.ch); err != nil {
-		return err
-	}
-	return nil
+	return c.w.sleep(ctx, c.bell.fallback, c.bell.ch)
 }

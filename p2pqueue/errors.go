@@ -34,6 +34,9 @@ var (
 	ErrCorruptSlot = errors.New("p2pqueue: slot corrupt")
 	// ErrClaimed: the link's producer or consumer handle was already taken.
 	ErrClaimed = errors.New("p2pqueue: side already claimed")
+	// ErrMisuse: batch calls out of order (Write before Reserve, Commit of
+	// more than was written, Read or Release past the peek).
+	ErrMisuse = errors.New("p2pqueue: batch call out of order")
 	// ErrBigEndian: the queue layout is little-endian and so must the host be.
 	ErrBigEndian = errors.New("p2pqueue: big-endian host not supported")
 )

@@ -6,9 +6,10 @@ import (
 	"testing"
 )
 
-// FuzzAttach feeds arbitrary bytes to Attach as queue memory. Whatever they
-// hold, Attach and then draining and refilling the queue must return errors,
-// never panic or read outside the region.
+// FuzzAttach feeds arbitrary bytes to Attach as queue memory, then lets a
+// "peer" scribble arbitrary bytes over the producer and consumer lines
+// between operations. Whatever they hold, every call must return a count
+// within bounds or an error: never panic or read outside the region.
 func FuzzAttach(f *testing.F) {
 	valid := func(capacity uint32, slot uint32, mangle func([]byte)) []byte {
 		l, err := NewHostQueue(Config{Capacity: capacity, SlotSize: slot})
@@ -26,18 +27,18 @@ func FuzzAttach(f *testing.F) {
 		return b
 	}
 	le := binary.LittleEndian
-	f.Add(valid(4, 64, nil))
-	f.Add(valid(2, 128, nil))
-	f.Add(valid(4, 64, func(b []byte) { le.PutUint32(b[OffSlots+SlotOffLen:], 1<<30) }))
-	f.Add(valid(4, 64, func(b []byte) { le.PutUint32(b[OffCapacity:], 3) }))
-	f.Add(valid(4, 64, func(b []byte) { le.PutUint64(b[OffTail:], ^uint64(0)) }))
-	f.Add(valid(4, 64, func(b []byte) { le.PutUint32(b[OffClosed:], 1) }))
-	f.Add(valid(4, 64, func(b []byte) { le.PutUint32(b[OffSlotSize:], 1<<20) }))
-	f.Add(valid(4, 64, nil)[:OffSlots+10])
-	f.Add([]byte{})
-	f.Add(make([]byte, OffSlots))
+	f.Add(valid(4, 64, nil), []byte(nil))
+	f.Add(valid(2, 128, nil), []byte{0xff, 0, 0, 0, 0, 0, 0, 0x80})
+	f.Add(valid(4, 64, func(b []byte) { le.PutUint32(b[OffSlots+SlotOffLen:], 1<<30) }), []byte{0xff, 0, 0, 0, 0, 0, 0, 0x80})
+	f.Add(valid(4, 64, func(b []byte) { le.PutUint32(b[OffCapacity:], 3) }), []byte{0xff, 0, 0, 0, 0, 0, 0, 0x80})
+	f.Add(valid(4, 64, func(b []byte) { le.PutUint64(b[OffTail:], ^uint64(0)) }), []byte{0xff, 0, 0, 0, 0, 0, 0, 0x80})
+	f.Add(valid(4, 64, func(b []byte) { le.PutUint32(b[OffClosed:], 1) }), []byte{0xff, 0, 0, 0, 0, 0, 0, 0x80})
+	f.Add(valid(4, 64, func(b []byte) { le.PutUint32(b[OffSlotSize:], 1<<20) }), []byte{0xff, 0, 0, 0, 0, 0, 0, 0x80})
+	f.Add(valid(4, 64, nil)[:OffSlots+10], []byte(nil))
+	f.Add([]byte{}, []byte{0xff, 0, 0, 0, 0, 0, 0, 0x80})
+	f.Add(make([]byte, OffSlots), []byte{0xff, 0, 0, 0, 0, 0, 0, 0x80})
 
-	f.Fuzz(func(t *testing.T, data []byte) {
+	f.Fuzz(func(t *testing.T, data, scribble []byte) {
 		if len(data) > 1<<20 {
 			return
 		}
@@ -54,27 +55,47 @@ func FuzzAttach(f *testing.F) {
 			}
 			return
 		}
-		c, _ := l.Consumer()
-		p, _ := l.Producer()
-		var m Message
-		for range l.Cap() + 1 {
-			err := c.TryDequeue(&m)
-			if errors.Is(err, ErrEmpty) || errors.Is(err, ErrClosed) {
-				break
-			}
-			if err != nil && !errors.Is(err, ErrCorruptSlot) {
-				t.Fatalf("dequeue: unexpected %v", err)
-			}
-			if err == nil && len(m.Payload) > l.Config().PayloadCap() {
-				t.Fatalf("payload %d past slot", len(m.Payload))
+		c, cerr := l.Consumer()
+		p, perr := l.Producer()
+		peer := func(round int) { // a faulty peer writes into the index lines
+			if len(scribble) > 0 && round%2 == 1 {
+				copy(r.Bytes[OffProducerLine+(round*8)%(2*LineSize):OffSlots], scribble)
 			}
 		}
-		for range l.Cap() + 1 {
-			if err := p.TryEnqueue(&Message{Payload: []byte("x")}); err != nil {
-				break
+		ms := make([]Message, 8)
+		for round := range 6 {
+			peer(round)
+			if cerr == nil {
+				n, err := c.TryDequeueBatch(ms)
+				if n < 0 || n > len(ms) || (err == nil && n == 0) {
+					t.Fatalf("batch dequeue returned %d, %v", n, err)
+				}
+				for _, m := range ms[:n] {
+					if len(m.Payload) > l.Config().PayloadCap() {
+						t.Fatalf("payload %d past slot", len(m.Payload))
+					}
+				}
+				if k, err := c.Peek(4); err == nil {
+					if k <= 0 || k > 4 {
+						t.Fatalf("peek returned %d", k)
+					}
+					for i := range k {
+						_, _, _ = c.Read(i)
+					}
+					if err := c.Release(k); err != nil {
+						t.Fatal(err)
+					}
+				}
 			}
+			if perr == nil {
+				n, err := p.TryEnqueueBatch(ms[:3])
+				if n < 0 || n > 3 || (err == nil && n != 3 && n == 0) {
+					t.Fatalf("batch enqueue returned %d, %v", n, err)
+				}
+			}
+			_ = l.Stats()
+			_ = l.Len()
 		}
-		_ = l.Stats()
 	})
 }
 

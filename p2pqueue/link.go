@@ -92,10 +92,19 @@ func Attach(r Region) (*Link, error) {
 	l := newLink(r, cfg)
 	// Read head before tail: head only grows towards tail, so tail >= head
 	// for any correct pair of readings.
-	h := observe(l.head)
-	t := observe(l.tail)
-	if t-h > uint64(cfg.Capacity) {
-		return nil, fmt.Errorf("%w: tail %d and head %d are %d slots apart in a queue of %d", ErrCorrupt, t, h, t-h, cfg.Capacity)
+	// Read head, tail, head again: head only grows towards tail, so a
+	// reading with head unchanged across the tail read is consistent even
+	// while both sides run. Retry a few times before calling it corrupt.
+	var h, t uint64
+	for try := 0; ; try++ {
+		h = observe(l.head)
+		t = observe(l.tail)
+		if t-h <= uint64(cfg.Capacity) {
+			break
+		}
+		if observe(l.head) == h || try == 8 {
+			return nil, fmt.Errorf("%w: tail %d and head %d are %d slots apart in a queue of %d", ErrCorrupt, t, h, t-h, cfg.Capacity)
+		}
 	}
 	if c := observe32(l.closed); c > 1 {
 		return nil, fmt.Errorf("%w: closed flag is %d, want 0 or 1", ErrCorrupt, c)
@@ -160,8 +169,8 @@ func clampLen(n uint64, capacity uint32) int {
 func (l *Link) Closed() bool { return observe32(l.closed) == 1 }
 
 // SetDoorbell gives the link a doorbell that the producer rings when the
-// consumer has parked. Both sides must be in this process; set it before
-// claiming either side.
+// consumer has parked. Both sides must be in this process and claimed from
+// this Link after SetDoorbell: each side takes the doorbell when claimed.
 func (l *Link) SetDoorbell(d *Doorbell) { l.bell = d }
 
 // Stats is a snapshot of a link's counters. Published and Consumed are the
@@ -198,14 +207,22 @@ func (l *Link) Stats() Stats {
 }
 
 // Producer claims the link's producer side. A link has one producer: a
-// second claim on the same Link fails with ErrClaimed.
+// second claim on the same Link fails with ErrClaimed. The claim is per Link
+// handle; nothing stops another process or another Attach of the same
+// region from producing too, so the owner of a region hands out one Link.
 func (l *Link) Producer() (*Producer, error) {
 	if !l.producerTaken.CompareAndSwap(false, true) {
 		return nil, fmt.Errorf("%w: link %d already has a producer; fan-in needs one link per producer", ErrClaimed, l.cfg.LinkID)
 	}
 	t := observe(l.tail)
+	h := observe(l.head)
+	if t-h > uint64(l.cfg.Capacity) {
+		l.producerTaken.Store(false)
+		return nil, fmt.Errorf("%w: link %d: tail %d and head %d are %d slots apart in a queue of %d",
+			ErrCorrupt, l.cfg.LinkID, t, h, t-h, l.cfg.Capacity)
+	}
 	return &Producer{
-		l: l, tail: t, headCache: observe(l.head), closed: l.Closed(),
+		l: l, bell: l.bell, tail: t, headCache: h, closed: l.Closed(),
 		bytesIn: observe(l.bytesIn), fullWaits: observe(l.fullWaits), publishes: observe(l.publishes),
 	}, nil
 }
@@ -218,7 +235,7 @@ func (l *Link) Consumer() (*Consumer, error) {
 	}
 	h := observe(l.head)
 	return &Consumer{
-		l: l, head: h, tailCache: h,
+		l: l, bell: l.bell, head: h, tailCache: h,
 		bytesOut: observe(l.bytesOut), emptyPolls: observe(l.emptyPolls), releases: observe(l.releases),
 	}, nil
 }

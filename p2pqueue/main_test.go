@@ -9,12 +9,16 @@ import (
 // Every test must stop the goroutines it starts.
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 
-// mustQueue returns a fresh host queue of the given shape with both sides claimed.
-func mustQueue(t testing.TB, capacity uint32, payload int) (*Link, *Producer, *Consumer) {
+// mustQueue returns a fresh host queue of the given shape with both sides
+// claimed, and the doorbell set first if one is given.
+func mustQueue(t testing.TB, capacity uint32, payload int, bell ...*Doorbell) (*Link, *Producer, *Consumer) {
 	t.Helper()
 	l, err := NewHostQueue(ConfigFor(capacity, payload))
 	if err != nil {
 		t.Fatal(err)
+	}
+	if len(bell) > 0 {
+		l.SetDoorbell(bell[0])
 	}
 	p, err := l.Producer()
 	if err != nil {

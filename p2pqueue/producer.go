@@ -2,6 +2,7 @@ package p2pqueue
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 )
@@ -10,9 +11,11 @@ import (
 // concurrent use; one goroutine (or one kernel) produces.
 type Producer struct {
 	l         *Link
+	bell      *Doorbell
 	tail      uint64 // our own index: the published value
-	headCache uint64 // last head we observed; re-read only when we look full
+	headCache uint64 // last valid head we observed; re-read only when we look full
 	reserved  int
+	lens      []int // payload lengths of the reserved slots written so far, in order
 	closed    bool
 	w         waiter
 
@@ -23,26 +26,28 @@ type Producer struct {
 func (p *Producer) Link() *Link { return p.l }
 
 // free returns the number of free slots, re-reading head only when the
-// cached value says the queue is full (each re-read may cross PCIe).
+// cached value says fewer than want are free (each re-read may cross PCIe).
+// A head no correct consumer writes is an error and is not cached.
 func (p *Producer) free(want int) (int, error) {
 	capacity := uint64(p.l.cfg.Capacity)
-	used := p.tail - p.headCache
-	if capacity-used >= uint64(want) {
+	if used := p.tail - p.headCache; capacity-used >= uint64(want) {
 		return int(capacity - used), nil
 	}
-	p.headCache = observe(p.l.head)
-	used = p.tail - p.headCache
+	h := observe(p.l.head)
+	used := p.tail - h
 	if used > capacity {
-		return 0, fmt.Errorf("%w: head %d is ahead of tail %d or more than %d slots behind it", ErrCorrupt, p.headCache, p.tail, capacity)
+		return 0, fmt.Errorf("%w: link %d: head %d is ahead of tail %d or more than %d slots behind it",
+			ErrCorrupt, p.l.cfg.LinkID, h, p.tail, capacity)
 	}
+	p.headCache = h
 	return int(capacity - used), nil
 }
 
 // Reserve claims up to n free slots for writing and returns how many it got:
-// 0 with ErrFull when none is free. A new Reserve drops any earlier
-// reservation that was not committed.
+// 0 with ErrFull when none is free. Write the slots in order, then Commit.
+// A new Reserve drops any earlier reservation that was not committed.
 func (p *Producer) Reserve(n int) (int, error) {
-	p.reserved = 0
+	p.reserved, p.lens = 0, p.lens[:0]
 	if p.closed {
 		return 0, fmt.Errorf("%w: link %d: no enqueue after Close", ErrClosed, p.l.cfg.LinkID)
 	}
@@ -62,11 +67,13 @@ func (p *Producer) Reserve(n int) (int, error) {
 	return p.reserved, nil
 }
 
-// Write fills reserved slot i (0 <= i < the count Reserve returned) with m.
-// Sampled messages without a timestamp are stamped with the host clock.
+// Write fills reserved slot i with m. Slots are written in order: i is the
+// number already written (0, 1, ...) and less than the count Reserve
+// returned. Sampled messages without a timestamp get the host clock's.
 func (p *Producer) Write(i int, m *Message) error {
-	if i < 0 || i >= p.reserved {
-		return fmt.Errorf("p2pqueue: write to slot %d of a reservation of %d; call Reserve first", i, p.reserved)
+	if i != len(p.lens) || i >= p.reserved {
+		return fmt.Errorf("%w: write of slot %d with %d of %d reserved slots written; write them in order after Reserve",
+			ErrMisuse, i, len(p.lens), p.reserved)
 	}
 	if len(m.Payload) > p.l.cfg.PayloadCap() {
 		return fmt.Errorf("link %d: message %d: %w: %d bytes, a slot holds %d; raise the link's slot size",
@@ -79,17 +86,20 @@ func (p *Producer) Write(i int, m *Message) error {
 		h = &stamped
 	}
 	writeSlot(p.l.slot(p.tail+uint64(i)), h, m.Payload)
-	p.bytesIn += uint64(len(m.Payload))
+	p.lens = append(p.lens, len(m.Payload))
 	return nil
 }
 
-// Commit publishes the first k reserved slots with one release store of
-// tail and drops the rest of the reservation.
+// Commit publishes the first k written slots with one release store of tail
+// and drops the rest of the reservation.
 func (p *Producer) Commit(k int) error {
-	if k < 0 || k > p.reserved {
-		return fmt.Errorf("p2pqueue: commit of %d slots, %d reserved", k, p.reserved)
+	if k < 0 || k > len(p.lens) {
+		return fmt.Errorf("%w: commit of %d slots, %d written", ErrMisuse, k, len(p.lens))
 	}
-	p.reserved = 0
+	for _, n := range p.lens[:k] {
+		p.bytesIn += uint64(n)
+	}
+	p.reserved, p.lens = 0, p.lens[:0]
 	if k == 0 {
 		return nil
 	}
@@ -97,12 +107,12 @@ func (p *Producer) Commit(k int) error {
 	p.publishes++
 	publish(p.l.bytesIn, p.bytesIn)
 	publish(p.l.publishes, p.publishes)
-	if b := p.l.bell; b != nil {
+	if p.bell != nil {
 		// Full fence: our read of parked must not pass our tail store, or a
 		// consumer parking right now could miss both (see Consumer.pause).
 		publishSeqCst(p.l.tail, p.tail)
 		if observe32(p.l.parked) == 1 {
-			b.ring()
+			p.bell.ring()
 		}
 		return nil
 	}
@@ -129,7 +139,7 @@ func (p *Producer) Enqueue(ctx context.Context, m *Message) error {
 	p.w.reset()
 	for {
 		err := p.TryEnqueue(m)
-		if err != ErrFull {
+		if !errors.Is(err, ErrFull) {
 			return err
 		}
 		if err := p.w.wait(ctx); err != nil {
@@ -140,7 +150,8 @@ func (p *Producer) Enqueue(ctx context.Context, m *Message) error {
 
 // TryEnqueueBatch publishes as many of ms as fit, in order, with one release
 // of tail, and returns how many it published. It returns ErrFull only when
-// none fit.
+// none fit; a message that cannot be written ends the batch with its error,
+// the ones before it published.
 func (p *Producer) TryEnqueueBatch(ms []Message) (int, error) {
 	k, err := p.Reserve(len(ms))
 	if err != nil {
@@ -169,7 +180,7 @@ func (p *Producer) EnqueueBatch(ctx context.Context, ms []Message) (int, error) 
 		switch {
 		case err == nil:
 			p.w.reset()
-		case err == ErrFull:
+		case errors.Is(err, ErrFull):
 			if err := p.w.wait(ctx); err != nil {
 				return done, fmt.Errorf("link %d: enqueue of %d messages, %d sent: %w", p.l.cfg.LinkID, len(ms), done, err)
 			}
@@ -183,13 +194,13 @@ func (p *Producer) EnqueueBatch(ctx context.Context, ms []Message) (int, error) 
 // Close marks the link closed after everything committed so far. The
 // consumer sees ErrClosed once it has drained the queue. Close is idempotent.
 func (p *Producer) Close() {
-	p.reserved = 0
+	p.reserved, p.lens = 0, p.lens[:0]
 	if p.closed {
 		return
 	}
 	p.closed = true
 	publish32(p.l.closed, 1) // after the last tail store: drained-then-closed is exact
-	if b := p.l.bell; b != nil {
-		b.ring()
+	if p.bell != nil {
+		p.bell.ring()
 	}
 }

@@ -139,15 +139,28 @@ func TestCloseSemantics(t *testing.T) {
 	}
 }
 
-func TestCloseWakesBlockedConsumer(t *testing.T) {
-	l, p, c := mustQueue(t, 4, 8)
-	l.SetDoorbell(NewDoorbell())
+// waitParked waits until the consumer has announced it is parked.
+func waitParked(t *testing.T, l *Link) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for !l.Stats().ConsumerParked {
+		if time.Now().After(deadline) {
+			t.Fatal("consumer never parked")
+		}
+		time.Sleep(time.Millisecond)
+	}
+}
+
+func TestCloseWakesParkedConsumer(t *testing.T) {
+	bell := NewDoorbell()
+	bell.fallback = time.Hour // only Close's ring can wake it
+	l, p, c := mustQueue(t, 4, 8, bell)
 	done := make(chan error)
 	go func() {
 		var m Message
 		done <- c.Dequeue(context.Background(), &m)
 	}()
-	time.Sleep(5 * time.Millisecond)
+	waitParked(t, l)
 	p.Close()
 	if err := <-done; !errors.Is(err, ErrClosed) {
 		t.Fatalf("blocked Dequeue: %v", err)
@@ -186,10 +199,9 @@ func TestContextEndsWaits(t *testing.T) {
 }
 
 func TestDoorbellWakesParkedConsumer(t *testing.T) {
-	l, p, c := mustQueue(t, 4, 8)
 	bell := NewDoorbell()
 	bell.fallback = time.Hour // only a ring can wake it
-	l.SetDoorbell(bell)
+	l, p, c := mustQueue(t, 4, 8, bell)
 	got := make(chan uint64)
 	go func() {
 		var m Message
@@ -198,13 +210,7 @@ func TestDoorbellWakesParkedConsumer(t *testing.T) {
 		}
 		got <- m.ID
 	}()
-	deadline := time.Now().Add(10 * time.Second)
-	for !l.Stats().ConsumerParked {
-		if time.Now().After(deadline) {
-			t.Fatal("consumer never parked")
-		}
-		time.Sleep(time.Millisecond)
-	}
+	waitParked(t, l)
 	if err := p.TryEnqueue(msg(77, "wake")); err != nil {
 		t.Fatal(err)
 	}
@@ -252,8 +258,8 @@ func TestSidesClaimedOnce(t *testing.T) {
 
 func TestBatchMisuse(t *testing.T) {
 	_, p, c := mustQueue(t, 4, 8)
-	if err := p.Write(0, msg(1, "")); err == nil {
-		t.Error("write without reserve")
+	if err := p.Write(0, msg(1, "")); !errors.Is(err, ErrMisuse) {
+		t.Error("write without reserve", err)
 	}
 	if n, err := p.Reserve(2); n != 2 || err != nil {
 		t.Fatal(n, err)
@@ -261,8 +267,14 @@ func TestBatchMisuse(t *testing.T) {
 	if err := p.Write(2, msg(1, "")); err == nil {
 		t.Error("write past reservation")
 	}
-	if err := p.Commit(3); err == nil {
-		t.Error("commit past reservation")
+	if err := p.Write(1, msg(1, "")); !errors.Is(err, ErrMisuse) {
+		t.Error("write out of order", err)
+	}
+	if err := p.Write(0, msg(1, "")); err != nil {
+		t.Fatal(err)
+	}
+	if err := p.Commit(2); !errors.Is(err, ErrMisuse) {
+		t.Error("commit of an unwritten slot", err)
 	}
 	if n, err := p.Reserve(0); n != 0 || err != nil {
 		t.Error("reserve 0", n, err)
@@ -359,20 +371,51 @@ func TestCorruptSlotIsConsumedAndReported(t *testing.T) {
 
 func TestCorruptIndicesAreErrors(t *testing.T) {
 	l, p, c := mustQueue(t, 4, 8)
-	// A peer publishes a tail far past head.
-	publish(l.tail, 100)
-	var m Message
-	if err := c.TryDequeue(&m); !errors.Is(err, ErrCorrupt) {
-		t.Fatalf("consumer: %v", err)
+	// A peer publishes a tail far past head, or far behind it: every call
+	// after that is an error too, not a slice past the ring.
+	out := make([]Message, 64)
+	for _, bad := range []uint64{100, 1 << 63, ^uint64(0)} {
+		publish(l.tail, bad)
+		var m Message
+		for range 3 {
+			if err := c.TryDequeue(&m); !errors.Is(err, ErrCorrupt) {
+				t.Fatalf("tail %d: consumer: %v", bad, err)
+			}
+			if n, err := c.TryDequeueBatch(out); n != 0 || !errors.Is(err, ErrCorrupt) {
+				t.Fatalf("tail %d: batch consumer: %d, %v", bad, n, err)
+			}
+			if n, err := c.Peek(64); n != 0 || !errors.Is(err, ErrCorrupt) {
+				t.Fatalf("tail %d: peek: %d, %v", bad, n, err)
+			}
+		}
 	}
 	publish(l.tail, 0)
 	publish(l.head, 50)
-	for i := range 4 {
-		if err := p.TryEnqueue(msg(uint64(i), "")); err != nil && !errors.Is(err, ErrCorrupt) {
+	for i := range 4 { // room by the cached head
+		if err := p.TryEnqueue(msg(uint64(i), "")); err != nil {
 			t.Fatalf("producer: %v", err)
 		}
 	}
-	if err := p.TryEnqueue(msg(9, "")); !errors.Is(err, ErrCorrupt) {
-		t.Fatalf("producer re-reading a corrupt head: %v", err)
+	for range 3 {
+		if err := p.TryEnqueue(msg(9, "")); !errors.Is(err, ErrCorrupt) {
+			t.Fatalf("producer re-reading a corrupt head: %v", err)
+		}
+		if n, err := p.TryEnqueueBatch(out[:8]); n != 0 || !errors.Is(err, ErrCorrupt) {
+			t.Fatalf("batch producer on a corrupt head: %d, %v", n, err)
+		}
+	}
+	if got := observe(l.tail); got != 4 {
+		t.Fatalf("producer published past a corrupt head: tail %d", got)
+	}
+	publish(l.head, 0) // the consumer's own value again
+	var m Message
+	for i := range 4 {
+		if err := c.TryDequeue(&m); err != nil || m.ID != uint64(i) {
+			t.Fatalf("after recovery: %v id %d", err, m.ID)
+		}
+	}
+	publish32(l.closed, 9) // empty now: the garbage flag must be named, not read as open
+	if err := c.TryDequeue(&m); !errors.Is(err, ErrCorrupt) {
+		t.Fatalf("garbage closed flag: %v", err)
 	}
 }

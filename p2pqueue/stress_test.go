@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"math/rand/v2"
+	"runtime"
 	"testing"
 	"time"
 )
@@ -34,6 +35,7 @@ func payloadLen(id uint64, capLen int) int { return int(id*7919) % (capLen + 1) 
 // stress moves n messages through a queue of the given capacity with random
 // batch sizes on both sides, and checks order, content and counters.
 func stress(t *testing.T, l *Link, n uint64, seed uint64) {
+	t.Helper()
 	p, err := l.Producer()
 	if err != nil {
 		t.Fatal(err)
@@ -64,10 +66,26 @@ func stress(t *testing.T, l *Link, n uint64, seed uint64) {
 				fill(m.Payload, m.ID)
 			}
 			var err error
-			if k == 1 && r.IntN(2) == 0 {
+			switch r.IntN(3) {
+			case 0:
 				err = p.Enqueue(ctx, &batch[0])
-			} else {
+				k = 1
+			case 1:
 				_, err = p.EnqueueBatch(ctx, batch[:k])
+			default:
+				// Zero-copy path: write k, commit only some; the rest go next round.
+				var got int
+				if got, err = p.Reserve(int(k)); errors.Is(err, ErrFull) {
+					runtime.Gosched()
+					continue
+				}
+				for i := 0; err == nil && i < got; i++ {
+					err = p.Write(i, &batch[i])
+				}
+				k = uint64(1 + r.IntN(got))
+				if err == nil {
+					err = p.Commit(int(k))
+				}
 			}
 			if err != nil {
 				perr <- err
@@ -84,13 +102,33 @@ func stress(t *testing.T, l *Link, n uint64, seed uint64) {
 	for {
 		var k int
 		var err error
-		if r.IntN(3) == 0 {
+		switch r.IntN(3) {
+		case 0:
 			err = c.Dequeue(ctx, &out[0])
 			if err == nil {
 				k = 1
 			}
-		} else {
+		case 1:
 			k, err = c.DequeueBatch(ctx, out[:1+r.IntN(len(out))])
+		default:
+			// Zero-copy path: peek some, read them in place, release only part.
+			var got int
+			if got, err = c.Peek(1 + r.IntN(len(out))); errors.Is(err, ErrEmpty) {
+				runtime.Gosched()
+				continue
+			}
+			k = 0
+			if err == nil {
+				k = 1 + r.IntN(got)
+				for i := 0; err == nil && i < k; i++ {
+					var payload []byte
+					out[i].Header, payload, err = c.Read(i)
+					out[i].Payload = append(out[i].Payload[:0], payload...)
+				}
+				if err == nil {
+					err = c.Release(k)
+				}
+			}
 		}
 		if errors.Is(err, ErrClosed) {
 			break
@@ -132,6 +170,18 @@ func TestStressMillionMessagesRandomBatches(t *testing.T) {
 		t.Fatal(err)
 	}
 	stress(t, l, n, 1)
+}
+
+func TestStressWithDoorbell(t *testing.T) {
+	l, err := NewHostQueue(ConfigFor(8, 24))
+	if err != nil {
+		t.Fatal(err)
+	}
+	bell := NewDoorbell()
+	bell.fallback = time.Hour // a lost wake-up hangs the test instead of hiding
+	l.SetDoorbell(bell)
+	stress(t, l, 30_000, 4)
+	t.Logf("doorbell rang %d times", bell.Rings())
 }
 
 func TestStressCapacityTwo(t *testing.T) {

@@ -1,0 +1,146 @@
+package kernels
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"sort"
+	"sync"
+)
+
+// GoFunc is the Go side of a stage function: the reference the sim backend
+// runs and tests compare the CUDA side against. It reads the message's
+// float32 payload in, writes its result into out (whose length is the most
+// the out slot holds) and returns how many floats it wrote. params are the
+// stage's parameters; state is the stage's own memory (len StateFloats),
+// seen only by stateful stages, which get their messages one at a time in
+// order. An error dead-letters this one message; the kernel goes on.
+type GoFunc func(params, state, in, out []float32) (int, error)
+
+// Op is a stage function, registered under a name.
+type Op struct {
+	Name string
+	// Params is the number of float32 parameters the op takes.
+	Params int
+	// StateFloats is the size of a stateful op's state; 0 for stateless ops.
+	StateFloats int
+	// Go is the reference implementation.
+	Go GoFunc
+	// CUDA is the device function's source (see the package doc for its
+	// signature); empty where the op has no CUDA side yet.
+	CUDA string
+}
+
+// Stateful reports whether the op keeps state between messages, and so must
+// run as one consumer that sees messages in order.
+func (o Op) Stateful() bool { return o.StateFloats > 0 }
+
+var (
+	opsMu sync.RWMutex
+	ops   = map[string]Op{}
+)
+
+// ErrUnknownOp: no op is registered under the name.
+var ErrUnknownOp = errors.New("kernels: unknown op")
+
+// Register adds a user-defined op; built-ins use the same path. Names are
+// unique: registering a taken name is an error.
+func Register(op Op) error {
+	if op.Name == "" || op.Go == nil {
+		return fmt.Errorf("kernels: op %q needs a name and a Go function (the sim backend runs it)", op.Name)
+	}
+	if op.Params < 0 || op.StateFloats < 0 {
+		return fmt.Errorf("kernels: op %q: negative params or state size", op.Name)
+	}
+	opsMu.Lock()
+	defer opsMu.Unlock()
+	if _, taken := ops[op.Name]; taken {
+		return fmt.Errorf("kernels: op %q is already registered; pick another name", op.Name)
+	}
+	ops[op.Name] = op
+	return nil
+}
+
+// Lookup returns the op registered under name, or an error listing the
+// registered ones.
+func Lookup(name string) (Op, error) {
+	opsMu.RLock()
+	op, ok := ops[name]
+	opsMu.RUnlock()
+	if !ok {
+		return Op{}, fmt.Errorf("%w %q; registered: %v", ErrUnknownOp, name, Names())
+	}
+	return op, nil
+}
+
+// Names lists the registered ops, sorted.
+func Names() []string {
+	opsMu.RLock()
+	defer opsMu.RUnlock()
+	names := make([]string, 0, len(ops))
+	for n := range ops {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	return names
+}
+
+// ErrOutputTooSmall: the op's result does not fit in the out slot.
+var ErrOutputTooSmall = errors.New("kernels: result larger than the out slot")
+
+// elementwise builds a stateless op applying f to each element.
+func elementwise(f func(p []float32, x float32) float32) GoFunc {
+	return func(p, _, in, out []float32) (int, error) {
+		if len(in) > len(out) {
+			return 0, fmt.Errorf("%w: %d floats, room for %d", ErrOutputTooSmall, len(in), len(out))
+		}
+		for i, x := range in {
+			out[i] = f(p, x)
+		}
+		return len(in), nil
+	}
+}
+
+// ErrNegativeSqrt: sqrt of a negative number; the message is dead-lettered.
+var ErrNegativeSqrt = errors.New("kernels: sqrt of a negative number")
+
+func builtins() []Op {
+	return []Op{
+		{Name: "identity", Go: elementwise(func(_ []float32, x float32) float32 { return x })},
+		{Name: "scale", Params: 1, Go: elementwise(func(p []float32, x float32) float32 { return x * p[0] })},
+		{Name: "offset", Params: 1, Go: elementwise(func(p []float32, x float32) float32 { return x + p[0] })},
+		{Name: "relu", Go: elementwise(func(_ []float32, x float32) float32 { return max(x, 0) })},
+		{Name: "saxpy", Params: 2, Go: elementwise(func(p []float32, x float32) float32 { return p[0]*x + p[1] })},
+		{Name: "sqrt", Go: func(_, _, in, out []float32) (int, error) {
+			if len(in) > len(out) {
+				return 0, fmt.Errorf("%w: %d floats, room for %d", ErrOutputTooSmall, len(in), len(out))
+			}
+			for i, x := range in {
+				if x < 0 {
+					return 0, fmt.Errorf("%w: element %d is %g", ErrNegativeSqrt, i, x)
+				}
+				out[i] = float32(math.Sqrt(float64(x)))
+			}
+			return len(in), nil
+		}},
+		// sum keeps a running total of every element it has seen and emits it.
+		{Name: "sum", StateFloats: 1, Go: func(_, state, in, out []float32) (int, error) {
+			if len(out) < 1 {
+				return 0, fmt.Errorf("%w: sum emits 1 float", ErrOutputTooSmall)
+			}
+			for _, x := range in {
+				state[0] += x
+			}
+			out[0] = state[0]
+			return 1, nil
+		}},
+	}
+}
+
+func init() {
+	for _, op := range builtins() {
+		if err := Register(op); err != nil {
+			panic(err) // a duplicate built-in is a bug in this file
+		}
+	}
+}

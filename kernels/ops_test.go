@@ -1,0 +1,88 @@
+package kernels
+
+import (
+	"errors"
+	"math"
+	"testing"
+)
+
+func run(t *testing.T, name string, params, state, in []float32) []float32 {
+	t.Helper()
+	op, err := Lookup(name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := make([]float32, len(in)+1)
+	n, err := op.Go(params, state, in, out)
+	if err != nil {
+		t.Fatalf("%s: %v", name, err)
+	}
+	return out[:n]
+}
+
+func TestBuiltinsReference(t *testing.T) {
+	in := []float32{-2, 0, 1.5, 4}
+	cases := []struct {
+		op     string
+		params []float32
+		want   []float32
+	}{
+		{"identity", nil, []float32{-2, 0, 1.5, 4}},
+		{"scale", []float32{2}, []float32{-4, 0, 3, 8}},
+		{"offset", []float32{1}, []float32{-1, 1, 2.5, 5}},
+		{"relu", nil, []float32{0, 0, 1.5, 4}},
+		{"saxpy", []float32{3, 1}, []float32{-5, 1, 5.5, 13}},
+	}
+	for _, c := range cases {
+		got := run(t, c.op, c.params, nil, in)
+		for i := range c.want {
+			if got[i] != c.want[i] {
+				t.Errorf("%s: got %v, want %v", c.op, got, c.want)
+				break
+			}
+		}
+	}
+	if got := run(t, "sqrt", nil, nil, []float32{0, 4, 2}); got[1] != 2 || math.Abs(float64(got[2])-math.Sqrt2) > 1e-6 {
+		t.Errorf("sqrt: %v", got)
+	}
+	op, _ := Lookup("sqrt")
+	if _, err := op.Go(nil, nil, []float32{-1}, make([]float32, 1)); !errors.Is(err, ErrNegativeSqrt) {
+		t.Errorf("sqrt(-1): %v", err)
+	}
+	state := make([]float32, 1)
+	for i, want := range []float32{3, 3, 10} {
+		got := run(t, "sum", nil, state, [][]float32{{1, 2}, {}, {7}}[i])
+		if len(got) != 1 || got[0] != want {
+			t.Errorf("sum step %d: %v, want %v", i, got, want)
+		}
+	}
+	if _, err := op.Go(nil, nil, []float32{1, 2}, make([]float32, 1)); !errors.Is(err, ErrOutputTooSmall) {
+		t.Errorf("small out: %v", err)
+	}
+}
+
+func TestRegistry(t *testing.T) {
+	if _, err := Lookup("nope"); !errors.Is(err, ErrUnknownOp) {
+		t.Fatalf("unknown: %v", err)
+	}
+	if err := Register(Op{Name: "scale", Go: elementwise(nil)}); err == nil {
+		t.Error("duplicate name accepted")
+	}
+	if err := Register(Op{Name: "nofunc"}); err == nil {
+		t.Error("op without Go function accepted")
+	}
+	if s, _ := Lookup("sum"); !s.Stateful() {
+		t.Error("sum must be stateful")
+	}
+}
+
+func TestFloatsRoundTrip(t *testing.T) {
+	v := []float32{1, -2.5, float32(math.Inf(1))}
+	got, err := DecodeFloats(nil, EncodeFloats(nil, v))
+	if err != nil || len(got) != 3 || got[1] != -2.5 || !math.IsInf(float64(got[2]), 1) {
+		t.Fatalf("%v %v", got, err)
+	}
+	if _, err := DecodeFloats(nil, []byte{1, 2, 3}); err == nil {
+		t.Fatal("odd payload accepted")
+	}
+}
