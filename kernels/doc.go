@@ -1,6 +1,9 @@
-// Package kernels holds the CUDA side of ringactor. Today that is the
-// generated header giving device code the link-queue layout; the ring-kernel
-// loop and the stage functions join it here.
+// Package kernels holds the stage functions of ringactor, each twice: CUDA
+// C++ (cuda/*.cu, over the device helpers of cuda/ringactor.cuh) and a Go
+// reference (ops.go) that the simulated backend runs and tests compare
+// against. Ops are registered by name; user-defined stages use the same
+// Register path. The generated header gives device code the link-queue
+// layout; the persistent ring-kernel loop joins it here.
 //
 // The layout's single source of truth is the constants of package p2pqueue;
 // `go generate ./kernels/...` writes them into include/ringactor_layout.h,

@@ -26,8 +26,8 @@ type Op struct {
 	StateFloats int
 	// Go is the reference implementation.
 	Go GoFunc
-	// CUDA is the device function's source (see the package doc for its
-	// signature); empty where the op has no CUDA side yet.
+	// CUDA is the device function's source: a RA_STAGE function (see
+	// cuda/ringactor.cuh for the signature) named ra_<Name>.
 	CUDA string
 }
 
@@ -139,6 +139,7 @@ func builtins() []Op {
 
 func init() {
 	for _, op := range builtins() {
+		op.CUDA, _ = Source(op.Name + ".cu")
 		if err := Register(op); err != nil {
 			panic(err) // a duplicate built-in is a bug in this file
 		}

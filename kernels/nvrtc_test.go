@@ -1,0 +1,87 @@
+package kernels_test
+
+import (
+	"os"
+	"strings"
+	"testing"
+
+	"github.com/ringactor/ringactor/cuda"
+	"github.com/ringactor/ringactor/kernels"
+)
+
+// Every built-in stage compiles through NVRTC for the shipped virtual
+// architecture and for sm_80 and sm_90; a failure prints the compiler log.
+// Skips with the reason where NVRTC is missing, fails under
+// RINGACTOR_REQUIRE_NVRTC=1 (CI installs it).
+func TestStagesCompileWithNVRTC(t *testing.T) {
+	n, err := cuda.LoadNVRTC()
+	if err != nil {
+		if os.Getenv("RINGACTOR_REQUIRE_NVRTC") == "1" {
+			t.Fatalf("RINGACTOR_REQUIRE_NVRTC=1 but: %v", err)
+		}
+		t.Skipf("skipping: %v", err)
+	}
+	srcs := kernels.Sources()
+	if len(srcs) < 7 {
+		t.Fatalf("only %d stage sources: %v", len(srcs), srcs)
+	}
+	for _, name := range srcs {
+		code, _ := kernels.Source(name)
+		for _, arch := range []string{"compute_70", "sm_80", "sm_90"} {
+			out, err := n.Compile(cuda.Source{Name: name, Code: code, Headers: kernels.Headers()}, arch, "--std=c++14")
+			if err != nil {
+				t.Fatalf("%s for %s: %v", name, arch, err)
+			}
+			entry := "ra_" + strings.TrimSuffix(name, ".cu") + "_test"
+			if !strings.Contains(string(out.PTX), ".entry "+entry) {
+				t.Fatalf("%s for %s: no %s kernel in the PTX", name, arch, entry)
+			}
+		}
+	}
+}
+
+// Every built-in op has its CUDA side.
+func TestBuiltinsHaveCUDA(t *testing.T) {
+	for _, name := range []string{"identity", "scale", "offset", "sqrt", "relu", "saxpy", "sum"} {
+		op, err := kernels.Lookup(name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !strings.Contains(op.CUDA, "RA_STAGE(ra_"+name+")") {
+			t.Errorf("%s: CUDA source missing or misnamed", name)
+		}
+	}
+}
+
+// The queue helpers (acquire/release at both scopes, the timer, backoff)
+// compile and reach the PTX as the memory orders the design asks for.
+func TestQueueHelpersEmitOrderedAccesses(t *testing.T) {
+	n, err := cuda.LoadNVRTC()
+	if err != nil {
+		if os.Getenv("RINGACTOR_REQUIRE_NVRTC") == "1" {
+			t.Fatalf("RINGACTOR_REQUIRE_NVRTC=1 but: %v", err)
+		}
+		t.Skipf("skipping: %v", err)
+	}
+	probe := `#include "ringactor.cuh"
+extern "C" __global__ void probe(unsigned char *base, ra_u64 *out) {
+	ra_queue q = {base, 7u, 64u};
+	ra_u64 t = ra_load_acquire_sys(ra_q_word(q, RA_Q_OFF_TAIL));
+	ra_u64 h = ra_load_acquire_gpu(ra_q_word(q, RA_Q_OFF_HEAD));
+	unsigned ns = 0; ra_backoff(&ns);
+	out[0] = ra_slot_id(ra_q_slot(q, h)) + t + ra_globaltimer();
+	ra_store_release_sys(ra_q_word(q, RA_Q_OFF_HEAD), h + 1);
+	ra_store_release_gpu(ra_q_word(q, RA_Q_OFF_TAIL), t + 1);
+}`
+	out, err := n.Compile(cuda.Source{Name: "probe.cu", Code: probe, Headers: kernels.Headers()}, "compute_70")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ptx := string(out.PTX)
+	for _, want := range []string{"ld.acquire.sys.global.u64", "ld.acquire.gpu.global.u64",
+		"st.release.sys.global.u64", "st.release.gpu.global.u64", "%globaltimer", "nanosleep"} {
+		if !strings.Contains(ptx, want) {
+			t.Errorf("PTX lacks %q", want)
+		}
+	}
+}
