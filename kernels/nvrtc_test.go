@@ -1,11 +1,11 @@
 package kernels_test
 
 import (
-	"os"
 	"strings"
 	"testing"
 
 	"github.com/ringactor/ringactor/cuda"
+	"github.com/ringactor/ringactor/cuda/cudatest"
 	"github.com/ringactor/ringactor/kernels"
 )
 
@@ -14,13 +14,7 @@ import (
 // Skips with the reason where NVRTC is missing, fails under
 // RINGACTOR_REQUIRE_NVRTC=1 (CI installs it).
 func TestStagesCompileWithNVRTC(t *testing.T) {
-	n, err := cuda.LoadNVRTC()
-	if err != nil {
-		if os.Getenv("RINGACTOR_REQUIRE_NVRTC") == "1" {
-			t.Fatalf("RINGACTOR_REQUIRE_NVRTC=1 but: %v", err)
-		}
-		t.Skipf("skipping: %v", err)
-	}
+	n := cudatest.NVRTC(t)
 	srcs := kernels.Sources()
 	if len(srcs) < 7 {
 		t.Fatalf("only %d stage sources: %v", len(srcs), srcs)
@@ -56,13 +50,7 @@ func TestBuiltinsHaveCUDA(t *testing.T) {
 // The queue helpers (acquire/release at both scopes, the timer, backoff)
 // compile and reach the PTX as the memory orders the design asks for.
 func TestQueueHelpersEmitOrderedAccesses(t *testing.T) {
-	n, err := cuda.LoadNVRTC()
-	if err != nil {
-		if os.Getenv("RINGACTOR_REQUIRE_NVRTC") == "1" {
-			t.Fatalf("RINGACTOR_REQUIRE_NVRTC=1 but: %v", err)
-		}
-		t.Skipf("skipping: %v", err)
-	}
+	n := cudatest.NVRTC(t)
 	probe := `#include "ringactor.cuh"
 extern "C" __global__ void probe(unsigned char *base, ra_u64 *out) {
 	ra_queue q = {base, 7u, 64u};
