@@ -11,7 +11,6 @@ import (
 // concurrent use; one goroutine (or one kernel) consumes.
 type Consumer struct {
 	l         *Link
-	bell      *Doorbell
 	head      uint64 // our own index: the released value
 	tailCache uint64 // last valid tail we observed; re-read only when we look empty
 	peeked    int
@@ -204,7 +203,8 @@ func (c *Consumer) DequeueBatch(ctx context.Context, ms []Message) (int, error) 
 // pause waits one step for the producer. With a doorbell, a consumer that
 // has spun and yielded without luck parks until rung.
 func (c *Consumer) pause(ctx context.Context) error {
-	if c.bell == nil || !c.w.sleeping() {
+	bell := c.l.bell.Load()
+	if bell == nil || !c.w.sleeping() {
 		return c.w.wait(ctx)
 	}
 	publish32(c.l.parked, 1) // sequentially consistent: ordered before the re-check below
@@ -214,5 +214,5 @@ func (c *Consumer) pause(ctx context.Context) error {
 	if c.l.Len() != 0 || c.l.Closed() {
 		return nil
 	}
-	return c.w.sleep(ctx, c.bell.fallback, c.bell.ch)
+	return c.w.sleep(ctx, bell.fallback, bell.ch)
 }

@@ -23,7 +23,7 @@ type Link struct {
 	bytesOut, emptyPolls, releases *uint64
 
 	producerTaken, consumerTaken atomic.Bool
-	bell                         *Doorbell
+	bell                         atomic.Pointer[Doorbell]
 }
 
 // Init formats r as an empty, open queue of cfg and returns a handle on it.
@@ -169,9 +169,15 @@ func clampLen(n uint64, capacity uint32) int {
 func (l *Link) Closed() bool { return observe32(l.closed) == 1 }
 
 // SetDoorbell gives the link a doorbell that the producer rings when the
-// consumer has parked. Both sides must be in this process and claimed from
-// this Link after SetDoorbell: each side takes the doorbell when claimed.
-func (l *Link) SetDoorbell(d *Doorbell) { l.bell = d }
+// consumer has parked. Both sides must work through this Link, in this
+// process. It may be set before or after the sides are claimed; a publish
+// racing with SetDoorbell may not ring, and the doorbell's fallback re-check
+// bounds that wait. Several links may share one doorbell, so one consumer
+// can park on all its in-links (ParkAll).
+func (l *Link) SetDoorbell(d *Doorbell) { l.bell.Store(d) }
+
+// Doorbell returns the link's doorbell, or nil.
+func (l *Link) Doorbell() *Doorbell { return l.bell.Load() }
 
 // Stats is a snapshot of a link's counters. Published and Consumed are the
 // raw 64-bit indices: they wrap together, and Published-Consumed is the
@@ -222,7 +228,7 @@ func (l *Link) Producer() (*Producer, error) {
 			ErrCorrupt, l.cfg.LinkID, t, h, t-h, l.cfg.Capacity)
 	}
 	return &Producer{
-		l: l, bell: l.bell, tail: t, headCache: h, closed: l.Closed(),
+		l: l, tail: t, headCache: h, closed: l.Closed(),
 		bytesIn: observe(l.bytesIn), fullWaits: observe(l.fullWaits), publishes: observe(l.publishes),
 	}, nil
 }
@@ -235,7 +241,15 @@ func (l *Link) Consumer() (*Consumer, error) {
 	}
 	h := observe(l.head)
 	return &Consumer{
-		l: l, bell: l.bell, head: h, tailCache: h,
+		l: l, head: h, tailCache: h,
 		bytesOut: observe(l.bytesOut), emptyPolls: observe(l.emptyPolls), releases: observe(l.releases),
 	}, nil
 }
+
+// Detach gives up the producer claim, so the link can be claimed again: for
+// an owner whose setup failed after claiming. The handle must not be used
+// afterwards.
+func (p *Producer) Detach() { p.l.producerTaken.Store(false) }
+
+// Detach gives up the consumer claim, as Producer.Detach does.
+func (c *Consumer) Detach() { c.l.consumerTaken.Store(false) }

@@ -11,7 +11,6 @@ import (
 // concurrent use; one goroutine (or one kernel) produces.
 type Producer struct {
 	l         *Link
-	bell      *Doorbell
 	tail      uint64 // our own index: the published value
 	headCache uint64 // last valid head we observed; re-read only when we look full
 	reserved  int
@@ -90,6 +89,35 @@ func (p *Producer) Write(i int, m *Message) error {
 	return nil
 }
 
+// Slot returns reserved slot i's payload area (PayloadCap bytes) so a
+// writer can build a message in place, with no copy; WriteHeader completes
+// it. Slots may be filled in any order, headers are written in order.
+func (p *Producer) Slot(i int) ([]byte, error) {
+	if i < 0 || i >= p.reserved {
+		return nil, fmt.Errorf("%w: slot %d of %d reserved; call Reserve first", ErrMisuse, i, p.reserved)
+	}
+	s := p.l.slot(p.tail + uint64(i))
+	return s[SlotHeaderSize:], nil
+}
+
+// WriteHeader completes reserved slot i, whose payload of n bytes was
+// written in place through Slot. As with Write, i is the number of slots
+// already written.
+func (p *Producer) WriteHeader(i int, h *Header, n int) error {
+	if i != len(p.lens) || i >= p.reserved {
+		return fmt.Errorf("%w: header of slot %d with %d of %d reserved slots written; write them in order after Reserve",
+			ErrMisuse, i, len(p.lens), p.reserved)
+	}
+	if n < 0 || n > p.l.cfg.PayloadCap() {
+		return fmt.Errorf("link %d: message %d: %w: %d bytes, a slot holds %d; raise the link's slot size",
+			p.l.cfg.LinkID, h.ID, ErrTooLarge, n, p.l.cfg.PayloadCap())
+	}
+	s := p.l.slot(p.tail + uint64(i))
+	writeHeader(s, h, n)
+	p.lens = append(p.lens, n)
+	return nil
+}
+
 // Commit publishes the first k written slots with one release store of tail
 // and drops the rest of the reservation.
 func (p *Producer) Commit(k int) error {
@@ -107,12 +135,12 @@ func (p *Producer) Commit(k int) error {
 	p.publishes++
 	publish(p.l.bytesIn, p.bytesIn)
 	publish(p.l.publishes, p.publishes)
-	if p.bell != nil {
+	if bell := p.l.bell.Load(); bell != nil {
 		// Full fence: our read of parked must not pass our tail store, or a
 		// consumer parking right now could miss both (see Consumer.pause).
 		publishSeqCst(p.l.tail, p.tail)
 		if observe32(p.l.parked) == 1 {
-			p.bell.ring()
+			bell.ring()
 		}
 		return nil
 	}
@@ -200,7 +228,7 @@ func (p *Producer) Close() {
 	}
 	p.closed = true
 	publish32(p.l.closed, 1) // after the last tail store: drained-then-closed is exact
-	if p.bell != nil {
-		p.bell.ring()
+	if bell := p.l.bell.Load(); bell != nil {
+		bell.ring()
 	}
 }

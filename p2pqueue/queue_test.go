@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/binary"
 	"errors"
+	"fmt"
 	"testing"
 	"time"
 )
@@ -417,5 +418,133 @@ func TestCorruptIndicesAreErrors(t *testing.T) {
 	publish32(l.closed, 9) // empty now: the garbage flag must be named, not read as open
 	if err := c.TryDequeue(&m); !errors.Is(err, ErrCorrupt) {
 		t.Fatalf("garbage closed flag: %v", err)
+	}
+}
+
+// A message built in place through Slot and WriteHeader reads back like one
+// written with Write; headers must still be written in order.
+func TestWriteInPlace(t *testing.T) {
+	_, p, c := mustQueue(t, 8, 32)
+	if _, err := p.Slot(0); !errors.Is(err, ErrMisuse) {
+		t.Fatalf("Slot before Reserve: %v", err)
+	}
+	if n, err := p.Reserve(2); n != 2 || err != nil {
+		t.Fatal(n, err)
+	}
+	for i := range 2 {
+		buf, err := p.Slot(i)
+		if err != nil || len(buf) != 32 {
+			t.Fatalf("slot %d: %d bytes, %v", i, len(buf), err)
+		}
+		copy(buf, fmt.Sprintf("payload-%d", i))
+	}
+	if err := p.WriteHeader(1, &Header{ID: 1}, 9); !errors.Is(err, ErrMisuse) {
+		t.Fatalf("out-of-order header: %v", err)
+	}
+	if err := p.WriteHeader(0, &Header{ID: 10, Origin: 3}, 33); !errors.Is(err, ErrTooLarge) {
+		t.Fatalf("oversize in-place payload: %v", err)
+	}
+	for i := range 2 {
+		if err := p.WriteHeader(i, &Header{ID: uint64(10 + i), Origin: 3}, 9); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := p.Commit(2); err != nil {
+		t.Fatal(err)
+	}
+	var m Message
+	for i := range 2 {
+		if err := c.TryDequeue(&m); err != nil {
+			t.Fatal(err)
+		}
+		if m.ID != uint64(10+i) || m.Origin != 3 || string(m.Payload) != fmt.Sprintf("payload-%d", i) {
+			t.Fatalf("message %d: %+v %q", i, m.Header, m.Payload)
+		}
+	}
+	if st := p.Link().Stats(); st.BytesIn != 18 {
+		t.Fatalf("bytes in %d, want 18", st.BytesIn)
+	}
+}
+
+// ParkAll wakes on a publish to any of the links, on Ring, and at its
+// bound; it refuses links that ring another doorbell.
+func TestParkAll(t *testing.T) {
+	bell := NewDoorbell()
+	_, pa, ca := mustQueue(t, 4, 8, bell)
+	_, pb, cb := mustQueue(t, 4, 8, bell)
+	_, _, other := mustQueue(t, 4, 8)
+	ctx := context.Background()
+	if err := ParkAll(ctx, bell, time.Hour, ca, other); !errors.Is(err, ErrMisuse) {
+		t.Fatalf("park on a link without the doorbell: %v", err)
+	}
+	start := time.Now()
+	if err := ParkAll(ctx, bell, 20*time.Millisecond, ca, cb); err != nil || time.Since(start) < 20*time.Millisecond {
+		t.Fatalf("idle park returned after %v: %v", time.Since(start), err)
+	}
+	for _, p := range []*Producer{pb, pa} {
+		done := make(chan error, 1)
+		go func() { done <- ParkAll(ctx, bell, time.Hour, ca, cb) }()
+		for !ca.l.Stats().ConsumerParked || !cb.l.Stats().ConsumerParked {
+			time.Sleep(time.Millisecond)
+		}
+		if err := p.TryEnqueue(&Message{Payload: []byte("x")}); err != nil {
+			t.Fatal(err)
+		}
+		if err := <-done; err != nil {
+			t.Fatal(err)
+		}
+		var m Message
+		if err := p.Link().consumerFor(ca, cb).TryDequeue(&m); err != nil {
+			t.Fatal(err)
+		}
+	}
+	done := make(chan error, 1)
+	go func() { done <- ParkAll(ctx, bell, time.Hour) }()
+	bell.Ring()
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	if ca.l.Stats().ConsumerParked {
+		t.Fatal("parked flag left set")
+	}
+	// A doorbell set after both sides were claimed is used at once.
+	l, p, c := mustQueue(t, 4, 8)
+	late := NewDoorbell()
+	l.SetDoorbell(late)
+	go func() { done <- ParkAll(ctx, late, time.Hour, c) }()
+	for !l.Stats().ConsumerParked {
+		time.Sleep(time.Millisecond)
+	}
+	if err := p.TryEnqueue(&Message{}); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-done; err != nil || late.Rings() != 1 {
+		t.Fatalf("late doorbell: %v, %d rings", err, late.Rings())
+	}
+}
+
+// consumerFor picks, of cs, the consumer of l.
+func (l *Link) consumerFor(cs ...*Consumer) *Consumer {
+	for _, c := range cs {
+		if c.l == l {
+			return c
+		}
+	}
+	return nil
+}
+
+// Detach gives a claim back.
+func TestDetach(t *testing.T) {
+	l, p, c := mustQueue(t, 4, 8)
+	if _, err := l.Producer(); !errors.Is(err, ErrClaimed) {
+		t.Fatal(err)
+	}
+	p.Detach()
+	c.Detach()
+	if _, err := l.Producer(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := l.Consumer(); err != nil {
+		t.Fatal(err)
 	}
 }

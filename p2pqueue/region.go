@@ -58,6 +58,15 @@ func NewHostRegion(n int) (Region, error) {
 	if n < OffSlots {
 		return Region{}, fmt.Errorf("%w: %d bytes; a queue needs at least %d", ErrRegionTooSmall, n, OffSlots)
 	}
+	return NewAlignedRegion(n)
+}
+
+// NewAlignedRegion is NewHostRegion for memory that is not a queue (a
+// kernel's control block): any positive size.
+func NewAlignedRegion(n int) (Region, error) {
+	if n <= 0 {
+		return Region{}, fmt.Errorf("%w: %d bytes", ErrRegionTooSmall, n)
+	}
 	buf := make([]byte, n+RegionAlign)
 	skip := (RegionAlign - int(uintptr(unsafe.Pointer(&buf[0]))%RegionAlign)) % RegionAlign
 	return Region{Bytes: buf[skip : skip+n : skip+n], Kind: HostMemory, Device: -1}, nil

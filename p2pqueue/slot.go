@@ -35,14 +35,19 @@ func EncodeSlot(slot []byte, h Header, payload []byte) error {
 
 // writeSlot encodes a message the caller has checked fits.
 func writeSlot(slot []byte, h *Header, payload []byte) {
+	writeHeader(slot, h, len(payload))
+	copy(slot[SlotHeaderSize:], payload) // one bulk copy
+}
+
+// writeHeader encodes a slot header for a payload of n bytes.
+func writeHeader(slot []byte, h *Header, n int) {
 	s := slot[:SlotHeaderSize:SlotHeaderSize]
 	binary.LittleEndian.PutUint64(s[SlotOffID:], h.ID)
 	binary.LittleEndian.PutUint32(s[SlotOffType:], h.Type)
-	binary.LittleEndian.PutUint32(s[SlotOffLen:], uint32(len(payload)))
+	binary.LittleEndian.PutUint32(s[SlotOffLen:], uint32(n))
 	binary.LittleEndian.PutUint32(s[SlotOffFlags:], uint32(h.Flags))
 	binary.LittleEndian.PutUint32(s[SlotOffOrigin:], h.Origin)
 	binary.LittleEndian.PutUint64(s[SlotOffEnqueued:], h.Enqueued)
-	copy(slot[SlotHeaderSize:], payload) // one bulk copy
 }
 
 // readSlot decodes slot's header into h and returns its payload, aliasing

@@ -2,6 +2,7 @@ package p2pqueue
 
 import (
 	"context"
+	"fmt"
 	"runtime"
 	"sync/atomic"
 	"time"
@@ -64,6 +65,12 @@ func (w *waiter) sleep(ctx context.Context, d time.Duration, bell <-chan struct{
 	}
 }
 
+func (w *waiter) stop() {
+	if w.timer != nil {
+		w.timer.Stop()
+	}
+}
+
 // Doorbell wakes a parked consumer. The consumer announces it is parked in
 // its line of the queue and re-checks tail before sleeping; the producer
 // checks that announcement after each publish and rings only then, so a busy
@@ -75,7 +82,7 @@ type Doorbell struct {
 	rings    atomic.Uint64
 }
 
-// NewDoorbell returns a doorbell for one link.
+// NewDoorbell returns a doorbell for one consumer (of one or more links).
 func NewDoorbell() *Doorbell {
 	return &Doorbell{ch: make(chan struct{}, 1), fallback: 10 * time.Millisecond}
 }
@@ -89,6 +96,45 @@ func (d *Doorbell) ring() {
 	}
 }
 
+// Ring wakes the consumer now, parked or not: for a host that has written
+// it something other than a message (a command) and wants it looked at.
+func (d *Doorbell) Ring() {
+	select {
+	case d.ch <- struct{}{}:
+	default:
+	}
+}
+
 // Rings is the number of times the producer rang: how often the consumer
 // had parked while messages arrived.
 func (d *Doorbell) Rings() uint64 { return d.rings.Load() }
+
+// ParkAll parks one consumer on all its links until a producer publishes to
+// any of them, one is closed, bell is rung, max passes, or ctx is done. Every
+// link must have bell as its doorbell. It announces "parked" on each link
+// and re-checks them all before sleeping, the handshake Consumer.Dequeue
+// uses for one link, so no publish is missed; it returns at once when a
+// link already has messages or is closed.
+func ParkAll(ctx context.Context, bell *Doorbell, max time.Duration, cs ...*Consumer) error {
+	for _, c := range cs {
+		if c.l.bell.Load() != bell {
+			return fmt.Errorf("%w: link %d does not ring this doorbell; SetDoorbell on every link first", ErrMisuse, c.l.cfg.LinkID)
+		}
+	}
+	for _, c := range cs {
+		publish32(c.l.parked, 1) // sequentially consistent: before the re-checks below
+	}
+	defer func() {
+		for _, c := range cs {
+			publish32(c.l.parked, 0)
+		}
+	}()
+	for _, c := range cs {
+		if c.l.Len() != 0 || c.l.Closed() {
+			return nil
+		}
+	}
+	var w waiter
+	defer w.stop()
+	return w.sleep(ctx, max, bell.ch)
+}

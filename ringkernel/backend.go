@@ -1,0 +1,49 @@
+package ringkernel
+
+import (
+	"time"
+
+	"github.com/ringactor/ringactor/kernels"
+	"github.com/ringactor/ringactor/p2pqueue"
+)
+
+// Backend runs ring kernels on one kind of device. It is the one narrow
+// interface the simulated and CUDA backends both implement (memory and
+// launch); everything else about a kernel (commands, status, the trace
+// pump, dead letters) is common code in this package.
+type Backend interface {
+	// Name is "sim" or "cuda".
+	Name() string
+	// Alloc returns zeroed memory of kind on device, aligned to
+	// p2pqueue.RegionAlign, for link queues and control blocks.
+	Alloc(device, size int, kind p2pqueue.MemoryKind) (p2pqueue.Region, error)
+	// Free returns memory from Alloc.
+	Free(p2pqueue.Region) error
+	// Start launches the loop of job. The control block is in state
+	// Launched; the loop acknowledges commands through it, claims the
+	// links, and ends by closing its out-link and trace link.
+	Start(job *Job) (Loop, error)
+}
+
+// Job is a kernel as the backend launches it.
+type Job struct {
+	Spec    Spec
+	Op      kernels.Op
+	Control *ControlBlock
+	// Trace is the kernel's trace ring: the loop produces trace and dead
+	// letter records, the host pump consumes them.
+	Trace *p2pqueue.Link
+	// In and Out are the claimed ends of the links, for the loop.
+	In  []*p2pqueue.Consumer
+	Out *p2pqueue.Producer
+}
+
+// Loop is a running kernel as its backend sees it.
+type Loop interface {
+	// Done is closed when the loop has ended.
+	Done() <-chan struct{}
+	// Wake asks a loop that may be parked to look at its control block.
+	Wake()
+	// HostTime converts a device clock reading into host time.
+	HostTime(deviceNanos uint64) time.Time
+}

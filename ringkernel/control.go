@@ -1,0 +1,190 @@
+package ringkernel
+
+import (
+	"errors"
+	"fmt"
+	"sync/atomic"
+	"unsafe"
+
+	"github.com/ringactor/ringactor/p2pqueue"
+)
+
+// Control block layout. These constants are the single source of truth: `go
+// generate ./kernels/...` writes them into the header device code includes.
+// The host writes only the host line and the kernel only the device line,
+// so the two never share a cache line (or a PCIe write).
+const (
+	// CtrlMagic identifies a control block ("RACB" in memory order).
+	CtrlMagic uint32 = 0x42434152
+	// CtrlVersion is the control-block layout version.
+	CtrlVersion uint16 = 1
+	// CtrlSize is the size of a control block in bytes.
+	CtrlSize = 256
+
+	// Host line: written by the host only.
+	CtrlOffMagic      = 0  // u32
+	CtrlOffVersion    = 4  // u16
+	CtrlOffCommand    = 8  // u32, Command; written before CommandSeq
+	CtrlOffCommandSeq = 12 // u32, bumped after each command (store-release)
+	CtrlOffStageID    = 16 // u32, the stage id the kernel stamps on its output
+
+	// Device line: written by the kernel only.
+	CtrlOffDeviceLine = 128
+	CtrlOffState      = 128 // u32, State
+	CtrlOffCommandAck = 132 // u32, the CommandSeq last applied (store-release after State)
+	CtrlOffHeartbeat  = 136 // u64, device clock in ns, each loop iteration
+	CtrlOffProcessed  = 144 // u64, messages the stage handled and passed on
+	CtrlOffDropped    = 152 // u64, messages dead-lettered, for any reason
+	CtrlOffErrors     = 160 // u64, messages the stage function failed (also dropped)
+	CtrlOffLastError  = 168 // i32, ErrorCode of the last dead letter
+	CtrlOffLastErrID  = 176 // u64, message id of the last dead letter
+	CtrlOffTraced     = 184 // u64, trace records written
+)
+
+// ErrBadControlBlock: memory that is not a valid control block.
+var ErrBadControlBlock = errors.New("ringkernel: bad control block")
+
+// ControlBlock is a kernel's control block in memory both the host and the
+// kernel can reach (mapped pinned memory on a GPU, Go memory on sim).
+//
+// Memory order, written once here: every word is accessed with sync/atomic
+// (sequentially consistent, so at least acquire/release). The host writes
+// Command, then CommandSeq; the kernel reads CommandSeq, then Command, and
+// writes State, then CommandAck. Counters are single-writer words.
+type ControlBlock struct {
+	r                                                 p2pqueue.Region
+	command, seq, stage, state, ack                   *uint32
+	heartbeat, processed, dropped, errs, lastID, traced *uint64
+	lastErr                                           *int32
+}
+
+// InitControlBlock formats r as the control block of stage id, in state
+// Launched with no command pending, and returns it.
+func InitControlBlock(r p2pqueue.Region, stageID uint32) (*ControlBlock, error) {
+	cb, err := viewControlBlock(r)
+	if err != nil {
+		return nil, err
+	}
+	clear(r.Bytes[:CtrlSize])
+	atomic.StoreUint32(cb.stage, stageID)
+	atomic.StoreUint32(cb.state, uint32(Launched))
+	atomic.StoreUint32((*uint32)(unsafe.Pointer(&r.Bytes[CtrlOffVersion])), uint32(CtrlVersion))
+	atomic.StoreUint32((*uint32)(unsafe.Pointer(&r.Bytes[CtrlOffMagic])), CtrlMagic) // last
+	return cb, nil
+}
+
+// AttachControlBlock checks r holds a control block and returns it.
+func AttachControlBlock(r p2pqueue.Region) (*ControlBlock, error) {
+	cb, err := viewControlBlock(r)
+	if err != nil {
+		return nil, err
+	}
+	if m := atomic.LoadUint32((*uint32)(unsafe.Pointer(&r.Bytes[CtrlOffMagic]))); m != CtrlMagic {
+		return nil, fmt.Errorf("%w: magic %#x, want %#x", ErrBadControlBlock, m, CtrlMagic)
+	}
+	if v := uint16(atomic.LoadUint32((*uint32)(unsafe.Pointer(&r.Bytes[CtrlOffVersion])))); v != CtrlVersion {
+		return nil, fmt.Errorf("%w: version %d, want %d", ErrBadControlBlock, v, CtrlVersion)
+	}
+	return cb, nil
+}
+
+func viewControlBlock(r p2pqueue.Region) (*ControlBlock, error) {
+	b := r.Bytes
+	if !r.Kind.HostVisible() || b == nil {
+		return nil, fmt.Errorf("%w: %s memory is not host-visible; put control blocks in mapped pinned memory", ErrBadControlBlock, r.Kind)
+	}
+	if len(b) < CtrlSize {
+		return nil, fmt.Errorf("%w: %d bytes, need %d", ErrBadControlBlock, len(b), CtrlSize)
+	}
+	if uintptr(unsafe.Pointer(&b[0]))%p2pqueue.RegionAlign != 0 {
+		return nil, fmt.Errorf("%w: base not %d-byte aligned", ErrBadControlBlock, p2pqueue.RegionAlign)
+	}
+	w32 := func(off int) *uint32 { return (*uint32)(unsafe.Pointer(&b[off])) }
+	w64 := func(off int) *uint64 { return (*uint64)(unsafe.Pointer(&b[off])) }
+	return &ControlBlock{
+		r:       r,
+		command: w32(CtrlOffCommand), seq: w32(CtrlOffCommandSeq), stage: w32(CtrlOffStageID),
+		state: w32(CtrlOffState), ack: w32(CtrlOffCommandAck),
+		heartbeat: w64(CtrlOffHeartbeat), processed: w64(CtrlOffProcessed), dropped: w64(CtrlOffDropped),
+		errs: w64(CtrlOffErrors), lastID: w64(CtrlOffLastErrID), traced: w64(CtrlOffTraced),
+		lastErr: (*int32)(unsafe.Pointer(&b[CtrlOffLastError])),
+	}, nil
+}
+
+// Region is the memory the control block lives in.
+func (cb *ControlBlock) Region() p2pqueue.Region { return cb.r }
+
+// ---- host side ----
+
+// Post writes command c and returns its sequence number; the kernel has
+// applied it once Acked returns that number.
+func (cb *ControlBlock) Post(c Command) uint32 {
+	seq := atomic.LoadUint32(cb.seq) + 1
+	atomic.StoreUint32(cb.command, uint32(c))
+	atomic.StoreUint32(cb.seq, seq) // after the command: the kernel reads seq first
+	return seq
+}
+
+// Acked is the sequence number of the last command the kernel applied.
+func (cb *ControlBlock) Acked() uint32 { return atomic.LoadUint32(cb.ack) }
+
+// State is the kernel's state as it last wrote it.
+func (cb *ControlBlock) State() State { return State(atomic.LoadUint32(cb.state)) }
+
+// StageID is the stage id the kernel stamps on what it emits.
+func (cb *ControlBlock) StageID() uint32 { return atomic.LoadUint32(cb.stage) }
+
+// Counters are a kernel's counters as read from its control block.
+type Counters struct {
+	Processed, Dropped, Errors, Traced uint64
+	Heartbeat                          uint64 // device clock, ns
+	LastError                          ErrorCode
+	LastErrorID                        uint64
+}
+
+// Counters reads the kernel's counters.
+func (cb *ControlBlock) Counters() Counters {
+	return Counters{
+		Processed: atomic.LoadUint64(cb.processed), Dropped: atomic.LoadUint64(cb.dropped),
+		Errors: atomic.LoadUint64(cb.errs), Traced: atomic.LoadUint64(cb.traced),
+		Heartbeat: atomic.LoadUint64(cb.heartbeat),
+		LastError: ErrorCode(atomic.LoadInt32(cb.lastErr)), LastErrorID: atomic.LoadUint64(cb.lastID),
+	}
+}
+
+// ---- kernel side (the sim backend; device code does the same in CUDA) ----
+
+// Pending returns the command the host posted since ack, if any.
+func (cb *ControlBlock) Pending(ack uint32) (Command, uint32, bool) {
+	seq := atomic.LoadUint32(cb.seq)
+	if seq == ack {
+		return CmdNone, ack, false
+	}
+	return Command(atomic.LoadUint32(cb.command)), seq, true
+}
+
+// Apply records state s and acknowledges command seq.
+func (cb *ControlBlock) Apply(s State, seq uint32) {
+	atomic.StoreUint32(cb.state, uint32(s))
+	atomic.StoreUint32(cb.ack, seq) // after the state: an acked host sees it
+}
+
+// SetState records state s without acknowledging a command (loop end, fault).
+func (cb *ControlBlock) SetState(s State) { atomic.StoreUint32(cb.state, uint32(s)) }
+
+// Beat stores the heartbeat.
+func (cb *ControlBlock) Beat(deviceNanos uint64) { atomic.StoreUint64(cb.heartbeat, deviceNanos) }
+
+// StoreCounters publishes the kernel's counters.
+func (cb *ControlBlock) StoreCounters(processed, dropped, errs, traced uint64) {
+	atomic.StoreUint64(cb.processed, processed)
+	atomic.StoreUint64(cb.dropped, dropped)
+	atomic.StoreUint64(cb.errs, errs)
+	atomic.StoreUint64(cb.traced, traced)
+}
+
+// StoreLastError records the last dead letter's code and message id.
+func (cb *ControlBlock) StoreLastError(code ErrorCode, id uint64) {
+	atomic.StoreUint64(cb.lastID, id)
+	atomic.StoreInt32(cb.lastErr, int32(code))
+}

@@ -1,0 +1,191 @@
+package ringkernel
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/ringactor/ringactor/kernels"
+	"github.com/ringactor/ringactor/p2pqueue"
+)
+
+// ErrorCode is why a message was dead-lettered, as device code can say it:
+// the stage function's negative return values and the loop's own reasons.
+// The values are part of the layout shared with device code.
+type ErrorCode int32
+
+const (
+	CodeNone           ErrorCode = 0
+	CodeOutputTooSmall ErrorCode = -1 // RA_STAGE_ERR_OUTPUT_TOO_SMALL
+	CodeDomain         ErrorCode = -2 // RA_STAGE_ERR_DOMAIN: input outside the op's domain
+	CodeStage          ErrorCode = -3 // any other stage error
+	CodeBadResult      ErrorCode = -4 // the stage returned more floats than the out slot holds
+	CodeNotFloats      ErrorCode = -5 // payload is not a float32 vector
+	CodeCorruptSlot    ErrorCode = -6 // the slot header could not be read
+	CodeShutdown       ErrorCode = -7 // terminated without drain while queued
+	CodeCorruptQueue   ErrorCode = -8 // an in- or out-link's indices are corrupt: the kernel faults
+)
+
+func (c ErrorCode) String() string {
+	switch c {
+	case CodeNone:
+		return "none"
+	case CodeOutputTooSmall:
+		return "result larger than the out slot"
+	case CodeDomain:
+		return "input outside the op's domain"
+	case CodeStage:
+		return "stage error"
+	case CodeBadResult:
+		return "stage returned an impossible length"
+	case CodeNotFloats:
+		return "payload is not a float32 vector"
+	case CodeCorruptSlot:
+		return "corrupt slot"
+	case CodeShutdown:
+		return "shutdown without drain"
+	case CodeCorruptQueue:
+		return "corrupt queue"
+	}
+	return fmt.Sprintf("ErrorCode(%d)", int32(c))
+}
+
+// Reason is the class of a dead letter, as DESIGN §7 names them.
+type Reason uint32
+
+const (
+	ReasonStageError Reason = 1 + iota // the stage function failed on this message
+	ReasonDecode                       // the message could not be decoded
+	ReasonShutdown                     // the kernel was terminated without drain
+	ReasonFaulted                      // the stage faulted
+	ReasonOversize                     // the result did not fit the out slot
+)
+
+func (r Reason) String() string {
+	switch r {
+	case ReasonStageError:
+		return "stage error"
+	case ReasonDecode:
+		return "decode error"
+	case ReasonShutdown:
+		return "shutdown without drain"
+	case ReasonFaulted:
+		return "stage faulted"
+	case ReasonOversize:
+		return "oversize payload"
+	}
+	return fmt.Sprintf("Reason(%d)", uint32(r))
+}
+
+// reasonOf maps a code to its class.
+func reasonOf(c ErrorCode) Reason {
+	switch c {
+	case CodeOutputTooSmall, CodeBadResult:
+		return ReasonOversize
+	case CodeNotFloats, CodeCorruptSlot:
+		return ReasonDecode
+	case CodeShutdown:
+		return ReasonShutdown
+	case CodeCorruptQueue:
+		return ReasonFaulted
+	}
+	return ReasonStageError
+}
+
+// CodeOf maps a stage function's Go error to the code device code would
+// return for it.
+func CodeOf(err error) ErrorCode {
+	switch {
+	case errors.Is(err, kernels.ErrOutputTooSmall):
+		return CodeOutputTooSmall
+	case errors.Is(err, kernels.ErrNegativeSqrt):
+		return CodeDomain
+	case errors.Is(err, kernels.ErrNotFloats):
+		return CodeNotFloats
+	case errors.Is(err, p2pqueue.ErrCorruptSlot):
+		return CodeCorruptSlot
+	}
+	return CodeStage
+}
+
+// Trace ring records. Each is one message on the kernel's trace link: the
+// slot header carries the message id (ID), the record kind (Type), the
+// message's flags, the stage (Origin) and the message's enqueue time
+// (Enqueued, device clock); the payload carries the rest.
+const (
+	RecordTrace      = 1 // a sampled message passed the stage
+	RecordDeadLetter = 2 // a message was dead-lettered
+	RecordFault      = 3 // the kernel faulted; the text says why
+
+	RecOffDequeued = 0  // u64, device ns: the kernel took the message
+	RecOffDone     = 8  // u64, device ns: the stage finished it
+	RecOffCode     = 16 // i32, ErrorCode (dead letters)
+	RecOffTextLen  = 20 // u32, bytes of text that follow
+	RecOffText     = 24 // the error's text, when the backend has one
+	// TraceSlotSize is the slot size of trace links.
+	TraceSlotSize = 192
+	// RecMaxText is the most error text a record carries.
+	RecMaxText = TraceSlotSize - p2pqueue.SlotHeaderSize - RecOffText
+)
+
+// TraceRecord is one sampled message's pass through one stage, in host
+// time (device clocks are converted with the launch-time calibration).
+type TraceRecord struct {
+	ID       uint64
+	Stage    uint32
+	Flags    p2pqueue.Flags
+	Enqueued time.Time // put into the stage's in-link
+	Dequeued time.Time // taken by the kernel
+	Done     time.Time // stage function finished
+}
+
+// QueueWait is how long the message waited in the in-link.
+func (r TraceRecord) QueueWait() time.Duration {
+	if r.Enqueued.IsZero() || r.Dequeued.Before(r.Enqueued) {
+		return 0
+	}
+	return r.Dequeued.Sub(r.Enqueued)
+}
+
+// Service is how long the stage function took.
+func (r TraceRecord) Service() time.Duration { return r.Done.Sub(r.Dequeued) }
+
+// DeadLetter is a message that did not pass a stage, and why.
+type DeadLetter struct {
+	ID        uint64
+	Stage     uint32
+	StageName string
+	Reason    Reason
+	Code      ErrorCode
+	Err       error // the stage's error text where the backend has one
+}
+
+func (d DeadLetter) String() string {
+	return fmt.Sprintf("message %d dead at stage %q: %s: %v", d.ID, d.StageName, d.Reason, d.Err)
+}
+
+// EncodeRecord writes a trace record's payload into buf (at least
+// TraceSlotSize-SlotHeaderSize bytes) and returns its length.
+func EncodeRecord(buf []byte, dequeued, done uint64, code ErrorCode, text string) int {
+	binary.LittleEndian.PutUint64(buf[RecOffDequeued:], dequeued)
+	binary.LittleEndian.PutUint64(buf[RecOffDone:], done)
+	binary.LittleEndian.PutUint32(buf[RecOffCode:], uint32(code))
+	n := copy(buf[RecOffText:RecOffText+RecMaxText], text)
+	binary.LittleEndian.PutUint32(buf[RecOffTextLen:], uint32(n))
+	return RecOffText + n
+}
+
+// decodeRecord reads a record payload; anything short or inconsistent is an
+// error (trace memory is written by device code and is not trusted).
+func decodeRecord(p []byte) (dequeued, done uint64, code ErrorCode, text string, err error) {
+	if len(p) < RecOffText {
+		return 0, 0, 0, "", fmt.Errorf("%w: trace record of %d bytes, want at least %d", p2pqueue.ErrCorruptSlot, len(p), RecOffText)
+	}
+	n := binary.LittleEndian.Uint32(p[RecOffTextLen:])
+	if uint64(n) > uint64(len(p)-RecOffText) {
+		return 0, 0, 0, "", fmt.Errorf("%w: trace record claims %d bytes of text, has %d", p2pqueue.ErrCorruptSlot, n, len(p)-RecOffText)
+	}
+	return binary.LittleEndian.Uint64(p[RecOffDequeued:]), binary.LittleEndian.Uint64(p[RecOffDone:]),
+		ErrorCode(int32(binary.LittleEndian.Uint32(p[RecOffCode:]))), string(p[RecOffText : RecOffText+int(n)]), nil
+}

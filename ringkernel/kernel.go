@@ -1,0 +1,302 @@
+package ringkernel
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/ringactor/ringactor/kernels"
+	"github.com/ringactor/ringactor/p2pqueue"
+)
+
+// Kernel is the host's handle on a launched ring kernel. Its methods are
+// safe for concurrent use; commands are applied one at a time.
+type Kernel struct {
+	spec    Spec
+	op      kernels.Op
+	backend Backend
+	cb      *ControlBlock
+	trace   *p2pqueue.Link
+	loop    Loop
+
+	cmdMu    sync.Mutex // one command in flight
+	pumpDone chan struct{}
+	stopPump context.CancelFunc
+
+	deadLetters atomic.Uint64 // dead letters delivered by the pump
+	traces      atomic.Uint64 // trace records delivered by the pump
+	lastText    atomic.Pointer[string]
+	freeOnce    sync.Once
+}
+
+// ErrLaunch: the kernel could not be launched.
+var ErrLaunch = errors.New("ringkernel: launch failed")
+
+// ErrHung: the kernel did not end when told to.
+var ErrHung = errors.New("ringkernel: kernel did not stop")
+
+// Launch starts a ring kernel for spec on backend b. The kernel starts in
+// state Launched: it runs but takes no messages until Activate. Launch
+// claims the consumer of each in-link and the producer of the out-link.
+func Launch(ctx context.Context, b Backend, spec Spec) (*Kernel, error) {
+	if b == nil {
+		return nil, fmt.Errorf("%w: no backend", ErrLaunch)
+	}
+	spec.defaults()
+	op, err := spec.check()
+	if err != nil {
+		return nil, err
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, fmt.Errorf("%w: stage %q: %w", ErrLaunch, spec.Stage.Name, err)
+	}
+	k := &Kernel{spec: spec, op: op, backend: b, pumpDone: make(chan struct{})}
+	job := &Job{Spec: spec, Op: op}
+	fail := func(err error) (*Kernel, error) {
+		for _, c := range job.In {
+			c.Detach()
+		}
+		if job.Out != nil {
+			job.Out.Detach()
+		}
+		k.free()
+		return nil, fmt.Errorf("%w: stage %q on %s device %d: %w", ErrLaunch, spec.Stage.Name, b.Name(), spec.Device, err)
+	}
+	cbr, err := b.Alloc(spec.Device, CtrlSize, p2pqueue.MappedPinnedMemory)
+	if err != nil {
+		return fail(err)
+	}
+	k.cb, err = InitControlBlock(cbr, spec.ID)
+	if err != nil {
+		b.Free(cbr)
+		return fail(err)
+	}
+	job.Control = k.cb
+	tcfg := p2pqueue.Config{Capacity: uint32(spec.TraceCapacity), SlotSize: TraceSlotSize, LinkID: uint64(spec.ID)<<32 | 0xffffffff}
+	tsize, err := tcfg.RegionSize()
+	if err != nil {
+		return fail(err)
+	}
+	tr, err := b.Alloc(spec.Device, tsize, p2pqueue.MappedPinnedMemory)
+	if err != nil {
+		return fail(err)
+	}
+	k.trace, err = p2pqueue.Init(tr, tcfg)
+	if err != nil {
+		b.Free(tr)
+		return fail(err)
+	}
+	job.Trace = k.trace
+	for i, l := range spec.In {
+		c, err := l.Consumer()
+		if err != nil {
+			return fail(fmt.Errorf("in-link %d: %w", i, err))
+		}
+		job.In = append(job.In, c)
+	}
+	if spec.Out != nil {
+		if job.Out, err = spec.Out.Producer(); err != nil {
+			return fail(fmt.Errorf("out-link: %w", err))
+		}
+	}
+	pumpCtx, stop := context.WithCancel(context.Background())
+	k.stopPump = stop
+	tc, err := k.trace.Consumer()
+	if err != nil {
+		stop()
+		return fail(err)
+	}
+	k.trace.SetDoorbell(p2pqueue.NewDoorbell())
+	if k.loop, err = b.Start(job); err != nil {
+		stop()
+		return fail(err)
+	}
+	go k.pump(pumpCtx, tc)
+	return k, nil
+}
+
+// Stage is the kernel's stage definition.
+func (k *Kernel) Stage() Stage { return k.spec.Stage }
+
+// ID is the kernel's stage id.
+func (k *Kernel) ID() uint32 { return k.spec.ID }
+
+// Done is closed when the loop has ended and every trace record and dead
+// letter it wrote has been delivered.
+func (k *Kernel) Done() <-chan struct{} { return k.pumpDone }
+
+// Activate lets the kernel take messages.
+func (k *Kernel) Activate(ctx context.Context) error { return k.command(ctx, CmdActivate) }
+
+// Deactivate stops the kernel taking messages; they queue in its in-links
+// until Activate. The loop keeps running.
+func (k *Kernel) Deactivate(ctx context.Context) error { return k.command(ctx, CmdDeactivate) }
+
+// command posts c and waits until the kernel has applied it.
+func (k *Kernel) command(ctx context.Context, c Command) error {
+	k.cmdMu.Lock()
+	defer k.cmdMu.Unlock()
+	s := k.cb.State()
+	if _, err := Next(s, c); err != nil {
+		return fmt.Errorf("stage %q: %w", k.spec.Stage.Name, err)
+	}
+	seq := k.cb.Post(c)
+	k.loop.Wake()
+	return k.awaitAck(ctx, seq, c)
+}
+
+func (k *Kernel) awaitAck(ctx context.Context, seq uint32, c Command) error {
+	d := time.Microsecond
+	for k.cb.Acked() != seq {
+		select {
+		case <-k.loop.Done():
+			if k.cb.Acked() == seq {
+				return nil
+			}
+			return fmt.Errorf("stage %q: %s: %w: the loop ended %s", k.spec.Stage.Name, c, ErrTransition, k.cb.State())
+		case <-ctx.Done():
+			return fmt.Errorf("stage %q: %s not acknowledged: %w", k.spec.Stage.Name, c, ctx.Err())
+		case <-time.After(d):
+		}
+		d = min(2*d, time.Millisecond)
+	}
+	return nil
+}
+
+// Terminate ends the loop. With drain, the kernel first processes every
+// message until its in-links are closed and empty; without, it
+// dead-letters what is queued (reason "shutdown without drain"). If ctx
+// ends before a drain finishes, Terminate stops the kernel without drain
+// and returns ctx's error. It returns once the loop has ended and its
+// dead letters are delivered; a loop that does not end (a stage function
+// that never returns) is reported as ErrHung. Terminating an ended kernel
+// returns nil, or the fault that ended it.
+func (k *Kernel) Terminate(ctx context.Context, drain bool) error {
+	c := CmdTerminate
+	if drain {
+		c = CmdTerminateDrain
+	}
+	err := k.command(ctx, c)
+	if err != nil && !errors.Is(err, ErrTransition) {
+		return k.stopNow(err)
+	}
+	if errors.Is(err, ErrTransition) && k.cb.State().Running() {
+		return err
+	}
+	select {
+	case <-k.loop.Done():
+	case <-ctx.Done():
+		return k.stopNow(fmt.Errorf("stage %q: drain did not finish, terminated without drain: %w", k.spec.Stage.Name, ctx.Err()))
+	}
+	return k.finish()
+}
+
+// hangGrace is how long a loop told to stop now may take before it is
+// reported hung: one stage function call and one step of the loop.
+const hangGrace = 2 * time.Second
+
+// stopNow forces an immediate terminate after cause, bounded by hangGrace.
+func (k *Kernel) stopNow(cause error) error {
+	k.cmdMu.Lock()
+	if k.cb.State().Running() {
+		k.cb.Post(CmdTerminate)
+		k.loop.Wake()
+	}
+	k.cmdMu.Unlock()
+	select {
+	case <-k.loop.Done():
+		if err := k.finish(); err != nil {
+			return errors.Join(cause, err)
+		}
+		return cause
+	case <-time.After(hangGrace):
+		k.stopPump()
+		return errors.Join(cause, fmt.Errorf("stage %q: %w within %v of terminate; its heartbeat is %v old",
+			k.spec.Stage.Name, ErrHung, hangGrace, k.Status().HeartbeatAge.Round(time.Millisecond)))
+	}
+}
+
+// finish waits for the pump to deliver the rest, frees the kernel's memory,
+// and reports a fault.
+func (k *Kernel) finish() error {
+	select {
+	case <-k.pumpDone:
+	case <-time.After(hangGrace):
+		k.stopPump() // the loop ended without closing its trace link
+		<-k.pumpDone
+	}
+	k.free()
+	if st := k.Status(); st.State == Faulted {
+		return fmt.Errorf("stage %q faulted: %w", k.spec.Stage.Name, st.LastError)
+	}
+	return nil
+}
+
+// free returns the control block and trace ring to the backend, once,
+// after the loop and the pump are done with them (or before a launch
+// started the loop).
+func (k *Kernel) free() {
+	k.freeOnce.Do(func() {
+		if k.cb != nil {
+			k.backend.Free(k.cb.Region())
+		}
+		if k.trace != nil {
+			k.backend.Free(k.trace.Region())
+		}
+	})
+}
+
+// pump delivers the trace ring's records until the loop closes it.
+func (k *Kernel) pump(ctx context.Context, c *p2pqueue.Consumer) {
+	defer close(k.pumpDone)
+	defer k.stopPump()
+	msgs := make([]p2pqueue.Message, 64)
+	for i := range msgs {
+		msgs[i].Payload = make([]byte, 0, TraceSlotSize)
+	}
+	for {
+		n, err := c.DequeueBatch(ctx, msgs)
+		for i := range n {
+			k.deliver(&msgs[i])
+		}
+		if err != nil && !errors.Is(err, p2pqueue.ErrCorruptSlot) {
+			return // closed and drained, or told to stop
+		}
+	}
+}
+
+func (k *Kernel) deliver(m *p2pqueue.Message) {
+	deq, done, code, text, err := decodeRecord(m.Payload)
+	switch {
+	case err != nil:
+		code, text = CodeCorruptSlot, err.Error()
+		fallthrough
+	case m.Type == RecordDeadLetter:
+		k.deadLetters.Add(1)
+		if text != "" {
+			k.lastText.Store(&text)
+		}
+		if k.spec.OnDeadLetter != nil {
+			if text == "" {
+				text = code.String()
+			}
+			k.spec.OnDeadLetter(DeadLetter{ID: m.ID, Stage: m.Origin, StageName: k.spec.Stage.Name,
+				Reason: reasonOf(code), Code: code, Err: errors.New(text)})
+		}
+	case m.Type == RecordFault:
+		k.lastText.Store(&text)
+	case m.Type == RecordTrace:
+		k.traces.Add(1)
+		if k.spec.OnTrace != nil {
+			var enq time.Time
+			if m.Enqueued != 0 {
+				enq = k.loop.HostTime(m.Enqueued)
+			}
+			k.spec.OnTrace(TraceRecord{ID: m.ID, Stage: m.Origin, Flags: m.Flags, Enqueued: enq,
+				Dequeued: k.loop.HostTime(deq), Done: k.loop.HostTime(done)})
+		}
+	}
+}

@@ -1,0 +1,751 @@
+package ringkernel_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+	"unsafe"
+
+	"go.uber.org/goleak"
+
+	"github.com/ringactor/ringactor/kernels"
+	"github.com/ringactor/ringactor/p2pqueue"
+	rk "github.com/ringactor/ringactor/ringkernel"
+	"github.com/ringactor/ringactor/ringkernel/sim"
+)
+
+// Every test must stop the goroutines it starts, kernels included.
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+
+// rig is one kernel between a host producer and a host consumer.
+type rig struct {
+	t    *testing.T
+	k    *rk.Kernel
+	in   *p2pqueue.Link
+	out  *p2pqueue.Link
+	send *p2pqueue.Producer
+	recv *p2pqueue.Consumer
+
+	mu    sync.Mutex
+	dead  []rk.DeadLetter
+	trace []rk.TraceRecord
+}
+
+func newLink(t testing.TB, capacity uint32, floats int) *p2pqueue.Link {
+	t.Helper()
+	l, err := p2pqueue.NewHostQueue(p2pqueue.ConfigFor(capacity, 4*floats))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return l
+}
+
+// launch starts stage between fresh links of capacity slots holding floats
+// float32s, activated unless told otherwise.
+func launch(t *testing.T, st rk.Stage, capacity uint32, floats int, activate bool) *rig {
+	t.Helper()
+	r := &rig{t: t, in: newLink(t, capacity, floats), out: newLink(t, capacity, floats)}
+	var err error
+	r.k, err = rk.Launch(context.Background(), sim.New(4), rk.Spec{
+		Stage: st, ID: 7, Device: 1, In: []*p2pqueue.Link{r.in}, Out: r.out,
+		OnDeadLetter: func(d rk.DeadLetter) { r.mu.Lock(); r.dead = append(r.dead, d); r.mu.Unlock() },
+		OnTrace:      func(tr rk.TraceRecord) { r.mu.Lock(); r.trace = append(r.trace, tr); r.mu.Unlock() },
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		if err := r.k.Terminate(ctx, false); err != nil && r.k.Status().State != rk.Faulted {
+			t.Errorf("cleanup terminate: %v", err)
+		}
+	})
+	if r.send, err = r.in.Producer(); err != nil {
+		t.Fatal(err)
+	}
+	if r.recv, err = r.out.Consumer(); err != nil {
+		t.Fatal(err)
+	}
+	if activate {
+		if err := r.k.Activate(ctxT(t)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return r
+}
+
+func ctxT(t *testing.T) context.Context {
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	t.Cleanup(cancel)
+	return ctx
+}
+
+func (r *rig) sendFloats(id uint64, v []float32, flags p2pqueue.Flags) {
+	r.t.Helper()
+	m := p2pqueue.Message{Header: p2pqueue.Header{ID: id, Flags: flags}, Payload: kernels.EncodeFloats(nil, v)}
+	if err := r.send.Enqueue(ctxT(r.t), &m); err != nil {
+		r.t.Fatal(err)
+	}
+}
+
+func (r *rig) recvFloats() (p2pqueue.Header, []float32) {
+	r.t.Helper()
+	var m p2pqueue.Message
+	if err := r.recv.Dequeue(ctxT(r.t), &m); err != nil {
+		r.t.Fatal(err)
+	}
+	if m.Origin != 7 {
+		r.t.Fatalf("message %d: origin %d, want the stage id 7", m.ID, m.Origin)
+	}
+	v, err := kernels.DecodeFloats(nil, m.Payload)
+	if err != nil {
+		r.t.Fatal(err)
+	}
+	return m.Header, v
+}
+
+func (r *rig) deadLetters() []rk.DeadLetter {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return append([]rk.DeadLetter(nil), r.dead...)
+}
+
+// eventually polls cond until it holds or 10 s pass.
+func eventually(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(time.Millisecond)
+	}
+}
+
+// conserved checks in = processed + dropped + queued.
+func conserved(t *testing.T, st rk.Status) {
+	t.Helper()
+	if st.In() != st.Processed+st.Dropped+st.Queued() {
+		t.Fatalf("counters do not conserve: in %d != processed %d + dropped %d + queued %d",
+			st.In(), st.Processed, st.Dropped, st.Queued())
+	}
+}
+
+// Each built-in op's result through a ring kernel equals a reference
+// computed here, independently of the op's own Go function, on fresh random
+// inputs. Tolerance: sim runs float32 arithmetic as the reference does, so
+// results agree to 1 ulp (sqrt rounds through float64).
+func TestEveryBuiltinOpThroughAKernel(t *testing.T) {
+	type ref struct {
+		params []float32
+		f      func(p []float32, acc *float32, in []float32) []float32
+	}
+	each := func(g func(p []float32, x float32) float32) func([]float32, *float32, []float32) []float32 {
+		return func(p []float32, _ *float32, in []float32) []float32 {
+			out := make([]float32, len(in))
+			for i, x := range in {
+				out[i] = g(p, x)
+			}
+			return out
+		}
+	}
+	refs := map[string]ref{
+		"identity": {nil, each(func(_ []float32, x float32) float32 { return x })},
+		"scale":    {[]float32{-2.5}, each(func(p []float32, x float32) float32 { return x * p[0] })},
+		"offset":   {[]float32{3.25}, each(func(p []float32, x float32) float32 { return x + p[0] })},
+		"relu":     {nil, each(func(_ []float32, x float32) float32 { return float32(math.Max(float64(x), 0)) })},
+		"saxpy":    {[]float32{1.5, -4}, each(func(p []float32, x float32) float32 { return p[0]*x + p[1] })},
+		"sqrt":     {nil, each(func(_ []float32, x float32) float32 { return float32(math.Sqrt(float64(x))) })},
+		"sum": {nil, func(_ []float32, acc *float32, in []float32) []float32 {
+			for _, x := range in {
+				*acc += x
+			}
+			return []float32{*acc}
+		}},
+	}
+	rng := rand.New(rand.NewPCG(uint64(time.Now().UnixNano()), 3))
+	for name, rf := range refs {
+		t.Run(name, func(t *testing.T) {
+			op, err := kernels.Lookup(name)
+			if err != nil {
+				t.Fatal(err)
+			}
+			r := launch(t, rk.Stage{Name: name, Op: name, Params: rf.params, Stateful: op.Stateful()}, 64, 56, true)
+			var acc float32
+			const msgs = 300
+			inputs := make([][]float32, msgs)
+			go func() {
+				for i := range msgs {
+					for range 1 + rng.IntN(56) {
+						x := float32(rng.NormFloat64() * 100)
+						if name == "sqrt" {
+							x = float32(math.Abs(float64(x)))
+						}
+						inputs[i] = append(inputs[i], x)
+					}
+				}
+				for i := range msgs {
+					m := p2pqueue.Message{Header: p2pqueue.Header{ID: uint64(i)}, Payload: kernels.EncodeFloats(nil, inputs[i])}
+					if err := r.send.Enqueue(context.Background(), &m); err != nil {
+						panic(err)
+					}
+				}
+			}()
+			for i := range msgs {
+				h, got := r.recvFloats()
+				if h.ID != uint64(i) {
+					t.Fatalf("message %d arrived as %d: out of order", i, h.ID)
+				}
+				want := rf.f(rf.params, &acc, inputs[i])
+				if len(got) != len(want) {
+					t.Fatalf("message %d: %d floats, want %d", i, len(got), len(want))
+				}
+				for j := range want {
+					if d := math.Abs(float64(got[j] - want[j])); d > 1e-6*math.Max(1, math.Abs(float64(want[j]))) {
+						t.Fatalf("message %d element %d: %g, want %g", i, j, got[j], want[j])
+					}
+				}
+			}
+			st := r.k.Status()
+			if st.Processed != msgs || st.Dropped != 0 {
+				t.Fatalf("status %+v, want %d processed and none dropped", st, msgs)
+			}
+			conserved(t, st)
+		})
+	}
+}
+
+// A stage error dead-letters that message with its reason; the kernel goes
+// on with the next one.
+func TestOpErrorDeadLettersAndKeepsRunning(t *testing.T) {
+	r := launch(t, rk.Stage{Name: "root", Op: "sqrt"}, 128, 8, true)
+	const msgs = 100
+	for i := range msgs {
+		x := float32(i)
+		if i%7 == 3 {
+			x = -x
+		}
+		r.sendFloats(uint64(i), []float32{4, x}, 0)
+	}
+	var bad []uint64
+	for i := range msgs {
+		if i%7 == 3 {
+			bad = append(bad, uint64(i))
+			continue
+		}
+		h, v := r.recvFloats()
+		if h.ID != uint64(i) || v[0] != 2 || v[1] != float32(math.Sqrt(float64(i))) {
+			t.Fatalf("message %d: got id %d %v", i, h.ID, v)
+		}
+	}
+	eventually(t, "dead letters", func() bool { return len(r.deadLetters()) == len(bad) })
+	for i, d := range r.deadLetters() {
+		if d.ID != bad[i] || d.Reason != rk.ReasonStageError || d.Code != rk.CodeDomain || d.StageName != "root" || d.Stage != 7 {
+			t.Fatalf("dead letter %d: %+v, want message %d, stage error, domain", i, d, bad[i])
+		}
+		if d.Err == nil || !strings.Contains(d.Err.Error(), "negative") {
+			t.Fatalf("dead letter without the stage's error text: %+v", d)
+		}
+	}
+	st := r.k.Status()
+	if st.State != rk.Active || st.Errors != uint64(len(bad)) || st.Dropped != uint64(len(bad)) || st.Processed != msgs-uint64(len(bad)) {
+		t.Fatalf("status %+v", st)
+	}
+	if st.LastError == nil || st.LastError.MessageID != bad[len(bad)-1] || st.LastError.Code != rk.CodeDomain {
+		t.Fatalf("last error %v, want message %d", st.LastError, bad[len(bad)-1])
+	}
+	conserved(t, st)
+}
+
+// Every lifecycle transition, valid and invalid, through a running kernel.
+func TestLifecycle(t *testing.T) {
+	r := launch(t, rk.Stage{Name: "id", Op: "identity"}, 16, 4, false)
+	ctx := ctxT(t)
+	if s := r.k.Status().State; s != rk.Launched {
+		t.Fatalf("after launch: %s", s)
+	}
+	if err := r.k.Deactivate(ctx); !errors.Is(err, rk.ErrTransition) {
+		t.Fatalf("deactivate a launched kernel: %v, want ErrTransition", err)
+	}
+	// Launched takes no messages.
+	r.sendFloats(1, []float32{1}, 0)
+	time.Sleep(20 * time.Millisecond)
+	if st := r.k.Status(); st.Processed != 0 || st.InQueued[0] != 1 {
+		t.Fatalf("a launched kernel took a message: %+v", st)
+	}
+	if err := r.k.Activate(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := r.k.Activate(ctx); !errors.Is(err, rk.ErrTransition) {
+		t.Fatalf("activate an active kernel: %v", err)
+	}
+	r.recvFloats()
+	if err := r.k.Deactivate(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if s := r.k.Status().State; s != rk.Idle {
+		t.Fatalf("after deactivate: %s", s)
+	}
+	r.sendFloats(2, []float32{2}, 0)
+	time.Sleep(20 * time.Millisecond)
+	if st := r.k.Status(); st.Processed != 1 || st.InQueued[0] != 1 {
+		t.Fatalf("an idle kernel took a message: %+v", st)
+	}
+	if err := r.k.Deactivate(ctx); !errors.Is(err, rk.ErrTransition) {
+		t.Fatalf("deactivate an idle kernel: %v", err)
+	}
+	if err := r.k.Activate(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if h, _ := r.recvFloats(); h.ID != 2 {
+		t.Fatalf("got %d after reactivation", h.ID)
+	}
+	if err := r.k.Terminate(ctx, false); err != nil {
+		t.Fatal(err)
+	}
+	if s := r.k.Status().State; s != rk.Terminated {
+		t.Fatalf("after terminate: %s", s)
+	}
+	for _, f := range []func(context.Context) error{r.k.Activate, r.k.Deactivate} {
+		if err := f(ctx); !errors.Is(err, rk.ErrTransition) {
+			t.Fatalf("command to a terminated kernel: %v", err)
+		}
+	}
+	if err := r.k.Terminate(ctx, true); err != nil {
+		t.Fatalf("second terminate: %v", err)
+	}
+	select {
+	case <-r.k.Done():
+	default:
+		t.Fatal("Done not closed after Terminate")
+	}
+	// The kernel closed its out-link on the way out.
+	var m p2pqueue.Message
+	if err := r.recv.TryDequeue(&m); !errors.Is(err, p2pqueue.ErrClosed) {
+		t.Fatalf("out-link after terminate: %v, want ErrClosed", err)
+	}
+}
+
+// Terminate without drain while messages are queued: each is dead-lettered
+// with reason "shutdown without drain", and the counters conserve.
+func TestTerminateWithoutDrain(t *testing.T) {
+	r := launch(t, rk.Stage{Name: "id", Op: "identity"}, 64, 4, true)
+	for i := range 5 {
+		r.sendFloats(uint64(i), []float32{1}, 0)
+	}
+	eventually(t, "5 processed", func() bool { return r.k.Status().Processed == 5 })
+	if err := r.k.Deactivate(ctxT(t)); err != nil {
+		t.Fatal(err)
+	}
+	for i := 5; i < 45; i++ {
+		r.sendFloats(uint64(i), []float32{1}, 0)
+	}
+	if err := r.k.Terminate(ctxT(t), false); err != nil {
+		t.Fatal(err)
+	}
+	dead := r.deadLetters() // delivered before Terminate returned
+	if len(dead) != 40 {
+		t.Fatalf("%d dead letters, want 40", len(dead))
+	}
+	for i, d := range dead {
+		if d.ID != uint64(5+i) || d.Reason != rk.ReasonShutdown {
+			t.Fatalf("dead letter %d: %+v", i, d)
+		}
+	}
+	st := r.k.Status()
+	if st.Processed != 5 || st.Dropped != 40 || st.Errors != 0 || st.Queued() != 0 {
+		t.Fatalf("status %+v", st)
+	}
+	conserved(t, st)
+}
+
+// Terminate with drain while busy: every message is processed, in order,
+// once the producer closes the in-link; the out-link is then closed.
+func TestTerminateWithDrainWhileBusy(t *testing.T) {
+	r := launch(t, rk.Stage{Name: "x2", Op: "scale", Params: []float32{2}}, 32, 4, true)
+	const msgs = 5000
+	go func() {
+		for i := range msgs {
+			m := p2pqueue.Message{Header: p2pqueue.Header{ID: uint64(i)}, Payload: kernels.EncodeFloats(nil, []float32{float32(i)})}
+			if err := r.send.Enqueue(context.Background(), &m); err != nil {
+				panic(err)
+			}
+		}
+		r.send.Close()
+	}()
+	got := make(chan error, 1)
+	go func() {
+		var m p2pqueue.Message
+		for i := 0; ; i++ {
+			err := r.recv.Dequeue(context.Background(), &m)
+			if errors.Is(err, p2pqueue.ErrClosed) {
+				if i != msgs {
+					err = fmt.Errorf("closed after %d messages", i)
+				} else {
+					err = nil
+				}
+				got <- err
+				return
+			}
+			if err == nil && m.ID != uint64(i) {
+				err = fmt.Errorf("message %d arrived as %d", i, m.ID)
+			}
+			if err != nil {
+				got <- err
+				return
+			}
+		}
+	}()
+	time.Sleep(5 * time.Millisecond) // busy now
+	if err := r.k.Terminate(ctxT(t), true); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-got; err != nil {
+		t.Fatal(err)
+	}
+	st := r.k.Status()
+	if st.State != rk.Terminated || st.Processed != msgs || st.Dropped != 0 {
+		t.Fatalf("status %+v", st)
+	}
+	conserved(t, st)
+}
+
+// A drain that cannot finish (the producer never closes) ends at ctx's
+// deadline as a terminate without drain: Terminate still ends the loop.
+func TestTerminateDrainBoundedByContext(t *testing.T) {
+	r := launch(t, rk.Stage{Name: "id", Op: "identity"}, 16, 4, false)
+	for i := range 3 {
+		r.sendFloats(uint64(i), []float32{1}, 0)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
+	defer cancel()
+	if err := r.k.Deactivate(ctx); !errors.Is(err, rk.ErrTransition) {
+		t.Fatal(err)
+	}
+	// Draining processes what is queued, then waits for a close that never comes.
+	err := r.k.Terminate(ctx, true)
+	if !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("terminate: %v, want the deadline", err)
+	}
+	st := r.k.Status()
+	if st.State != rk.Terminated || st.Processed != 3 {
+		t.Fatalf("status %+v", st)
+	}
+	conserved(t, st)
+}
+
+// The heartbeat advances, idle or busy.
+func TestHeartbeatAdvances(t *testing.T) {
+	r := launch(t, rk.Stage{Name: "id", Op: "identity"}, 16, 4, true)
+	first := r.k.Status().Heartbeat
+	if first.IsZero() {
+		t.Fatal("no heartbeat after launch")
+	}
+	eventually(t, "an idle heartbeat", func() bool { return r.k.Status().Heartbeat.After(first) })
+	st := r.k.Status()
+	if st.HeartbeatAge > 5*time.Second {
+		t.Fatalf("heartbeat %v old", st.HeartbeatAge)
+	}
+	r.sendFloats(1, []float32{1}, 0)
+	r.recvFloats()
+	if !r.k.Status().Heartbeat.After(st.Heartbeat) {
+		t.Fatal("heartbeat did not advance while working")
+	}
+}
+
+// Status read while the kernel is busy is consistent: counters only grow,
+// never account for more than was sent, and conserve once still.
+func TestStatusUnderLoad(t *testing.T) {
+	r := launch(t, rk.Stage{Name: "root", Op: "sqrt"}, 64, 4, true)
+	const msgs = 20000
+	sent := make(chan struct{})
+	go func() {
+		defer close(sent)
+		for i := range msgs {
+			x := float32(i)
+			if i%100 == 0 {
+				x = -1
+			}
+			m := p2pqueue.Message{Header: p2pqueue.Header{ID: uint64(i)}, Payload: kernels.EncodeFloats(nil, []float32{x})}
+			if err := r.send.Enqueue(context.Background(), &m); err != nil {
+				panic(err)
+			}
+		}
+	}()
+	drained := make(chan int)
+	go func() {
+		var m p2pqueue.Message
+		n := 0
+		for n < msgs-msgs/100 {
+			if err := r.recv.Dequeue(context.Background(), &m); err != nil {
+				panic(err)
+			}
+			n++
+		}
+		drained <- n
+	}()
+	var last rk.Status
+	polls := 0
+	for done := false; !done; {
+		select {
+		case <-drained:
+			done = true
+		default:
+		}
+		st := r.k.Status()
+		polls++
+		if st.Processed < last.Processed || st.Dropped < last.Dropped {
+			t.Fatalf("counters went back: %+v after %+v", st, last)
+		}
+		if st.Processed+st.Dropped > st.In() {
+			t.Fatalf("more accounted than sent: %+v", st)
+		}
+		if st.State != rk.Active {
+			t.Fatalf("state %s under load", st.State)
+		}
+		last = st
+		time.Sleep(100 * time.Microsecond)
+	}
+	<-sent
+	eventually(t, "all accounted", func() bool { st := r.k.Status(); return st.Processed+st.Dropped == msgs })
+	st := r.k.Status()
+	if st.Dropped != msgs/100 || st.Errors != msgs/100 {
+		t.Fatalf("status %+v, want %d dropped", st, msgs/100)
+	}
+	conserved(t, st)
+	t.Logf("%d status polls under load", polls)
+}
+
+// A stateful sum sees its messages one at a time, in order: its outputs are
+// exactly the prefix sums.
+func TestStatefulSumInOrder(t *testing.T) {
+	r := launch(t, rk.Stage{Name: "total", Op: "sum", Stateful: true}, 8, 4, true)
+	const msgs = 3000
+	go func() {
+		for i := range msgs {
+			m := p2pqueue.Message{Header: p2pqueue.Header{ID: uint64(i)}, Payload: kernels.EncodeFloats(nil, []float32{float32(i % 10), 1})}
+			if err := r.send.Enqueue(context.Background(), &m); err != nil {
+				panic(err)
+			}
+		}
+	}()
+	var want float32
+	for i := range msgs {
+		want += float32(i%10) + 1
+		h, v := r.recvFloats()
+		if h.ID != uint64(i) || len(v) != 1 || v[0] != want {
+			t.Fatalf("message %d: id %d total %v, want %g", i, h.ID, v, want)
+		}
+	}
+}
+
+// A stateless stage with parallel workers keeps every message and the
+// order of the survivors, with dead letters among them.
+func TestStatelessWorkers(t *testing.T) {
+	r := launch(t, rk.Stage{Name: "root", Op: "sqrt", Workers: 3}, 128, 4, true)
+	const msgs = 10000
+	go func() {
+		batch := make([]p2pqueue.Message, 64)
+		for i := 0; i < msgs; i += len(batch) {
+			for j := range batch {
+				x := float32(i + j)
+				if (i+j)%13 == 0 {
+					x = -x - 1
+				}
+				batch[j] = p2pqueue.Message{Header: p2pqueue.Header{ID: uint64(i + j)}, Payload: kernels.EncodeFloats(nil, []float32{x})}
+			}
+			if _, err := r.send.EnqueueBatch(context.Background(), batch[:min(len(batch), msgs-i)]); err != nil {
+				panic(err)
+			}
+		}
+	}()
+	for i := range msgs {
+		if i%13 == 0 {
+			continue
+		}
+		h, v := r.recvFloats()
+		if h.ID != uint64(i) || v[0] != float32(math.Sqrt(float64(i))) {
+			t.Fatalf("message %d: got %d %v", i, h.ID, v)
+		}
+	}
+	eventually(t, "dead letters", func() bool { return len(r.deadLetters()) == (msgs+12)/13 })
+	conserved(t, r.k.Status())
+}
+
+// Sampled messages get one trace record per stage, with ordered times; the
+// next stage sees the time they were put into its in-link.
+func TestTraceRecords(t *testing.T) {
+	r := launch(t, rk.Stage{Name: "x2", Op: "scale", Params: []float32{2}}, 16, 4, true)
+	before := time.Now()
+	for i := range 20 {
+		var f p2pqueue.Flags
+		if i%2 == 0 {
+			f = p2pqueue.FlagSampled
+		}
+		r.sendFloats(uint64(i), []float32{1}, f)
+	}
+	for i := range 20 {
+		h, _ := r.recvFloats()
+		if sampled := h.Flags&p2pqueue.FlagSampled != 0; sampled != (i%2 == 0) {
+			t.Fatalf("message %d: sampled flag %v not carried", i, sampled)
+		}
+		if i%2 == 0 && h.Enqueued == 0 {
+			t.Fatalf("message %d: sampled but not stamped for the next stage", i)
+		}
+	}
+	eventually(t, "10 trace records", func() bool { r.mu.Lock(); defer r.mu.Unlock(); return len(r.trace) == 10 })
+	for i, tr := range r.trace {
+		if tr.ID != uint64(2*i) || tr.Stage != 7 {
+			t.Fatalf("record %d: %+v", i, tr)
+		}
+		if tr.Enqueued.Before(before) || tr.Dequeued.Before(tr.Enqueued) || tr.Done.Before(tr.Dequeued) || tr.Done.After(time.Now()) {
+			t.Fatalf("record %d times out of order: %+v", i, tr)
+		}
+	}
+	if st := r.k.Status(); st.Traced != 10 {
+		t.Fatalf("traced %d, want 10", st.Traced)
+	}
+}
+
+// Payloads that are not float vectors, and results that do not fit the out
+// slot, are dead-lettered with their reasons.
+func TestBadMessagesDeadLettered(t *testing.T) {
+	in := newLink(t, 16, 16)
+	out := newLink(t, 16, 4) // holds 8 floats: the 16-float message does not fit
+	var mu sync.Mutex
+	var dead []rk.DeadLetter
+	k, err := rk.Launch(context.Background(), sim.New(0), rk.Spec{
+		Stage: rk.Stage{Name: "id", Op: "identity"}, In: []*p2pqueue.Link{in}, Out: out,
+		OnDeadLetter: func(d rk.DeadLetter) { mu.Lock(); dead = append(dead, d); mu.Unlock() },
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := k.Activate(ctxT(t)); err != nil {
+		t.Fatal(err)
+	}
+	p, _ := in.Producer()
+	for i, payload := range [][]byte{make([]byte, 7), make([]byte, 64), make([]byte, 8)} {
+		if err := p.TryEnqueue(&p2pqueue.Message{Header: p2pqueue.Header{ID: uint64(i)}, Payload: payload}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	p.Close()
+	if err := k.Terminate(ctxT(t), true); err != nil {
+		t.Fatal(err)
+	}
+	if len(dead) != 2 || dead[0].ID != 0 || dead[0].Reason != rk.ReasonDecode || dead[1].ID != 1 || dead[1].Reason != rk.ReasonOversize {
+		t.Fatalf("dead letters %+v", dead)
+	}
+	st := k.Status()
+	if st.Processed != 1 || st.Dropped != 2 || st.Errors != 1 {
+		t.Fatalf("status %+v", st)
+	}
+	conserved(t, st)
+}
+
+// A kernel fans in from several in-links and ends when all are closed.
+func TestFanIn(t *testing.T) {
+	a, b := newLink(t, 8, 4), newLink(t, 8, 4)
+	k, err := rk.Launch(context.Background(), sim.New(0), rk.Spec{Stage: rk.Stage{Name: "sink", Op: "identity"}, In: []*p2pqueue.Link{a, b}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := k.Activate(ctxT(t)); err != nil {
+		t.Fatal(err)
+	}
+	var wg sync.WaitGroup
+	for _, l := range []*p2pqueue.Link{a, b} {
+		p, _ := l.Producer()
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range 1000 {
+				if err := p.Enqueue(context.Background(), &p2pqueue.Message{Header: p2pqueue.Header{ID: uint64(i)}, Payload: make([]byte, 4)}); err != nil {
+					panic(err)
+				}
+			}
+			p.Close()
+		}()
+	}
+	wg.Wait()
+	select {
+	case <-k.Done():
+	case <-time.After(10 * time.Second):
+		t.Fatal("kernel did not end when its in-links closed")
+	}
+	st := k.Status()
+	if st.State != rk.Terminated || st.Processed != 2000 {
+		t.Fatalf("status %+v", st)
+	}
+	if err := k.Terminate(ctxT(t), false); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// A corrupt in-link faults the kernel; Terminate reports the fault.
+func TestCorruptLinkFaults(t *testing.T) {
+	r := launch(t, rk.Stage{Name: "id", Op: "identity"}, 16, 4, true)
+	r.sendFloats(1, []float32{1}, 0)
+	r.recvFloats()
+	// A peer scribbles a tail far ahead of head.
+	atomic.StoreUint64((*uint64)(unsafe.Pointer(&r.in.Region().Bytes[p2pqueue.OffTail])), 1<<62)
+	select {
+	case <-r.k.Done():
+	case <-time.After(10 * time.Second):
+		t.Fatal("kernel did not fault")
+	}
+	st := r.k.Status()
+	if st.State != rk.Faulted || st.LastError == nil || st.LastError.Code != rk.CodeCorruptQueue || st.LastError.Text == "" {
+		t.Fatalf("status %+v, last error %v", st, st.LastError)
+	}
+	if err := r.k.Terminate(ctxT(t), false); err == nil || !errors.Is(err, p2pqueue.ErrCorrupt) && st.LastError.Text == "" {
+		t.Fatalf("terminate of a faulted kernel: %v", err)
+	}
+}
+
+// Bad specs are refused with errors naming the fix, and a failed launch
+// leaves its links free to claim.
+func TestLaunchRefusesBadSpecs(t *testing.T) {
+	in := newLink(t, 8, 4)
+	cases := []struct {
+		name string
+		spec rk.Spec
+		want string
+	}{
+		{"unknown op", rk.Spec{Stage: rk.Stage{Name: "a", Op: "nope"}, In: []*p2pqueue.Link{in}}, "unknown op"},
+		{"params", rk.Spec{Stage: rk.Stage{Name: "a", Op: "scale"}, In: []*p2pqueue.Link{in}}, "takes 1 params"},
+		{"stateful", rk.Spec{Stage: rk.Stage{Name: "a", Op: "sum"}, In: []*p2pqueue.Link{in}}, "declare the stage Stateful"},
+		{"workers", rk.Spec{Stage: rk.Stage{Name: "a", Op: "sum", Stateful: true, Workers: 2}, In: []*p2pqueue.Link{in}}, "stateful stage has one"},
+		{"no name", rk.Spec{Stage: rk.Stage{Op: "identity"}, In: []*p2pqueue.Link{in}}, "needs a name"},
+		{"no in", rk.Spec{Stage: rk.Stage{Name: "a", Op: "identity"}}, "no in-link"},
+		{"slot", rk.Spec{Stage: rk.Stage{Name: "a", Op: "identity", SlotSize: 100}, In: []*p2pqueue.Link{in}}, "64"},
+		{"device", rk.Spec{Stage: rk.Stage{Name: "a", Op: "identity"}, Device: 9, In: []*p2pqueue.Link{in}}, "no device 9"},
+		{"trace", rk.Spec{Stage: rk.Stage{Name: "a", Op: "identity"}, TraceCapacity: 100, In: []*p2pqueue.Link{in}}, "power of two"},
+	}
+	for _, c := range cases {
+		_, err := rk.Launch(context.Background(), sim.New(4), c.spec)
+		if err == nil || !contains(err.Error(), c.want) {
+			t.Errorf("%s: %v, want an error saying %q", c.name, err, c.want)
+		}
+	}
+	// The failed launches gave their claims back.
+	if _, err := in.Consumer(); err != nil {
+		t.Fatalf("in-link still claimed after failed launches: %v", err)
+	}
+	// A claimed link is refused.
+	if _, err := rk.Launch(context.Background(), sim.New(4), rk.Spec{Stage: rk.Stage{Name: "a", Op: "identity"}, In: []*p2pqueue.Link{in}}); !errors.Is(err, p2pqueue.ErrClaimed) {
+		t.Fatalf("launch on a claimed in-link: %v", err)
+	}
+}
+
+func contains(s, sub string) bool { return strings.Contains(s, sub) }
+

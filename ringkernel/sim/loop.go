@@ -1,0 +1,456 @@
+package sim
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"runtime"
+	"sync"
+	"time"
+
+	"github.com/ringactor/ringactor/kernels"
+	"github.com/ringactor/ringactor/p2pqueue"
+	rk "github.com/ringactor/ringactor/ringkernel"
+)
+
+const (
+	// spinSteps is how many empty steps a kernel yields through before it
+	// parks: a busy producer usually publishes again within that.
+	spinSteps = 16
+	// parkMax bounds a park, so the heartbeat advances while idle.
+	parkMax = 50 * time.Millisecond
+	// fullMax bounds the backoff while the out-link is full.
+	fullMax = time.Millisecond
+)
+
+// kernel is one ring kernel's loop on goroutines: the lead goroutine owns
+// the links and the control block's device line; workers only run the
+// stage function over messages the lead hands them.
+type kernel struct {
+	job     *rk.Job
+	cb      *rk.ControlBlock
+	op      kernels.GoFunc
+	params  []float32
+	state   []float32
+	stageID uint32
+	live    []*p2pqueue.Consumer // in-links not yet closed and drained
+	out     *p2pqueue.Producer
+	trace   *p2pqueue.Producer
+	bell    *p2pqueue.Doorbell
+	done    chan struct{}
+	next    int // in-link to try first, for fairness
+
+	life  rk.State
+	ack   uint32
+	drain bool
+
+	processed, dropped, errs, traced uint64
+
+	// One batch, indexed by position in it.
+	hdr        []p2pqueue.Header
+	ins, outs  [][]float32
+	res        []int
+	codes      []rk.ErrorCode
+	causes     []error
+	t0, t1     []uint64
+	scratch    [][]float32 // in payloads that are not 4-byte aligned
+	sink       []float32   // results of a stage with no out-link
+	events     []p2pqueue.Message
+	workers    *workerPool
+	outFull    bool
+	outCapFlts int
+}
+
+func newKernel(job *rk.Job) (*kernel, error) {
+	tp, err := job.Trace.Producer()
+	if err != nil {
+		return nil, err
+	}
+	b := job.Spec.Batch
+	k := &kernel{
+		job: job, cb: job.Control, op: job.Op.Go, stageID: job.Spec.ID,
+		params: append([]float32(nil), job.Spec.Stage.Params...),
+		state:  make([]float32, job.Op.StateFloats),
+		live:   append([]*p2pqueue.Consumer(nil), job.In...),
+		out:    job.Out, trace: tp, bell: p2pqueue.NewDoorbell(), done: make(chan struct{}),
+		life: rk.Launched,
+		hdr:  make([]p2pqueue.Header, b), ins: make([][]float32, b), outs: make([][]float32, b),
+		res: make([]int, b), codes: make([]rk.ErrorCode, b), causes: make([]error, b),
+		t0: make([]uint64, b), t1: make([]uint64, b), scratch: make([][]float32, b),
+	}
+	maxIn := 0
+	for _, l := range job.Spec.In {
+		l.SetDoorbell(k.bell)
+		maxIn = max(maxIn, l.Config().PayloadCap()/4)
+	}
+	if k.out != nil {
+		k.outCapFlts = k.out.Link().Config().PayloadCap() / 4
+	} else {
+		k.outCapFlts = maxIn
+		k.sink = make([]float32, b*maxIn)
+	}
+	if w := job.Spec.Stage.Workers; w > 1 && !job.Spec.Stage.Stateful {
+		k.workers = newWorkerPool(w-1, k.runOne)
+	}
+	return k, nil
+}
+
+// ---- ringkernel.Loop ----
+
+func (k *kernel) Done() <-chan struct{}        { return k.done }
+func (k *kernel) Wake()                        { k.bell.Ring() }
+func (k *kernel) HostTime(ns uint64) time.Time { return hostTime(ns) }
+
+// run is the persistent loop: commands, then a step of work, then backoff.
+// Every path through it re-reads the control block, so Terminate always
+// ends it (unless the stage function itself never returns).
+func (k *kernel) run() {
+	defer close(k.done)
+	if k.workers != nil {
+		defer k.workers.stop()
+	}
+	idle := 0
+	for {
+		k.cb.Beat(nowNanos())
+		k.commands()
+		worked := false
+		switch k.life {
+		case rk.Active:
+			worked = k.step()
+		case rk.Terminating:
+			if !k.drain {
+				k.deadLetterQueued()
+				k.finish(rk.Terminated)
+				return
+			}
+			worked = k.step()
+		}
+		if k.life == rk.Faulted {
+			k.finish(rk.Faulted)
+			return
+		}
+		if len(k.live) == 0 && (k.life == rk.Active || k.life == rk.Terminating) {
+			// Every in-link is closed and drained: nothing will ever come.
+			k.finish(rk.Terminated)
+			return
+		}
+		if worked {
+			idle = 0
+			continue
+		}
+		k.wait(&idle)
+	}
+}
+
+// commands applies a pending command per the lifecycle table; an invalid
+// one is acknowledged and ignored (the host checks before posting).
+func (k *kernel) commands() {
+	cmd, seq, ok := k.cb.Pending(k.ack)
+	if !ok {
+		return
+	}
+	k.ack = seq
+	next, err := rk.Next(k.life, cmd)
+	if err == nil {
+		k.life = next
+		switch cmd {
+		case rk.CmdTerminate:
+			k.drain = false
+		case rk.CmdTerminateDrain:
+			k.drain = true
+		}
+	}
+	k.cb.Apply(k.life, seq)
+}
+
+// wait backs off after a step without work: yield a few times (a busy
+// producer is about to publish), then park until a publish or a command.
+func (k *kernel) wait(idle *int) {
+	*idle++
+	if *idle <= spinSteps {
+		runtime.Gosched()
+		return
+	}
+	if k.outFull {
+		// Our in-links have messages; the consumer downstream must free
+		// room. Sleep a little, waking early for a command.
+		d := min(time.Duration(*idle-spinSteps)*20*time.Microsecond, fullMax)
+		p2pqueue.ParkAll(context.Background(), k.bell, d)
+		return
+	}
+	var cs []*p2pqueue.Consumer
+	if k.life == rk.Active || k.life == rk.Terminating {
+		cs = k.live
+	}
+	p2pqueue.ParkAll(context.Background(), k.bell, parkMax, cs...)
+}
+
+// step takes one batch from the next in-link that has messages, runs the
+// stage over it, and publishes the results. It reports whether anything
+// changed.
+func (k *kernel) step() bool {
+	k.outFull = false
+	for tries := range len(k.live) {
+		i := (k.next + tries) % len(k.live)
+		c := k.live[i]
+		n, err := c.Peek(len(k.hdr))
+		switch {
+		case err == nil:
+		case errors.Is(err, p2pqueue.ErrEmpty):
+			continue
+		case errors.Is(err, p2pqueue.ErrClosed):
+			k.live = append(k.live[:i], k.live[i+1:]...)
+			return true
+		default:
+			k.fault(err)
+			return true
+		}
+		m := n
+		if k.out != nil {
+			r, err := k.out.Reserve(n)
+			if errors.Is(err, p2pqueue.ErrFull) {
+				k.outFull = true
+				return false
+			}
+			if err != nil {
+				k.fault(err)
+				return true
+			}
+			m = r
+		}
+		k.process(c, m)
+		k.next = i + 1
+		return true
+	}
+	return false
+}
+
+// process runs the stage over the first m peeked messages of c, writing
+// results in place into reserved out slots, then commits and releases.
+func (k *kernel) process(c *p2pqueue.Consumer, m int) {
+	deq := nowNanos()
+	for i := range m {
+		k.codes[i], k.causes[i], k.res[i] = rk.CodeNone, nil, 0
+		h, p, err := c.Read(i)
+		k.hdr[i] = h
+		if err != nil {
+			k.codes[i], k.causes[i] = rk.CodeCorruptSlot, err
+			continue
+		}
+		in, err := kernels.ViewFloats(p, k.scratch[i])
+		if err != nil {
+			k.codes[i], k.causes[i] = rk.CodeNotFloats, fmt.Errorf("message %d: %w", h.ID, err)
+			continue
+		}
+		k.ins[i] = in
+		if k.out != nil {
+			buf, _ := k.out.Slot(i)
+			k.outs[i], _ = kernels.ViewFloats(buf[:k.outCapFlts*4], nil)
+		} else {
+			k.outs[i] = k.sink[i*k.outCapFlts : (i+1)*k.outCapFlts]
+		}
+		k.t0[i] = deq
+	}
+	if k.workers != nil && m >= 2*(k.workers.n+1) {
+		k.workers.run(m)
+	} else {
+		for i := range m {
+			k.runOne(i)
+		}
+	}
+	j := 0
+	for i := range m {
+		h := &k.hdr[i]
+		if code := k.codes[i]; code != rk.CodeNone {
+			k.deadLetter(h, code, k.causes[i], deq)
+			continue
+		}
+		n := k.res[i]
+		if k.out != nil {
+			if j != i {
+				copy(k.outs[j], k.outs[i][:n]) // close the gap a dead letter left
+			}
+			oh := p2pqueue.Header{ID: h.ID, Type: h.Type, Flags: h.Flags, Origin: k.stageID}
+			if h.Flags&p2pqueue.FlagSampled != 0 {
+				oh.Enqueued = k.t1[i]
+			}
+			k.out.WriteHeader(j, &oh, n*4) // n is within the slot: runOne checked
+			j++
+		}
+		k.processed++
+		if h.Flags&p2pqueue.FlagSampled != 0 {
+			k.record(rk.RecordTrace, h, k.t0[i], k.t1[i], rk.CodeNone, "")
+		}
+	}
+	if k.out != nil {
+		if err := k.out.Commit(j); err != nil {
+			k.fault(err)
+		}
+	}
+	if err := c.Release(m); err != nil {
+		k.fault(err)
+	}
+	k.flush()
+}
+
+// runOne runs the stage function on message i of the batch.
+func (k *kernel) runOne(i int) {
+	if k.codes[i] != rk.CodeNone {
+		return
+	}
+	sampled := k.hdr[i].Flags&p2pqueue.FlagSampled != 0
+	if sampled {
+		k.t0[i] = nowNanos()
+	}
+	n, err := k.op(k.params, k.state, k.ins[i], k.outs[i])
+	if sampled {
+		k.t1[i] = nowNanos()
+	}
+	switch {
+	case err != nil:
+		k.codes[i], k.causes[i] = rk.CodeOf(err), err
+	case n < 0 || n > len(k.outs[i]):
+		k.codes[i], k.causes[i] = rk.CodeBadResult, fmt.Errorf("stage returned %d floats, the out slot holds %d", n, len(k.outs[i]))
+	default:
+		k.res[i] = n
+	}
+}
+
+// deadLetter counts message h as dropped and reports it.
+func (k *kernel) deadLetter(h *p2pqueue.Header, code rk.ErrorCode, cause error, deq uint64) {
+	k.dropped++
+	switch code {
+	case rk.CodeShutdown, rk.CodeCorruptSlot, rk.CodeNotFloats:
+	default:
+		k.errs++ // the stage function failed on it
+	}
+	k.cb.StoreLastError(code, h.ID)
+	text := ""
+	if cause != nil {
+		text = cause.Error()
+	}
+	k.record(rk.RecordDeadLetter, h, deq, nowNanos(), code, text)
+}
+
+// record queues a trace-ring record; flush writes them.
+func (k *kernel) record(kind uint32, h *p2pqueue.Header, deq, done uint64, code rk.ErrorCode, text string) {
+	if len(k.events) == cap(k.events) {
+		k.events = append(k.events, p2pqueue.Message{})
+	} else {
+		k.events = k.events[:len(k.events)+1]
+	}
+	e := &k.events[len(k.events)-1]
+	if cap(e.Payload) < rk.TraceSlotSize {
+		e.Payload = make([]byte, rk.TraceSlotSize) // once per event buffer: reused after
+	}
+	e.Header = p2pqueue.Header{ID: h.ID, Type: kind, Flags: h.Flags, Origin: k.stageID, Enqueued: h.Enqueued}
+	e.Payload = e.Payload[:rk.TraceSlotSize-p2pqueue.SlotHeaderSize]
+	e.Payload = e.Payload[:rk.EncodeRecord(e.Payload, deq, done, code, text)]
+	if kind == rk.RecordTrace {
+		k.traced++
+	}
+}
+
+// flush writes the queued records, waiting while the trace ring is full
+// (the host pump always drains it while the loop runs: records are never
+// dropped), then publishes the counters.
+func (k *kernel) flush() {
+	if len(k.events) > 0 {
+		k.trace.EnqueueBatch(context.Background(), k.events)
+		k.events = k.events[:0]
+	}
+	k.cb.StoreCounters(k.processed, k.dropped, k.errs, k.traced)
+}
+
+// deadLetterQueued consumes and dead-letters everything queued in the
+// in-links (terminate without drain).
+func (k *kernel) deadLetterQueued() {
+	now := nowNanos()
+	for _, c := range k.live {
+		for {
+			n, err := c.Peek(len(k.hdr))
+			if err != nil {
+				if !errors.Is(err, p2pqueue.ErrEmpty) && !errors.Is(err, p2pqueue.ErrClosed) {
+					k.fault(err)
+				}
+				break
+			}
+			for i := range n {
+				h, _, _ := c.Read(i) // a corrupt slot still has an id to report
+				k.deadLetter(&h, rk.CodeShutdown, errors.New("terminated without drain while queued"), now)
+			}
+			if err := c.Release(n); err != nil {
+				k.fault(err)
+				break
+			}
+			k.flush()
+		}
+	}
+	k.live = nil
+}
+
+// fault records a corrupt link: the kernel stops with state Faulted.
+func (k *kernel) fault(err error) {
+	k.life = rk.Faulted
+	k.cb.StoreLastError(rk.CodeCorruptQueue, 0)
+	k.record(rk.RecordFault, &p2pqueue.Header{}, nowNanos(), nowNanos(), rk.CodeCorruptQueue, err.Error())
+}
+
+// finish ends the loop: the out-link is closed after the last publish, the
+// final state and counters are stored, and the trace ring is closed last so
+// that a drained pump means the kernel's account is complete.
+func (k *kernel) finish(s rk.State) {
+	if k.out != nil {
+		k.out.Close()
+	}
+	k.flush()
+	k.life = s
+	k.cb.SetState(s)
+	k.trace.Close()
+}
+
+// workerPool runs the stage function over parts of a batch in parallel.
+type workerPool struct {
+	n    int
+	f    func(int)
+	work []chan [2]int
+	wg   sync.WaitGroup
+}
+
+func newWorkerPool(n int, f func(int)) *workerPool {
+	p := &workerPool{n: n, f: f}
+	for range n {
+		ch := make(chan [2]int, 1)
+		p.work = append(p.work, ch)
+		go func() {
+			for r := range ch {
+				for i := r[0]; i < r[1]; i++ {
+					p.f(i)
+				}
+				p.wg.Done()
+			}
+		}()
+	}
+	return p
+}
+
+// run splits [0, m) among the workers and the calling goroutine.
+func (p *workerPool) run(m int) {
+	parts := p.n + 1
+	per := (m + parts - 1) / parts
+	p.wg.Add(p.n)
+	for w := range p.n {
+		lo := min((w+1)*per, m)
+		p.work[w] <- [2]int{lo, min(lo+per, m)}
+	}
+	for i := 0; i < min(per, m); i++ {
+		p.f(i)
+	}
+	p.wg.Wait()
+}
+
+func (p *workerPool) stop() {
+	for _, ch := range p.work {
+		close(ch)
+	}
+}

@@ -1,0 +1,120 @@
+package ringkernel
+
+import (
+	"errors"
+	"fmt"
+
+	"github.com/ringactor/ringactor/kernels"
+	"github.com/ringactor/ringactor/p2pqueue"
+)
+
+// Stage defines a pipeline stage: what runs, on what, and how.
+type Stage struct {
+	// Name names the stage in errors, status and traces.
+	Name string
+	// Op is a registered op (kernels.Register; the built-ins are identity,
+	// scale, offset, relu, saxpy, sqrt and sum).
+	Op string
+	// Params are the op's float32 parameters; exactly as many as it takes.
+	Params []float32
+	// Stateful runs the stage as one consumer that sees its messages in
+	// order (actor semantics). Required for ops that keep state; a
+	// stateless op may ask for it to keep order.
+	Stateful bool
+	// Workers is a stateless stage's parallelism: goroutines on sim
+	// (default 1: a sim stage shares the machine with its neighbours),
+	// warps on CUDA. Stateful stages have exactly one.
+	Workers int
+	// SlotSize is the slot size in bytes of the stage's in-link, a
+	// multiple of 64 (default DefaultSlotSize). Pipelines use it to build
+	// links; Launch does not, the links are given.
+	SlotSize int
+}
+
+// DefaultSlotSize holds 56 float32s after the slot header.
+const DefaultSlotSize = 256
+
+// ErrBadStage: a stage definition that cannot run.
+var ErrBadStage = errors.New("ringkernel: bad stage")
+
+// Resolve checks the stage and returns its op.
+func (s Stage) Resolve() (kernels.Op, error) {
+	if s.Name == "" {
+		return kernels.Op{}, fmt.Errorf("%w: a stage needs a name", ErrBadStage)
+	}
+	op, err := kernels.Lookup(s.Op)
+	if err != nil {
+		return kernels.Op{}, fmt.Errorf("%w %q: %w", ErrBadStage, s.Name, err)
+	}
+	if len(s.Params) != op.Params {
+		return op, fmt.Errorf("%w %q: op %s takes %d params, got %d", ErrBadStage, s.Name, op.Name, op.Params, len(s.Params))
+	}
+	if op.Stateful() && !s.Stateful {
+		return op, fmt.Errorf("%w %q: op %s keeps state; declare the stage Stateful (one consumer, in order)", ErrBadStage, s.Name, op.Name)
+	}
+	if s.Workers < 0 || (s.Stateful && s.Workers > 1) {
+		return op, fmt.Errorf("%w %q: %d workers; a stateful stage has one, a stateless one at least one", ErrBadStage, s.Name, s.Workers)
+	}
+	if s.SlotSize != 0 {
+		if err := (p2pqueue.Config{Capacity: p2pqueue.MinCapacity, SlotSize: uint32(s.SlotSize)}).Validate(); err != nil {
+			return op, fmt.Errorf("%w %q: %w", ErrBadStage, s.Name, err)
+		}
+	}
+	return op, nil
+}
+
+// Spec is what Launch needs: the stage, where it runs, and its links. The
+// kernel becomes the only consumer of each in-link and the only producer of
+// its out-link, and claims them at launch.
+type Spec struct {
+	Stage Stage
+	// ID is the stage id: written as Origin into what the kernel emits and
+	// carried by its trace records.
+	ID uint32
+	// Device is the device id the kernel runs on.
+	Device int
+	// In are the in-links (at least one). The kernel takes from them in turn.
+	In []*p2pqueue.Link
+	// Out is the out-link; nil makes the stage a sink that counts results.
+	Out *p2pqueue.Link
+	// Batch is the most messages taken per step (default 32).
+	Batch int
+	// TraceCapacity is the trace ring's length in records (default 1024).
+	TraceCapacity int
+	// OnTrace receives a record for each sampled message, OnDeadLetter each
+	// dead letter; both run on the kernel's pump goroutine and should be
+	// quick. Nil drops them (the counters still count).
+	OnTrace      func(TraceRecord)
+	OnDeadLetter func(DeadLetter)
+}
+
+func (s *Spec) defaults() {
+	if s.Batch <= 0 {
+		s.Batch = 32
+	}
+	if s.TraceCapacity <= 0 {
+		s.TraceCapacity = 1024
+	}
+	if s.Stage.Workers == 0 {
+		s.Stage.Workers = 1
+	}
+}
+
+func (s *Spec) check() (kernels.Op, error) {
+	op, err := s.Stage.Resolve()
+	if err != nil {
+		return op, err
+	}
+	if len(s.In) == 0 {
+		return op, fmt.Errorf("%w %q: no in-link", ErrBadStage, s.Stage.Name)
+	}
+	for i, l := range s.In {
+		if l == nil {
+			return op, fmt.Errorf("%w %q: in-link %d is nil", ErrBadStage, s.Stage.Name, i)
+		}
+	}
+	if s.TraceCapacity&(s.TraceCapacity-1) != 0 {
+		return op, fmt.Errorf("%w %q: trace capacity %d is not a power of two", ErrBadStage, s.Stage.Name, s.TraceCapacity)
+	}
+	return op, nil
+}

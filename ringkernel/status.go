@@ -1,0 +1,92 @@
+package ringkernel
+
+import (
+	"fmt"
+	"time"
+)
+
+// Status is a snapshot of a kernel, read from its control block and links
+// without stopping it. Counters conserve: every message published to the
+// in-links is processed, dropped, or still queued (exact once the kernel
+// and its producers are still).
+type Status struct {
+	Stage string
+	State State
+	// Processed: messages the stage handled and passed on (or, for a sink,
+	// consumed). Dropped: messages dead-lettered for any reason. Errors:
+	// the dropped messages the stage function failed on.
+	Processed, Dropped, Errors uint64
+	// Traced is the number of trace records the kernel wrote.
+	Traced uint64
+	// Heartbeat is the last time the loop went round, in host time;
+	// HeartbeatAge is how long ago that was.
+	Heartbeat    time.Time
+	HeartbeatAge time.Duration
+	// InQueued are the in-links' depths, in order; InPublished the number
+	// ever published to each. OutQueued is the out-link's depth.
+	InQueued    []int
+	InPublished []uint64
+	OutQueued   int
+	// LastError is the last dead letter's cause, or nil.
+	LastError *KernelError
+}
+
+// KernelError is the cause of a kernel's last dead letter or its fault.
+type KernelError struct {
+	Code      ErrorCode
+	MessageID uint64
+	Text      string // the stage's error text where the backend has one
+}
+
+func (e *KernelError) Error() string {
+	if e.Text != "" {
+		return fmt.Sprintf("message %d: %s (%s)", e.MessageID, e.Text, e.Code)
+	}
+	return fmt.Sprintf("message %d: %s", e.MessageID, e.Code)
+}
+
+// In is the number of messages ever published to the kernel's in-links.
+func (s Status) In() uint64 {
+	var n uint64
+	for _, p := range s.InPublished {
+		n += p
+	}
+	return n
+}
+
+// Queued is the number of messages waiting in the in-links.
+func (s Status) Queued() uint64 {
+	var n uint64
+	for _, q := range s.InQueued {
+		n += uint64(q)
+	}
+	return n
+}
+
+// Status reads the kernel's status.
+func (k *Kernel) Status() Status {
+	c := k.cb.Counters()
+	st := Status{
+		Stage: k.spec.Stage.Name, State: k.cb.State(),
+		Processed: c.Processed, Dropped: c.Dropped, Errors: c.Errors, Traced: c.Traced,
+	}
+	if c.Heartbeat != 0 {
+		st.Heartbeat = k.loop.HostTime(c.Heartbeat)
+		st.HeartbeatAge = max(time.Since(st.Heartbeat), 0)
+	}
+	for _, l := range k.spec.In {
+		ls := l.Stats()
+		st.InQueued = append(st.InQueued, ls.InFlight)
+		st.InPublished = append(st.InPublished, ls.Published)
+	}
+	if k.spec.Out != nil {
+		st.OutQueued = k.spec.Out.Len()
+	}
+	if c.LastError != CodeNone {
+		st.LastError = &KernelError{Code: c.LastError, MessageID: c.LastErrorID}
+		if t := k.lastText.Load(); t != nil {
+			st.LastError.Text = *t
+		}
+	}
+	return st
+}
