@@ -52,10 +52,10 @@ var ErrBadControlBlock = errors.New("ringkernel: bad control block")
 // Command, then CommandSeq; the kernel reads CommandSeq, then Command, and
 // writes State, then CommandAck. Counters are single-writer words.
 type ControlBlock struct {
-	r                                                 p2pqueue.Region
-	command, seq, stage, state, ack                   *uint32
+	r                                                   p2pqueue.Region
+	command, seq, stage, state, ack                     *uint32
 	heartbeat, processed, dropped, errs, lastID, traced *uint64
-	lastErr                                           *int32
+	lastErr                                             *int32
 }
 
 // InitControlBlock formats r as the control block of stage id, in state

@@ -748,4 +748,3 @@ func TestLaunchRefusesBadSpecs(t *testing.T) {
 }
 
 func contains(s, sub string) bool { return strings.Contains(s, sub) }
-
