@@ -6,7 +6,7 @@ TEST_TIMEOUT ?= 15m
 FUZZTIME  ?= 10s
 BENCHTIME ?= 1s
 
-.PHONY: help build test vet generate check-generate fuzz bench
+.PHONY: help build test vet generate check-generate ptx check-ptx fuzz bench
 
 help:
 	@echo "make build           compile every package and command"
@@ -15,6 +15,8 @@ help:
 	@echo "make fuzz            run each fuzz target for $(FUZZTIME)"
 	@echo "make generate        regenerate kernels/include/ringactor_layout.h"
 	@echo "make check-generate  fail if generated files are stale"
+	@echo "make ptx             rebuild the shipped PTX of every built-in stage through NVRTC"
+	@echo "make check-ptx       fail if the shipped PTX differs from a fresh build"
 
 build:
 	$(GO) build $(PKGS)
@@ -30,6 +32,12 @@ generate:
 
 check-generate: generate
 	@git diff --exit-code -- kernels/include || { echo "generated files are stale: run 'make generate' and commit"; exit 1; }
+
+ptx:
+	$(GO) run ./kernels/internal/genptx -o kernels/ptx
+
+check-ptx: ptx
+	@git diff --exit-code -- kernels/ptx && test -z "$$(git status --porcelain -- kernels/ptx)" || { echo "shipped PTX is stale: run 'make ptx' and commit"; exit 1; }
 
 fuzz:
 	$(GO) test -run '^$$' -fuzz '^FuzzAttach$$' -fuzztime $(FUZZTIME) ./p2pqueue

@@ -2,8 +2,33 @@
 // C++ (cuda/*.cu, over the device helpers of cuda/ringactor.cuh) and a Go
 // reference (ops.go) that the simulated backend runs and tests compare
 // against. Ops are registered by name; user-defined stages use the same
-// Register path. The generated header gives device code the link-queue
-// layout; the persistent ring-kernel loop joins it here.
+// Register path.
+//
+// # Device code
+//
+// cuda/ringactor.cuh holds the queue access with the design's memory orders
+// (each rule once), the globaltimer clock, the __nanosleep backoff, and the
+// persistent loop (ra_ring_loop): thread 0 of one block is the only agent on
+// the links, the block's warps run the stage over a batch, results are
+// published in order and in-slots freed after the batch; every iteration
+// beats the heartbeat and reads the command word, so terminate always ends
+// it. RingSource wraps an op's stage function in that loop.
+//
+// # User-defined stages
+//
+// A user registers an Op with a Go function (for the sim backend and tests)
+// and CUDA source defining RA_STAGE(<Symbol(name)>): a device function
+// int f(const float *params, float *state, const float *in, int n, float
+// *out, int out_cap) returning the floats written or a negative
+// RA_STAGE_ERR_* code, which dead-letters the message. Build compiles it
+// through NVRTC when a kernel launches, cached by source hash.
+//
+// # Shipped PTX
+//
+// The built-ins' ring kernels ship as PTX for compute_70 under ptx/,
+// embedded with go:embed and built by `make ptx` (kernels/internal/genptx);
+// `make check-ptx` fails when they differ from a fresh build, so a GPU
+// machine needs only the driver.
 //
 // The layout's single source of truth is the constants of package p2pqueue;
 // `go generate ./kernels/...` writes them into include/ringactor_layout.h,

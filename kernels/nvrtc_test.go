@@ -20,15 +20,20 @@ func TestStagesCompileWithNVRTC(t *testing.T) {
 		t.Fatalf("only %d stage sources: %v", len(srcs), srcs)
 	}
 	for _, name := range srcs {
-		code, _ := kernels.Source(name)
+		op, err := kernels.Lookup(strings.TrimSuffix(name, ".cu"))
+		if err != nil {
+			t.Fatal(err)
+		}
 		for _, arch := range []string{"compute_70", "sm_80", "sm_90"} {
-			out, err := n.Compile(cuda.Source{Name: name, Code: code, Headers: kernels.Headers()}, arch, "--std=c++14")
+			out, err := n.Compile(kernels.RingSource(op), arch, kernels.CompileOptions...)
 			if err != nil {
 				t.Fatalf("%s for %s: %v", name, arch, err)
 			}
-			entry := "ra_" + strings.TrimSuffix(name, ".cu") + "_test"
-			if !strings.Contains(string(out.PTX), ".entry "+entry) {
-				t.Fatalf("%s for %s: no %s kernel in the PTX", name, arch, entry)
+			for _, entry := range []string{"_test", "_ring"} {
+				entry = "ra_" + strings.TrimSuffix(name, ".cu") + entry
+				if !strings.Contains(string(out.PTX), ".entry "+entry) {
+					t.Fatalf("%s for %s: no %s kernel in the PTX", name, arch, entry)
+				}
 			}
 		}
 	}
@@ -71,5 +76,36 @@ extern "C" __global__ void probe(unsigned char *base, ra_u64 *out) {
 		if !strings.Contains(ptx, want) {
 			t.Errorf("PTX lacks %q", want)
 		}
+	}
+}
+
+// The shipped PTX holds every built-in's ring kernel for ShippedArch, with
+// the loop's memory orders, timer and backoff; and it is what a fresh build
+// gives (make check-ptx checks the files, this checks the embedding).
+func TestShippedPTX(t *testing.T) {
+	for _, file := range kernels.Sources() {
+		name := strings.TrimSuffix(file, ".cu")
+		ptx, ok := kernels.ShippedPTX(name)
+		if !ok {
+			t.Fatalf("no shipped PTX for %s: run make ptx", name)
+		}
+		for _, want := range []string{".target sm_70", ".entry ra_" + name + "_ring", "st.release.sys.global.u64",
+			"ld.acquire.sys.global.u32", "ld.acquire.gpu.global.u64", "%globaltimer", "nanosleep"} {
+			if !strings.Contains(string(ptx), want) {
+				t.Errorf("%s PTX lacks %q", name, want)
+			}
+		}
+	}
+	if got, want := len(kernels.ShippedPTXNames()), len(kernels.Sources()); got != want {
+		t.Fatalf("%d PTX files for %d stages: run make ptx", got, want)
+	}
+	n := cudatest.NVRTC(t)
+	op, _ := kernels.Lookup("saxpy")
+	out, err := n.Compile(kernels.RingSource(op), kernels.ShippedArch, kernels.CompileOptions...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if shipped, _ := kernels.ShippedPTX("saxpy"); string(shipped) != string(out.PTX) {
+		t.Fatal("shipped saxpy PTX differs from a fresh NVRTC build: run make ptx and commit")
 	}
 }

@@ -30,6 +30,14 @@ __device__ __forceinline__ ra_u64 ra_load_acquire_gpu(const ra_u64 *p) {
 __device__ __forceinline__ void ra_store_release_gpu(ra_u64 *p, ra_u64 v) {
     asm volatile("st.release.gpu.global.u64 [%0], %1;" :: "l"(p), "l"(v) : "memory");
 }
+__device__ __forceinline__ ra_u32 ra_load_acquire_sys32(const ra_u32 *p) {
+    ra_u32 v;
+    asm volatile("ld.acquire.sys.global.u32 %0, [%1];" : "=r"(v) : "l"(p) : "memory");
+    return v;
+}
+__device__ __forceinline__ void ra_store_release_sys32(ra_u32 *p, ra_u32 v) {
+    asm volatile("st.release.sys.global.u32 [%0], %1;" :: "l"(p), "r"(v) : "memory");
+}
 #else
 // Before sm_70: volatile accesses fenced at system scope.
 __device__ __forceinline__ ra_u64 ra_load_acquire_sys(const ra_u64 *p) {
@@ -41,9 +49,26 @@ __device__ __forceinline__ void ra_store_release_sys(ra_u64 *p, ra_u64 v) {
     __threadfence_system();
     *(volatile ra_u64 *)p = v;
 }
+__device__ __forceinline__ ra_u32 ra_load_acquire_sys32(const ra_u32 *p) {
+    ra_u32 v = *(const volatile ra_u32 *)p;
+    __threadfence_system();
+    return v;
+}
+__device__ __forceinline__ void ra_store_release_sys32(ra_u32 *p, ra_u32 v) {
+    __threadfence_system();
+    *(volatile ra_u32 *)p = v;
+}
 #define ra_load_acquire_gpu ra_load_acquire_sys
 #define ra_store_release_gpu ra_store_release_sys
 #endif
+
+// Scope by who else reads the word: sys when the host or a peer GPU does.
+__device__ __forceinline__ ra_u64 ra_load_acquire(const ra_u64 *p, bool sys) {
+    return sys ? ra_load_acquire_sys(p) : ra_load_acquire_gpu(p);
+}
+__device__ __forceinline__ void ra_store_release(ra_u64 *p, ra_u64 v, bool sys) {
+    if (sys) ra_store_release_sys(p, v); else ra_store_release_gpu(p, v);
+}
 
 __device__ __forceinline__ ra_u64 ra_globaltimer() {
     ra_u64 t;
@@ -101,5 +126,251 @@ __device__ __forceinline__ ra_u32 ra_slot_flags(const unsigned char *s) {
     extern "C" __global__ void name##_test(const float *params, float *state, const float *in, int n, float *out, int out_cap, int *ret) { \
         if (blockIdx.x == 0 && threadIdx.x == 0) *ret = name(params, state, in, n, out, out_cap); \
     }
+
+// ---- the persistent ring-kernel loop --------------------------------------
+// One block: thread 0 is the only agent on the links (the kernel as a whole
+// is their one consumer and one producer), the block's warps run the stage
+// over a batch in parallel (a stateful stage is launched with one warp, so
+// it sees its messages one at a time, in order), and thread 0 publishes the
+// results in order, then frees the in-slots. No in-slot is reused before it
+// is processed: head moves only after the batch is done.
+
+#define RA_BATCH 32
+
+struct ra_ring_args {
+    unsigned char *ctrl;   // control block, mapped pinned host memory
+    unsigned char *in;     // in-link region (this device's memory)
+    unsigned char *out;    // out-link region, 0 for a sink
+    unsigned char *trace;  // trace ring region, mapped pinned host memory
+    const float *params;
+    float *state;          // stateful stages' memory
+    float *sink;           // a sink's results: RA_BATCH * in payload floats
+    ra_u32 in_sys;         // 1: the in-link's producer is the host or a peer GPU
+    ra_u32 out_sys;        // 1: the out-link's consumer is the host or a peer GPU
+};
+
+struct ra_link_end {
+    ra_queue q;
+    ra_u64 own;    // our index (head for the in-link, tail for out-links)
+    ra_u64 other;  // cached index of the other side
+    bool sys;
+};
+
+__device__ __forceinline__ bool ra_attach(unsigned char *base, ra_link_end *e, bool consumer, bool sys) {
+    if (*(const volatile ra_u32 *)(base + RA_Q_OFF_MAGIC) != RA_Q_MAGIC) return false;
+    ra_u32 cap = *(const volatile ra_u32 *)(base + RA_Q_OFF_CAPACITY);
+    ra_u32 ss = *(const volatile ra_u32 *)(base + RA_Q_OFF_SLOT_SIZE);
+    if (cap < RA_MIN_CAPACITY || cap > RA_MAX_CAPACITY || (cap & (cap - 1)) || ss < RA_MIN_SLOT_SIZE || ss % RA_SLOT_ALIGN) return false;
+    e->q.base = base; e->q.mask = cap - 1; e->q.slot_size = ss; e->sys = sys;
+    ra_u64 t = ra_load_acquire_sys(ra_q_word(e->q, RA_Q_OFF_TAIL));
+    ra_u64 h = ra_load_acquire_sys(ra_q_word(e->q, RA_Q_OFF_HEAD));
+    if (t - h > cap) return false;
+    e->own = consumer ? h : t;
+    e->other = h;  // the consumer's tail cache starts empty, the producer's head cache exact
+    return true;
+}
+
+// Slots published and not yet consumed; re-reads tail only when empty.
+// Returns -1 on a tail no correct producer writes.
+__device__ __forceinline__ long long ra_avail(ra_link_end *in) {
+    if (in->other != in->own) return (long long)(in->other - in->own);
+    ra_u64 t = ra_load_acquire(ra_q_word(in->q, RA_Q_OFF_TAIL), in->sys);
+    if (t - in->own > (ra_u64)in->q.mask + 1) return -1;
+    in->other = t;
+    return (long long)(t - in->own);
+}
+
+// Free slots; re-reads head only when fewer than want look free.
+__device__ __forceinline__ long long ra_free(ra_link_end *out, ra_u32 want) {
+    ra_u64 cap = (ra_u64)out->q.mask + 1;
+    if (cap - (out->own - out->other) >= want) return (long long)(cap - (out->own - out->other));
+    ra_u64 h = ra_load_acquire(ra_q_word(out->q, RA_Q_OFF_HEAD), out->sys);
+    if (out->own - h > cap) return -1;
+    out->other = h;
+    return (long long)(cap - (out->own - h));
+}
+
+__device__ __forceinline__ void ra_write_header(unsigned char *s, ra_u64 id, ra_u32 type, ra_u32 len, ra_u32 flags, ra_u32 origin, ra_u64 enq) {
+    *(ra_u64 *)(s + RA_SLOT_OFF_ID) = id;
+    *(ra_u32 *)(s + RA_SLOT_OFF_TYPE) = type;
+    *(ra_u32 *)(s + RA_SLOT_OFF_LEN) = len;
+    *(ra_u32 *)(s + RA_SLOT_OFF_FLAGS) = flags;
+    *(ra_u32 *)(s + RA_SLOT_OFF_ORIGIN) = origin;
+    *(ra_u64 *)(s + RA_SLOT_OFF_ENQUEUED) = enq;
+}
+
+// ra_record writes one trace-ring record, waiting (with backoff, reading the
+// command word) while the host pump catches up: records are never dropped.
+__device__ void ra_record(ra_link_end *tr, ra_u32 kind, const unsigned char *msg,
+                          ra_u32 stage, ra_u64 deq, ra_u64 done, int code) {
+    unsigned ns = 0;
+    while (ra_free(tr, 1) < 1) {
+        ra_store_release(ra_q_word(tr->q, RA_Q_OFF_TAIL), tr->own, true);
+        ra_backoff(&ns);
+    }
+    unsigned char *s = ra_q_slot(tr->q, tr->own);
+    ra_write_header(s, msg ? ra_slot_id(msg) : 0, kind, RA_REC_OFF_TEXT, msg ? ra_slot_flags(msg) : 0, stage,
+                    msg ? *(const ra_u64 *)(msg + RA_SLOT_OFF_ENQUEUED) : 0);
+    unsigned char *p = s + RA_SLOT_HEADER_SIZE;
+    *(ra_u64 *)(p + RA_REC_OFF_DEQUEUED) = deq;
+    *(ra_u64 *)(p + RA_REC_OFF_DONE) = done;
+    *(int *)(p + RA_REC_OFF_CODE) = code;
+    *(ra_u32 *)(p + RA_REC_OFF_TEXT_LEN) = 0;  // device code has codes, not text
+    tr->own++;
+}
+
+typedef int (*ra_stage_fn)(const float *, float *, const float *, int, float *, int);
+
+template <ra_stage_fn STAGE>
+__device__ void ra_ring_loop(const ra_ring_args &a) {
+    __shared__ ra_link_end in, out, tr;
+    __shared__ ra_u32 life, ack, n, stop;
+    __shared__ bool drain, sink;
+    __shared__ ra_u64 deq;
+    __shared__ int res[RA_BATCH];
+    __shared__ ra_u64 t0[RA_BATCH], t1[RA_BATCH];
+    ra_u32 *cmd = (ra_u32 *)(a.ctrl + RA_CB_OFF_COMMAND);
+    ra_u32 *seq = (ra_u32 *)(a.ctrl + RA_CB_OFF_COMMAND_SEQ);
+    ra_u32 stage = *(const volatile ra_u32 *)(a.ctrl + RA_CB_OFF_STAGE_ID);
+    ra_u64 processed = 0, dropped = 0, errors = 0, traced = 0;
+    unsigned ns = 0;
+    if (threadIdx.x == 0) {
+        stop = 0; n = 0; drain = false; sink = a.out == 0;
+        life = RA_STATE_LAUNCHED;
+        ack = ra_load_acquire_sys32((const ra_u32 *)(a.ctrl + RA_CB_OFF_COMMAND_ACK));
+        bool ok = ra_attach(a.in, &in, true, a.in_sys) && ra_attach(a.trace, &tr, false, true) &&
+                  (sink || ra_attach(a.out, &out, false, a.out_sys));
+        if (!ok) {
+            life = RA_STATE_FAULTED;
+            *(int *)(a.ctrl + RA_CB_OFF_LAST_ERROR) = RA_CODE_CORRUPT_QUEUE;
+            stop = 1;
+        }
+        ra_store_release_sys32((ra_u32 *)(a.ctrl + RA_CB_OFF_STATE), life);
+    }
+    __syncthreads();
+    while (!stop) {
+        if (threadIdx.x == 0) {
+            ra_store_release_sys((ra_u64 *)(a.ctrl + RA_CB_OFF_HEARTBEAT), ra_globaltimer());
+            // Commands: the lifecycle table of ringkernel.Next.
+            ra_u32 s = ra_load_acquire_sys32(seq);
+            if (s != ack) {
+                ra_u32 c = *(volatile ra_u32 *)cmd;
+                if (c == RA_CMD_ACTIVATE && (life == RA_STATE_LAUNCHED || life == RA_STATE_IDLE)) life = RA_STATE_ACTIVE;
+                else if (c == RA_CMD_DEACTIVATE && life == RA_STATE_ACTIVE) life = RA_STATE_IDLE;
+                else if (c == RA_CMD_TERMINATE) { life = RA_STATE_TERMINATING; drain = false; }
+                else if (c == RA_CMD_TERMINATE_DRAIN) { life = RA_STATE_TERMINATING; drain = true; }
+                ack = s;
+                ra_store_release_sys32((ra_u32 *)(a.ctrl + RA_CB_OFF_STATE), life);
+                ra_store_release_sys32((ra_u32 *)(a.ctrl + RA_CB_OFF_COMMAND_ACK), s);
+            }
+            n = 0;
+            bool take = life == RA_STATE_ACTIVE || (life == RA_STATE_TERMINATING && drain);
+            long long av = ra_avail(&in);
+            if (av < 0) {
+                life = RA_STATE_FAULTED; stop = 1;
+            } else if (life == RA_STATE_TERMINATING && !drain) {
+                // Dead-letter what is queued, then stop.
+                for (ra_u64 i = 0; i < (ra_u64)av; i++) {
+                    ra_record(&tr, RA_REC_DEAD_LETTER, ra_q_slot(in.q, in.own + i), stage, 0, ra_globaltimer(), RA_CODE_SHUTDOWN);
+                    dropped++;
+                }
+                in.own += av;
+                ra_store_release(ra_q_word(in.q, RA_Q_OFF_HEAD), in.own, in.sys);
+                life = RA_STATE_TERMINATED; stop = 1;
+            } else if (take && av == 0 && *(volatile ra_u32 *)(in.q.base + RA_Q_OFF_CLOSED) == 1 &&
+                       (av = ra_avail(&in)) == 0) {
+                life = RA_STATE_TERMINATED; stop = 1;  // closed and drained
+            } else if (take && av > 0) {
+                long long fr = sink ? RA_BATCH : ra_free(&out, 1);
+                if (fr < 0) { life = RA_STATE_FAULTED; stop = 1; }
+                else n = (ra_u32)min(min(av, fr), (long long)RA_BATCH);
+            }
+            deq = ra_globaltimer();
+        }
+        __syncthreads();
+        if (stop) break;
+        // The stage, one message per warp (lane 0 runs the scalar stage).
+        ra_u32 warps = blockDim.x / 32, w = threadIdx.x / 32;
+        if ((threadIdx.x & 31) == 0) {
+            for (ra_u32 i = w; i < n && w < warps; i += warps) {
+                const unsigned char *m = ra_q_slot(in.q, in.own + i);
+                ra_u32 len = ra_slot_len(m);
+                float *o; int cap;
+                if (sink) { o = a.sink + i * ((in.q.slot_size - RA_SLOT_HEADER_SIZE) / 4); cap = (in.q.slot_size - RA_SLOT_HEADER_SIZE) / 4; }
+                else { o = (float *)(ra_q_slot(out.q, out.own + i) + RA_SLOT_HEADER_SIZE); cap = (out.q.slot_size - RA_SLOT_HEADER_SIZE) / 4; }
+                t0[i] = ra_globaltimer();
+                if (len > in.q.slot_size - RA_SLOT_HEADER_SIZE) res[i] = RA_CODE_CORRUPT_SLOT;
+                else if (len % 4) res[i] = RA_CODE_NOT_FLOATS;
+                else {
+                    int r = STAGE(a.params, a.state, (const float *)(m + RA_SLOT_HEADER_SIZE), (int)(len / 4), o, cap);
+                    res[i] = r > cap ? RA_CODE_BAD_RESULT : r;
+                }
+                t1[i] = ra_globaltimer();
+            }
+        }
+        __syncthreads();
+        if (threadIdx.x == 0) {
+            ra_u32 j = 0;
+            for (ra_u32 i = 0; i < n; i++) {
+                const unsigned char *m = ra_q_slot(in.q, in.own + i);
+                if (res[i] < 0) {
+                    ra_record(&tr, RA_REC_DEAD_LETTER, m, stage, deq, t1[i], res[i]);
+                    dropped++;
+                    if (res[i] != RA_CODE_NOT_FLOATS && res[i] != RA_CODE_CORRUPT_SLOT) errors++;
+                    *(int *)(a.ctrl + RA_CB_OFF_LAST_ERROR) = res[i];
+                    *(ra_u64 *)(a.ctrl + RA_CB_OFF_LAST_ERROR_ID) = ra_slot_id(m);
+                    continue;
+                }
+                ra_u32 flags = ra_slot_flags(m);
+                if (!sink) {
+                    unsigned char *d = ra_q_slot(out.q, out.own + j);
+                    if (j != i) {  // close the gap a dead letter left
+                        const float *src = (const float *)(ra_q_slot(out.q, out.own + i) + RA_SLOT_HEADER_SIZE);
+                        float *dst = (float *)(d + RA_SLOT_HEADER_SIZE);
+                        for (int k = 0; k < res[i]; k++) dst[k] = src[k];
+                    }
+                    ra_write_header(d, ra_slot_id(m), *(const ra_u32 *)(m + RA_SLOT_OFF_TYPE), (ra_u32)res[i] * 4, flags, stage,
+                                    (flags & RA_FLAG_SAMPLED) ? t1[i] : 0);
+                    j++;
+                }
+                processed++;
+                if (flags & RA_FLAG_SAMPLED) {
+                    ra_record(&tr, RA_REC_TRACE, m, stage, t0[i], t1[i], 0);
+                    traced++;
+                }
+            }
+            if (!sink && j) {
+                out.own += j;
+                ra_store_release(ra_q_word(out.q, RA_Q_OFF_TAIL), out.own, out.sys);  // the slots above first
+            }
+            if (n) {
+                in.own += n;
+                ra_store_release(ra_q_word(in.q, RA_Q_OFF_HEAD), in.own, in.sys);  // done reading them
+                ra_store_release_sys(ra_q_word(tr.q, RA_Q_OFF_TAIL), tr.own);
+                ns = 0;
+            } else {
+                ra_backoff(&ns);  // idle: sleep a little, then look at the command word again
+            }
+            *(volatile ra_u64 *)(a.ctrl + RA_CB_OFF_PROCESSED) = processed;
+            *(volatile ra_u64 *)(a.ctrl + RA_CB_OFF_DROPPED) = dropped;
+            *(volatile ra_u64 *)(a.ctrl + RA_CB_OFF_ERRORS) = errors;
+            *(volatile ra_u64 *)(a.ctrl + RA_CB_OFF_TRACED) = traced;
+        }
+        __syncthreads();
+    }
+    if (threadIdx.x == 0) {
+        // Close the out-link after its last publish and the trace ring last,
+        // so a drained pump means the kernel's account is complete.
+        *(volatile ra_u64 *)(a.ctrl + RA_CB_OFF_DROPPED) = dropped;
+        if (!sink && out.q.base) ra_store_release_sys32((ra_u32 *)(out.q.base + RA_Q_OFF_CLOSED), 1);
+        ra_store_release_sys(ra_q_word(tr.q, RA_Q_OFF_TAIL), tr.own);
+        ra_store_release_sys32((ra_u32 *)(a.ctrl + RA_CB_OFF_STATE), life);
+        if (tr.q.base) ra_store_release_sys32((ra_u32 *)(tr.q.base + RA_Q_OFF_CLOSED), 1);
+    }
+}
+
+// RA_RING_KERNEL defines the persistent ring kernel <name>_ring for a stage.
+#define RA_RING_KERNEL(name) \
+    extern "C" __global__ void name##_ring(ra_ring_args a) { ra_ring_loop<name>(a); }
 
 #endif // RINGACTOR_CUH

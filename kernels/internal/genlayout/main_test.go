@@ -24,10 +24,12 @@ func TestCheckedInHeaderIsFresh(t *testing.T) {
 func TestHeaderCarriesTheGoValues(t *testing.T) {
 	h := string(header())
 	for _, want := range []string{
-		"#define RA_Q_OFF_TAIL            0x80u",
-		"#define RA_Q_OFF_HEAD            0x100u",
-		"#define RA_Q_OFF_SLOTS           0x180u",
-		"#define RA_SLOT_HEADER_SIZE      0x20u",
+		"#define RA_Q_OFF_TAIL              0x80u",
+		"#define RA_Q_OFF_HEAD              0x100u",
+		"#define RA_Q_OFF_SLOTS             0x180u",
+		"#define RA_SLOT_HEADER_SIZE        0x20u",
+		"#define RA_CB_OFF_STATE            0x80u",
+		"#define RA_CODE_SHUTDOWN           (-7)",
 	} {
 		if !strings.Contains(h, want) {
 			t.Errorf("header lacks %q", want)

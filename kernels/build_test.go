@@ -1,0 +1,71 @@
+package kernels_test
+
+import (
+	"errors"
+	"strings"
+	"testing"
+
+	"github.com/ringactor/ringactor/cuda"
+	"github.com/ringactor/ringactor/kernels"
+)
+
+// countingCompiler records what it was asked to compile.
+type countingCompiler struct {
+	calls int
+	fail  bool
+}
+
+func (c *countingCompiler) Compile(src cuda.Source, arch string, _ ...string) (*cuda.Compiled, error) {
+	c.calls++
+	if c.fail {
+		return nil, &cuda.CompileError{Name: src.Name, Arch: arch, Log: "line 1: error: expected a ;"}
+	}
+	return &cuda.Compiled{PTX: []byte("// " + arch + "\n" + src.Code)}, nil
+}
+
+// Built-ins for the shipped arch need no compiler; other arches and user
+// ops compile once per distinct source and are served from the cache after.
+func TestBuildCachesBySourceHash(t *testing.T) {
+	op, _ := kernels.Lookup("relu")
+	if _, err := kernels.Build(nil, op, kernels.ShippedArch); err != nil {
+		t.Fatalf("shipped PTX needs no NVRTC: %v", err)
+	}
+	c := &countingCompiler{}
+	a, err := kernels.Build(c, op, "sm_90")
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := kernels.Build(c, op, "sm_90")
+	if err != nil || string(a) != string(b) || c.calls != 1 {
+		t.Fatalf("second build of the same source compiled again (%d calls) or differed: %v", c.calls, err)
+	}
+	changed := op
+	changed.CUDA += "\n// changed\n"
+	if _, err := kernels.Build(c, changed, "sm_90"); err != nil || c.calls != 2 {
+		t.Fatalf("a changed source was served from the cache: %d calls, %v", c.calls, err)
+	}
+	if _, err := kernels.Build(c, changed, kernels.ShippedArch); err != nil || c.calls != 3 {
+		t.Fatalf("a changed built-in used the shipped PTX: %d calls, %v", c.calls, err)
+	}
+	if !strings.Contains(kernels.RingSource(op).Code, "RA_RING_KERNEL(ra_relu)") {
+		t.Fatal("ring source lacks the loop")
+	}
+}
+
+func TestBuildErrors(t *testing.T) {
+	op := kernels.Op{Name: "nosrc"}
+	if _, err := kernels.Build(&countingCompiler{}, op, "sm_90"); err == nil || !strings.Contains(err.Error(), "no CUDA source") {
+		t.Fatalf("op without CUDA: %v", err)
+	}
+	op.CUDA = "RA_STAGE(ra_nosrc) { return 0 }"
+	if _, err := kernels.Build(nil, op, "sm_90"); !errors.Is(err, cuda.ErrNoNVRTC) {
+		t.Fatalf("no compiler: %v", err)
+	}
+	var ce *cuda.CompileError
+	if _, err := kernels.Build(&countingCompiler{fail: true}, op, "sm_90"); !errors.As(err, &ce) || !strings.Contains(err.Error(), "expected a ;") {
+		t.Fatalf("compile error without its log: %v", err)
+	}
+	if got := kernels.Symbol("my.stage-2"); got != "ra_my_stage_2" {
+		t.Fatalf("Symbol: %q", got)
+	}
+}

@@ -1,0 +1,13 @@
+// Package sim is the simulated ring-kernel backend, the embedded default:
+// each kernel is a goroutine looping over the same p2pqueue links and
+// control-block layout a GPU kernel uses, in Go memory.
+//
+// It is built for machines with as few as two cores shared with producers,
+// pumps and tests. A busy kernel takes a batch per step and writes results
+// in place into its out-link's slots (no copy but the stage's own). An idle
+// one yields a few times, then parks on a doorbell shared by all its
+// in-links (p2pqueue.ParkAll) until a producer publishes or the host posts a
+// command, waking at least every 50 ms so its heartbeat advances; an idle
+// stage costs no CPU. Stateless stages with Workers > 1 split each batch
+// among worker goroutines; stateful ones run on the loop goroutine alone.
+package sim

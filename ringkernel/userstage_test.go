@@ -1,0 +1,57 @@
+package ringkernel_test
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/ringactor/ringactor/cuda/cudatest"
+	"github.com/ringactor/ringactor/kernels"
+	rk "github.com/ringactor/ringactor/ringkernel"
+)
+
+// A user-defined stage, registered from outside package kernels: a CUDA
+// device function with the documented signature plus its Go twin. The sim
+// backend runs the Go side through a ring kernel; the CUDA side builds into
+// a ring kernel through NVRTC (skipped, with the reason, without NVRTC).
+func TestUserDefinedStage(t *testing.T) {
+	op := kernels.Op{
+		Name:   "test.cube_plus",
+		Params: 1,
+		Go: func(p, _, in, out []float32) (int, error) {
+			if len(in) > len(out) {
+				return 0, kernels.ErrOutputTooSmall
+			}
+			for i, x := range in {
+				out[i] = x*x*x + p[0]
+			}
+			return len(in), nil
+		},
+		CUDA: `#include "ringactor.cuh"
+RA_STAGE(ra_test_cube_plus) {
+    if (n > out_cap) return RA_STAGE_ERR_OUTPUT_TOO_SMALL;
+    for (int i = 0; i < n; i++) out[i] = in[i] * in[i] * in[i] + params[0];
+    return n;
+}
+`,
+	}
+	if err := kernels.Register(op); err != nil {
+		t.Fatal(err)
+	}
+	if err := kernels.Register(op); err == nil {
+		t.Fatal("a second registration under the same name was accepted")
+	}
+	r := launch(t, rk.Stage{Name: "cube", Op: op.Name, Params: []float32{0.5}}, 16, 4, true)
+	r.sendFloats(1, []float32{1, 2, -3}, 0)
+	if _, v := r.recvFloats(); len(v) != 3 || v[0] != 1.5 || v[1] != 8.5 || v[2] != -26.5 {
+		t.Fatalf("user stage gave %v", v)
+	}
+
+	n := cudatest.NVRTC(t)
+	ptx, err := kernels.Build(n, op, "sm_90")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(ptx), ".entry ra_test_cube_plus_ring") {
+		t.Fatal("no ring kernel for the user stage in its PTX")
+	}
+}
