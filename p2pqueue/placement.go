@@ -1,0 +1,83 @@
+package p2pqueue
+
+import "fmt"
+
+// Host is the endpoint id of the host, as a link's producer (ingress) or
+// consumer (egress).
+const Host = -1
+
+// LinkKind is how a link's memory is placed between its two ends.
+type LinkKind uint8
+
+const (
+	// LinkLocal joins two stages on one device: the consumer's device memory.
+	LinkLocal LinkKind = 1 + iota
+	// LinkPeer joins two devices with peer access: the consumer's device
+	// memory, written by the producer through the peer mapping.
+	LinkPeer
+	// LinkStaged joins two devices without peer access: portable pinned host
+	// memory mapped into both (host-staged, still no host thread).
+	LinkStaged
+	// LinkIngress carries messages from the host to a device: mapped pinned
+	// host memory the host writes and the device reads.
+	LinkIngress
+	// LinkEgress carries messages from a device to the host: mapped pinned
+	// host memory the device writes and the host reads.
+	LinkEgress
+)
+
+func (k LinkKind) String() string {
+	switch k {
+	case LinkLocal:
+		return "local"
+	case LinkPeer:
+		return "peer"
+	case LinkStaged:
+		return "staged"
+	case LinkIngress:
+		return "ingress"
+	case LinkEgress:
+		return "egress"
+	}
+	return fmt.Sprintf("LinkKind(%d)", uint8(k))
+}
+
+// Placement is where a link's queue lives.
+type Placement struct {
+	Kind LinkKind
+	// Memory is the kind of memory to allocate, on Device.
+	Memory MemoryKind
+	// Device is the device whose memory (or whose mapping of host memory)
+	// holds the queue: the consumer's, or the producer's for egress.
+	Device int
+}
+
+func (p Placement) String() string {
+	if p.Device == Host {
+		return fmt.Sprintf("%s (%s)", p.Kind, p.Memory)
+	}
+	return fmt.Sprintf("%s (%s of device %d)", p.Kind, p.Memory, p.Device)
+}
+
+// Place chooses a link's placement from its ends (device ids, or Host) and
+// the topology (peer reports whether device a can write device b's memory).
+// It is the one place the kind of a link is decided (DESIGN §3): the queue
+// lives with its consumer wherever the producer can reach it, because each
+// consumer poll is then a local read and each publish one remote write.
+func Place(producer, consumer int, peer func(a, b int) bool) (Placement, error) {
+	switch {
+	case producer == Host && consumer == Host:
+		return Placement{}, fmt.Errorf("p2pqueue: a link from the host to the host is a channel; give one end a device")
+	case producer < Host || consumer < Host:
+		return Placement{}, fmt.Errorf("p2pqueue: no device %d", min(producer, consumer))
+	case producer == Host:
+		return Placement{Kind: LinkIngress, Memory: MappedPinnedMemory, Device: consumer}, nil
+	case consumer == Host:
+		return Placement{Kind: LinkEgress, Memory: MappedPinnedMemory, Device: producer}, nil
+	case producer == consumer:
+		return Placement{Kind: LinkLocal, Memory: DeviceMemory, Device: consumer}, nil
+	case peer != nil && peer(producer, consumer):
+		return Placement{Kind: LinkPeer, Memory: DeviceMemory, Device: consumer}, nil
+	}
+	return Placement{Kind: LinkStaged, Memory: PortablePinnedMemory, Device: consumer}, nil
+}

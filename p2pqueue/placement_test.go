@@ -1,0 +1,35 @@
+package p2pqueue
+
+import "testing"
+
+func TestPlace(t *testing.T) {
+	// Devices 0-1 and 2-3 are peer pairs; the pairs cannot reach each other.
+	peer := func(a, b int) bool { return a/2 == b/2 }
+	cases := []struct {
+		from, to int
+		kind     LinkKind
+		mem      MemoryKind
+		dev      int
+	}{
+		{Host, 2, LinkIngress, MappedPinnedMemory, 2},
+		{3, Host, LinkEgress, MappedPinnedMemory, 3},
+		{1, 1, LinkLocal, DeviceMemory, 1},
+		{0, 1, LinkPeer, DeviceMemory, 1},
+		{3, 2, LinkPeer, DeviceMemory, 2},
+		{1, 2, LinkStaged, PortablePinnedMemory, 2},
+	}
+	for _, c := range cases {
+		p, err := Place(c.from, c.to, peer)
+		if err != nil || p.Kind != c.kind || p.Memory != c.mem || p.Device != c.dev {
+			t.Errorf("Place(%d, %d) = %v, %v; want %s in %s of %d", c.from, c.to, p, err, c.kind, c.mem, c.dev)
+		}
+	}
+	if p, _ := Place(0, 1, nil); p.Kind != LinkStaged {
+		t.Errorf("no topology: %v, want staged", p)
+	}
+	for _, bad := range [][2]int{{Host, Host}, {-2, 0}, {0, -5}} {
+		if _, err := Place(bad[0], bad[1], peer); err == nil {
+			t.Errorf("Place(%d, %d) accepted", bad[0], bad[1])
+		}
+	}
+}

@@ -1,0 +1,267 @@
+package runtime
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"sort"
+	"strconv"
+	"strings"
+)
+
+// Device is one device ringactor can place stages on.
+type Device struct {
+	ID   int
+	Name string
+	// Backend runs ring kernels on it: "sim" or "cuda".
+	Backend string
+	// Source is where the device was found: "nvml", "driver" or "sim".
+	Source string
+	// MemoryBytes is its total memory, FreeBytes what is free (where known).
+	MemoryBytes, FreeBytes uint64
+	// ComputeCapability is "9.0" and the like; "sim" for simulated devices.
+	ComputeCapability string
+	// SMs is the multiprocessor count where known, else 0.
+	SMs int
+	// P2P[j] reports whether this device can write device j's memory.
+	P2P []bool
+}
+
+// Environment variables read by DiscoverDevices.
+const (
+	// SimDevicesEnv is the number of simulated devices (default 4).
+	SimDevicesEnv = "RINGACTOR_SIM_DEVICES"
+	// SimP2PEnv is the simulated topology: "all" (default), "none", or
+	// peer pairs such as "0-1,2-3" (symmetric).
+	SimP2PEnv = "RINGACTOR_SIM_P2P"
+)
+
+// DeviceOptions chooses how devices are found.
+type DeviceOptions struct {
+	// Backend is "auto" (default: GPUs when the CUDA backend can run them,
+	// else simulated devices), "sim" or "cuda".
+	Backend string
+	// SimDevices and SimP2P override the environment variables.
+	SimDevices int
+	SimP2P     string
+	// SimMemory is each simulated device's memory (default 16 GiB).
+	SimMemory uint64
+	// Log receives one line saying which devices were found and why others
+	// were not (default os.Stderr; io.Discard silences it).
+	Log io.Writer
+}
+
+// ErrNoDevice: a device id that is not in the registry, or no device meets
+// a requirement.
+var ErrNoDevice = errors.New("ringactor: no such device")
+
+// ErrBackend: the chosen backend cannot run here.
+var ErrBackend = errors.New("ringactor: backend unavailable")
+
+// Registry is the set of devices found at start.
+type Registry struct {
+	devices []Device
+	backend string
+	note    string
+}
+
+// DiscoverDevices looks for devices: NVML first, then the CUDA driver, then
+// simulated devices. When no GPU can run ring kernels it says so once on
+// opts.Log and goes on with simulated devices (unless "cuda" was asked for,
+// which is then an error).
+func DiscoverDevices(opts DeviceOptions) (*Registry, error) {
+	if opts.Log == nil {
+		opts.Log = os.Stderr
+	}
+	switch opts.Backend {
+	case "", "auto", "sim", "cuda":
+	default:
+		return nil, fmt.Errorf("%w: backend %q; choose auto, sim or cuda", ErrBackend, opts.Backend)
+	}
+	var why []string
+	if opts.Backend != "sim" {
+		gpus, err := nvmlDevices()
+		switch {
+		case err != nil:
+			why = append(why, "NVML: "+err.Error())
+		case len(gpus) == 0:
+			why = append(why, "NVML: no GPUs")
+		default:
+			names := make([]string, len(gpus))
+			for i, g := range gpus {
+				names[i] = g.Name
+			}
+			why = append(why, fmt.Sprintf("NVML sees %d GPU(s) (%s) but this build has no CUDA ring-kernel backend yet",
+				len(gpus), strings.Join(names, ", ")))
+		}
+		if opts.Backend == "cuda" {
+			return nil, fmt.Errorf("%w: cuda: %s; use -backend sim or auto", ErrBackend, strings.Join(why, "; "))
+		}
+	}
+	devs, err := simDevices(opts)
+	if err != nil {
+		return nil, err
+	}
+	r := &Registry{devices: devs, backend: "sim"}
+	r.note = fmt.Sprintf("ringactor: %d simulated devices (P2P %s)", len(devs), describeP2P(devs))
+	if len(why) > 0 {
+		r.note += "; no GPU backend: " + strings.Join(why, "; ")
+	}
+	fmt.Fprintln(opts.Log, r.note)
+	return r, nil
+}
+
+// Note is the line DiscoverDevices printed.
+func (r *Registry) Note() string { return r.note }
+
+// BackendName is the backend the registry's devices run on.
+func (r *Registry) BackendName() string { return r.backend }
+
+// Devices lists the devices by id.
+func (r *Registry) Devices() []Device { return append([]Device(nil), r.devices...) }
+
+// Device returns device id, or an error listing the ids there are.
+func (r *Registry) Device(id int) (Device, error) {
+	if id < 0 || id >= len(r.devices) {
+		return Device{}, fmt.Errorf("%w %d: devices are 0..%d (set %s for more simulated ones)", ErrNoDevice, id, len(r.devices)-1, SimDevicesEnv)
+	}
+	return r.devices[id], nil
+}
+
+// Peer reports whether device a can write device b's memory.
+func (r *Registry) Peer(a, b int) bool {
+	if a < 0 || a >= len(r.devices) || b < 0 || b >= len(r.devices[a].P2P) {
+		return false
+	}
+	return r.devices[a].P2P[b]
+}
+
+// Requirements select devices.
+type Requirements struct {
+	// MinMemory is the least total memory a device needs.
+	MinMemory uint64
+	// P2P requires peer access to every other selected device.
+	P2P bool
+	// Count is how many devices are wanted (0: all that qualify).
+	Count int
+}
+
+// Select returns devices meeting req, most memory first, or an error saying
+// which requirement ruled them out.
+func (r *Registry) Select(req Requirements) ([]Device, error) {
+	var picked []Device
+	for _, d := range r.devices {
+		if d.MemoryBytes < req.MinMemory {
+			continue
+		}
+		ok := true
+		if req.P2P {
+			for _, p := range picked {
+				if !r.Peer(d.ID, p.ID) || !r.Peer(p.ID, d.ID) {
+					ok = false
+				}
+			}
+		}
+		if ok {
+			picked = append(picked, d)
+		}
+		if req.Count > 0 && len(picked) == req.Count {
+			break
+		}
+	}
+	if len(picked) == 0 || (req.Count > 0 && len(picked) < req.Count) {
+		return nil, fmt.Errorf("%w: %d of %d devices meet %+v", ErrNoDevice, len(picked), len(r.devices), req)
+	}
+	sort.SliceStable(picked, func(i, j int) bool { return picked[i].MemoryBytes > picked[j].MemoryBytes })
+	return picked, nil
+}
+
+func simDevices(opts DeviceOptions) ([]Device, error) {
+	n := opts.SimDevices
+	if n == 0 {
+		n = 4
+		if s := os.Getenv(SimDevicesEnv); s != "" {
+			v, err := strconv.Atoi(s)
+			if err != nil || v < 1 || v > 64 {
+				return nil, fmt.Errorf("%w: %s=%q; want a count from 1 to 64", ErrNoDevice, SimDevicesEnv, s)
+			}
+			n = v
+		}
+	}
+	if n < 1 || n > 64 {
+		return nil, fmt.Errorf("%w: %d simulated devices; want 1 to 64", ErrNoDevice, n)
+	}
+	topo := opts.SimP2P
+	if topo == "" {
+		topo = os.Getenv(SimP2PEnv)
+	}
+	p2p, err := parseP2P(topo, n)
+	if err != nil {
+		return nil, err
+	}
+	mem := opts.SimMemory
+	if mem == 0 {
+		mem = 16 << 30
+	}
+	devs := make([]Device, n)
+	for i := range devs {
+		devs[i] = Device{ID: i, Name: fmt.Sprintf("sim-%d", i), Backend: "sim", Source: "sim",
+			MemoryBytes: mem, FreeBytes: mem, ComputeCapability: "sim", P2P: p2p[i]}
+	}
+	return devs, nil
+}
+
+// parseP2P reads a topology: "all", "none" or pairs "a-b,c-d".
+func parseP2P(s string, n int) ([][]bool, error) {
+	m := make([][]bool, n)
+	for i := range m {
+		m[i] = make([]bool, n)
+	}
+	switch strings.TrimSpace(s) {
+	case "", "all":
+		for i := range m {
+			for j := range m[i] {
+				m[i][j] = i != j
+			}
+		}
+		return m, nil
+	case "none":
+		return m, nil
+	}
+	for _, pair := range strings.Split(s, ",") {
+		a, b, ok := strings.Cut(strings.TrimSpace(pair), "-")
+		i, err1 := strconv.Atoi(a)
+		j, err2 := strconv.Atoi(b)
+		if !ok || err1 != nil || err2 != nil || i < 0 || j < 0 || i >= n || j >= n || i == j {
+			return nil, fmt.Errorf("%w: simulated topology %q: %q is not a pair of distinct device ids below %d (write e.g. 0-1,2-3, all or none)",
+				ErrNoDevice, s, pair, n)
+		}
+		m[i][j], m[j][i] = true, true
+	}
+	return m, nil
+}
+
+func describeP2P(devs []Device) string {
+	all, none := true, true
+	var pairs []string
+	for i, d := range devs {
+		for j, p := range d.P2P {
+			if i == j {
+				continue
+			}
+			all = all && p
+			none = none && !p
+			if p && i < j {
+				pairs = append(pairs, fmt.Sprintf("%d-%d", i, j))
+			}
+		}
+	}
+	switch {
+	case all:
+		return "all pairs"
+	case none:
+		return "none"
+	}
+	return strings.Join(pairs, ",")
+}

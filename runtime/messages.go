@@ -1,0 +1,48 @@
+package runtime
+
+import (
+	"context"
+
+	rk "github.com/ringactor/ringactor/ringkernel"
+)
+
+// Data is a data message: a float32 vector for a stage. Sent to a stage's
+// PID it goes straight into the stage's device mailbox (its ingress link),
+// never through the actor's Receive.
+type Data struct {
+	// ID identifies the message in results, dead letters and traces; 0 lets
+	// the pipeline assign the next one.
+	ID     uint64
+	Floats []float32
+	// Sampled forces a trace of this message (the pipeline samples others
+	// by its ratio).
+	Sampled bool
+	// Context, when it carries a span, is the parent of the message's trace.
+	Context context.Context
+}
+
+// Result is a message that left the pipeline's last stage.
+type Result struct {
+	ID     uint64
+	Floats []float32
+}
+
+// Control messages, handled by the stage actor's Receive. Each is answered
+// (to RequestFuture) with the stage's StageStats or an error.
+type (
+	// Activate lets the stage's kernel take messages.
+	Activate struct{}
+	// Deactivate leaves messages queued in the stage's mailbox.
+	Deactivate struct{}
+	// Stop ends the stage's kernel, draining first when Drain is set.
+	Stop struct{ Drain bool }
+	// Stats asks for the stage's status.
+	Stats struct{}
+)
+
+// StageStats answers control messages.
+type StageStats struct {
+	Stage  string
+	Device int
+	rk.Status
+}

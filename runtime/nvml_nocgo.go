@@ -1,0 +1,9 @@
+//go:build !cgo
+
+package runtime
+
+import "errors"
+
+func nvmlDevices() ([]Device, error) {
+	return nil, errors.New("built without cgo, so NVML cannot be loaded")
+}

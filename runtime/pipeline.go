@@ -1,0 +1,495 @@
+package runtime
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/asynkron/protoactor-go/actor"
+	"go.opentelemetry.io/otel/attribute"
+
+	"github.com/ringactor/ringactor/kernels"
+	"github.com/ringactor/ringactor/p2pqueue"
+	rk "github.com/ringactor/ringactor/ringkernel"
+)
+
+// PipelineSpec defines a pipeline: stages in order, where results go, and
+// how messages are traced.
+type PipelineSpec struct {
+	Name   string
+	Stages []StageSpec
+	// Deliver receives every result; the zero Sink discards them (they are
+	// still counted as delivered).
+	Deliver Sink
+	// OnDeadLetter receives every dead letter, from any stage or the ingress.
+	OnDeadLetter func(DeadLetter)
+	// SampleRatio is the fraction of messages traced, 0 to 1.
+	SampleRatio float64
+}
+
+// Sink is where a pipeline's results go: a callback, a channel, or a PID
+// (which receives Result messages). Set one.
+type Sink struct {
+	Func func(Result)
+	Chan chan<- Result
+	PID  *actor.PID
+}
+
+// DeadLetter is a message that left the pipeline without a result.
+type DeadLetter struct {
+	ID     uint64
+	Stage  string
+	Device int
+	// Reason is DESIGN §7's class: "stage error", "decode error",
+	// "oversize payload", "shutdown without drain", "stage faulted",
+	// "pipeline closed", "send cancelled", "stage stopped", "queue closed".
+	Reason string
+	Err    error
+}
+
+func (d DeadLetter) String() string {
+	return fmt.Sprintf("message %d dead at stage %q: %s: %v", d.ID, d.Stage, d.Reason, d.Err)
+}
+
+// ErrBadPipeline: a pipeline spec that cannot be built.
+var ErrBadPipeline = errors.New("ringactor: bad pipeline")
+
+// Pipeline is a built chain of stages. Its methods are safe for concurrent
+// use.
+type Pipeline struct {
+	rt     *Runtime
+	spec   PipelineSpec
+	stages []*stage
+	byName map[string]*stage
+	tele   *telemetry
+
+	egressLink *p2pqueue.Link
+	egressPl   p2pqueue.Placement
+	egress     *p2pqueue.Consumer
+
+	nextID                   atomic.Uint64
+	sent, delivered, dropped atomic.Uint64
+	sampleEvery              uint64
+
+	startOnce, closeOnce sync.Once
+	pumpCtx              context.Context
+	stopPump             context.CancelFunc
+	pumpDone             chan struct{}
+	started              atomic.Bool
+	closeErr             error
+}
+
+// Build places the pipeline's links, launches a ring kernel per stage (in
+// state Launched) and spawns its actors. Start activates it.
+func (rt *Runtime) Build(ctx context.Context, spec PipelineSpec) (*Pipeline, error) {
+	if err := rt.check(&spec); err != nil {
+		return nil, err
+	}
+	if err := rt.claimName(spec.Name); err != nil {
+		return nil, err
+	}
+	p := &Pipeline{rt: rt, spec: spec, byName: map[string]*stage{}, pumpDone: make(chan struct{})}
+	p.pumpCtx, p.stopPump = context.WithCancel(context.Background())
+	if spec.SampleRatio > 0 {
+		p.sampleEvery = uint64(math.Max(1, math.Round(1/spec.SampleRatio)))
+	}
+	if err := p.build(ctx); err != nil {
+		p.teardown()
+		rt.releaseName(spec.Name)
+		return nil, err
+	}
+	return p, nil
+}
+
+func (rt *Runtime) check(spec *PipelineSpec) error {
+	bad := func(format string, a ...any) error {
+		return fmt.Errorf("%w %q: %s", ErrBadPipeline, spec.Name, fmt.Sprintf(format, a...))
+	}
+	if spec.Name == "" || strings.ContainsAny(spec.Name, "/ ") {
+		return fmt.Errorf("%w: name %q: give the pipeline a name without spaces or slashes", ErrBadPipeline, spec.Name)
+	}
+	if len(spec.Stages) == 0 {
+		return bad("no stages")
+	}
+	if spec.SampleRatio < 0 || spec.SampleRatio > 1 || math.IsNaN(spec.SampleRatio) {
+		return bad("sample ratio %g; want 0 to 1", spec.SampleRatio)
+	}
+	n := 0
+	for _, s := range []bool{spec.Deliver.Func != nil, spec.Deliver.Chan != nil, spec.Deliver.PID != nil} {
+		if s {
+			n++
+		}
+	}
+	if n > 1 {
+		return bad("Deliver names %d sinks; set one of Func, Chan, PID", n)
+	}
+	seen := map[string]bool{}
+	for i := range spec.Stages {
+		s := &spec.Stages[i]
+		if s.SlotSize == 0 {
+			s.SlotSize = rk.DefaultSlotSize
+		}
+		if s.Capacity == 0 {
+			s.Capacity = 1024
+		}
+		if s.Name == "" || strings.ContainsAny(s.Name, "/ ") {
+			return bad("stage %d: name %q: give it a name without spaces or slashes", i, s.Name)
+		}
+		if seen[s.Name] {
+			return bad("two stages are named %q; stage names are unique", s.Name)
+		}
+		seen[s.Name] = true
+		if _, err := rt.reg.Device(s.Device); err != nil {
+			return bad("stage %q: %v", s.Name, err)
+		}
+		if _, err := s.kernelStage().Resolve(); err != nil {
+			return bad("%v", err)
+		}
+		cfg := p2pqueue.Config{Capacity: uint32(s.Capacity), SlotSize: uint32(s.SlotSize)}
+		if s.Capacity < 0 || s.Capacity > math.MaxUint32 {
+			cfg.Capacity = 3 // invalid on purpose: Validate names the problem
+		}
+		if err := cfg.Validate(); err != nil {
+			return bad("stage %q: %v", s.Name, err)
+		}
+	}
+	return nil
+}
+
+// newLink allocates and formats a link placed between two ends.
+func (p *Pipeline) newLink(from, to int, capacity, slotSize int, id uint64) (*p2pqueue.Link, p2pqueue.Placement, error) {
+	pl, err := p2pqueue.Place(from, to, p.rt.reg.Peer)
+	if err != nil {
+		return nil, pl, err
+	}
+	cfg := p2pqueue.Config{Capacity: uint32(capacity), SlotSize: uint32(slotSize), LinkID: id}
+	size, err := cfg.RegionSize()
+	if err != nil {
+		return nil, pl, err
+	}
+	r, err := p.rt.backend.Alloc(pl.Device, size, pl.Memory)
+	if err != nil {
+		return nil, pl, err
+	}
+	l, err := p2pqueue.Init(r, cfg)
+	if err != nil {
+		p.rt.backend.Free(r)
+		return nil, pl, err
+	}
+	return l, pl, nil
+}
+
+func (p *Pipeline) build(ctx context.Context) error {
+	specs := p.spec.Stages
+	for i, ss := range specs {
+		dev, _ := p.rt.reg.Device(ss.Device)
+		s := &stage{p: p, idx: i, spec: ss, dev: dev,
+			attrs: attribute.NewSet(attribute.String("ringactor.pipeline", p.spec.Name), attribute.String("ringactor.stage", ss.Name), attribute.Int("ringactor.device", ss.Device))}
+		var err error
+		if s.ingressLink, s.inPlacement, err = p.newLink(p2pqueue.Host, ss.Device, ss.Capacity, ss.SlotSize, uint64(i)<<8|1); err != nil {
+			return fmt.Errorf("ringactor: stage %q ingress: %w", ss.Name, err)
+		}
+		s.payloadCap = s.ingressLink.Config().PayloadCap()
+		if i > 0 {
+			prev := specs[i-1]
+			if s.upstream, s.upPlacement, err = p.newLink(prev.Device, ss.Device, ss.Capacity, ss.SlotSize, uint64(i)<<8|2); err != nil {
+				return fmt.Errorf("ringactor: link %q → %q: %w", prev.Name, ss.Name, err)
+			}
+		}
+		if s.ingress, err = s.ingressLink.Producer(); err != nil {
+			return err
+		}
+		p.stages = append(p.stages, s)
+		p.byName[ss.Name] = s
+	}
+	last := specs[len(specs)-1]
+	var err error
+	if p.egressLink, p.egressPl, err = p.newLink(last.Device, p2pqueue.Host, last.Capacity, last.SlotSize, uint64(len(specs))<<8|3); err != nil {
+		return fmt.Errorf("ringactor: egress: %w", err)
+	}
+	p.egressLink.SetDoorbell(p2pqueue.NewDoorbell())
+	if p.egress, err = p.egressLink.Consumer(); err != nil {
+		return err
+	}
+	if p.tele, err = newTelemetry(p.rt.tp, p.rt.mp, p.spec.Name, p.stages); err != nil {
+		return fmt.Errorf("ringactor: telemetry: %w", err)
+	}
+	for i, s := range p.stages {
+		in := []*p2pqueue.Link{s.ingressLink}
+		if s.upstream != nil {
+			in = []*p2pqueue.Link{s.upstream, s.ingressLink}
+		}
+		out := p.egressLink
+		if i+1 < len(p.stages) {
+			out = p.stages[i+1].upstream
+		}
+		s := s
+		if s.kernel, err = rk.Launch(ctx, p.rt.backend, rk.Spec{
+			Stage: s.spec.kernelStage(), ID: uint32(i + 1), Device: s.spec.Device, In: in, Out: out,
+			OnTrace: func(r rk.TraceRecord) { p.tele.record(s, r) },
+			OnDeadLetter: func(d rk.DeadLetter) {
+				p.deadLetter(DeadLetter{ID: d.ID, Stage: s.spec.Name, Device: s.spec.Device, Reason: d.Reason.String(), Err: d.Err})
+			},
+		}); err != nil {
+			return err
+		}
+		props := actor.PropsFromProducer(func() actor.Actor { return &stageActor{s: s} },
+			actor.WithMailbox(func() actor.Mailbox { return &stageMailbox{Mailbox: actor.Unbounded()(), s: s} }))
+		if s.pid, err = p.rt.system.Root.SpawnNamed(props, p.spec.Name+"/"+s.spec.Name); err != nil {
+			return fmt.Errorf("ringactor: stage %q actor: %w", s.spec.Name, err)
+		}
+	}
+	return nil
+}
+
+// teardown ends whatever build made, after a failed build.
+func (p *Pipeline) teardown() {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	for _, s := range p.stages {
+		if s.pid != nil {
+			p.rt.system.Root.StopFuture(s.pid).Wait()
+		}
+		if s.kernel != nil {
+			s.kernel.Terminate(ctx, false)
+		}
+	}
+	if p.tele != nil {
+		p.tele.close()
+	}
+}
+
+// Start activates every stage and starts delivering results.
+func (p *Pipeline) Start(ctx context.Context) error {
+	var err error
+	p.startOnce.Do(func() {
+		go p.pump()
+		p.started.Store(true)
+		for _, s := range p.stages {
+			if err = s.kernel.Activate(ctx); err != nil {
+				err = fmt.Errorf("ringactor: start stage %q: %w", s.spec.Name, err)
+				return
+			}
+		}
+	})
+	return err
+}
+
+// PID is the actor of the named stage. Data sent to it goes straight into
+// the stage's device mailbox; control messages reach the actor.
+func (p *Pipeline) PID(stage string) (*actor.PID, error) {
+	s, ok := p.byName[stage]
+	if !ok {
+		return nil, fmt.Errorf("ringactor: pipeline %q has no stage %q; stages: %s", p.spec.Name, stage, strings.Join(p.StageNames(), ", "))
+	}
+	return s.pid, nil
+}
+
+// StageNames lists the stages in order.
+func (p *Pipeline) StageNames() []string {
+	names := make([]string, len(p.stages))
+	for i, s := range p.stages {
+		names[i] = s.spec.Name
+	}
+	return names
+}
+
+// Send puts one message into the first stage, waiting while its mailbox is
+// full until ctx ends.
+func (p *Pipeline) Send(ctx context.Context, d Data) error {
+	_, err := p.stages[0].send(ctx, []Data{d})
+	return err
+}
+
+// SendBatch puts messages into the first stage with as few queue
+// publishes as space allows, and returns how many it took. Whatever it did
+// not take has been dead-lettered (the error says why).
+func (p *Pipeline) SendBatch(ctx context.Context, ds []Data) (int, error) {
+	return p.stages[0].send(ctx, ds)
+}
+
+// sample reports whether message id is traced at the pipeline's ratio.
+func (p *Pipeline) sample(id uint64) bool { return p.sampleEvery != 0 && id%p.sampleEvery == 0 }
+
+func (p *Pipeline) rejectRest(s *stage, ds []Data, reason string) {
+	for _, d := range ds {
+		id := d.ID
+		if id == 0 {
+			id = p.nextID.Add(1)
+		}
+		p.sent.Add(1)
+		p.deadLetter(DeadLetter{ID: id, Stage: s.spec.Name, Device: s.spec.Device, Reason: reason, Err: fmt.Errorf("%w: %s", ErrClosed, reason)})
+	}
+}
+
+func (p *Pipeline) deadLetter(d DeadLetter) {
+	p.dropped.Add(1)
+	at := len(p.stages)
+	if s, ok := p.byName[d.Stage]; ok {
+		at = s.idx
+	}
+	p.tele.end(d.ID, at, time.Now(), &rk.DeadLetter{ID: d.ID, StageName: d.Stage, Reason: reasonFrom(d.Reason)})
+	if p.spec.OnDeadLetter != nil {
+		p.spec.OnDeadLetter(d)
+	}
+}
+
+func reasonFrom(s string) rk.Reason {
+	for r := rk.ReasonStageError; r <= rk.ReasonOversize; r++ {
+		if r.String() == s {
+			return r
+		}
+	}
+	return rk.ReasonShutdown
+}
+
+// pump delivers results from the egress link until it is closed.
+func (p *Pipeline) pump() {
+	defer close(p.pumpDone)
+	msgs := make([]p2pqueue.Message, 64)
+	for i := range msgs {
+		msgs[i].Payload = make([]byte, 0, p.egressLink.Config().PayloadCap())
+	}
+	for {
+		n, err := p.egress.DequeueBatch(p.pumpCtx, msgs)
+		now := time.Now()
+		for i := range n {
+			m := &msgs[i]
+			v, derr := kernels.DecodeFloats(nil, m.Payload)
+			if derr != nil {
+				p.deadLetter(DeadLetter{ID: m.ID, Stage: "egress", Device: p2pqueue.Host, Reason: "decode error", Err: derr})
+				continue
+			}
+			p.delivered.Add(1)
+			if m.Flags&p2pqueue.FlagSampled != 0 {
+				p.tele.end(m.ID, len(p.stages), now, nil)
+			}
+			p.deliver(Result{ID: m.ID, Floats: v})
+		}
+		if err != nil && !errors.Is(err, p2pqueue.ErrCorruptSlot) {
+			return
+		}
+	}
+}
+
+func (p *Pipeline) deliver(r Result) {
+	switch d := p.spec.Deliver; {
+	case d.Func != nil:
+		d.Func(r)
+	case d.Chan != nil:
+		select {
+		case d.Chan <- r:
+		case <-p.pumpCtx.Done():
+		}
+	case d.PID != nil:
+		p.rt.system.Root.Send(d.PID, r)
+	}
+}
+
+// Close stops the pipeline: it takes no more messages, and then with drain
+// every stage finishes what it holds in order; without, each stage
+// dead-letters what it holds ("shutdown without drain"). Results already
+// past the last stage are delivered. It returns when every kernel has ended
+// and every result and dead letter is delivered, or when ctx ends (the
+// drain is then cut short, with its messages dead-lettered). Close is
+// idempotent.
+func (p *Pipeline) Close(ctx context.Context, drain bool) error {
+	p.closeOnce.Do(func() {
+		for _, s := range p.stages {
+			s.closed.Store(true) // senders waiting for room give up
+		}
+		for _, s := range p.stages {
+			s.mu.Lock()
+			s.ingress.Close()
+			s.mu.Unlock()
+		}
+		var errs []error
+		for _, s := range p.stages {
+			if err := s.kernel.Terminate(ctx, drain); err != nil {
+				errs = append(errs, err)
+			}
+		}
+		if !p.started.Load() {
+			close(p.pumpDone)
+		} else {
+			select {
+			case <-p.pumpDone:
+			case <-ctx.Done():
+				p.stopPump()
+				<-p.pumpDone
+				errs = append(errs, fmt.Errorf("ringactor: results not all delivered: %w", ctx.Err()))
+			}
+		}
+		p.stopPump()
+		for _, s := range p.stages {
+			p.rt.system.Root.StopFuture(s.pid).Wait()
+		}
+		p.tele.close()
+		p.rt.releaseName(p.spec.Name)
+		p.closeErr = errors.Join(errs...)
+	})
+	return p.closeErr
+}
+
+// Wait blocks until the pipeline has delivered its last result (after
+// Close, or once its stages ended by themselves) or ctx ends.
+func (p *Pipeline) Wait(ctx context.Context) error {
+	select {
+	case <-p.pumpDone:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// PipelineStats is the pipeline's account: Sent = Delivered + DeadLettered
+// + InFlight.
+type PipelineStats struct {
+	Sent, Delivered, DeadLettered, InFlight uint64
+	Stages                                  []StageStats
+}
+
+// Stats reads the pipeline's counters and every stage's status.
+func (p *Pipeline) Stats() PipelineStats {
+	st := PipelineStats{Delivered: p.delivered.Load(), DeadLettered: p.dropped.Load()}
+	for _, s := range p.stages {
+		st.Stages = append(st.Stages, s.stats())
+	}
+	st.Sent = p.sent.Load()
+	st.InFlight = st.Sent - min(st.Sent, st.Delivered+st.DeadLettered)
+	return st
+}
+
+// Latency summarises each stage's sampled queue waits and service times.
+func (p *Pipeline) Latency() []StageLatency {
+	out := make([]StageLatency, len(p.stages))
+	for i, s := range p.stages {
+		out[i] = s.lat.summary(s.spec.Name, s.spec.Device)
+	}
+	return out
+}
+
+// Describe shows the built pipeline: stages, devices, and where each link
+// lives.
+func (p *Pipeline) Describe() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "pipeline %q on %s backend, %d stages\n", p.spec.Name, p.rt.backend.Name(), len(p.stages))
+	for i, s := range p.stages {
+		mode := fmt.Sprintf("stateless, %d worker(s)", max(s.spec.Workers, 1))
+		if s.spec.Stateful {
+			mode = "stateful"
+		}
+		fmt.Fprintf(&b, "  %d. %-10s op %s%v on device %d (%s), %s\n", i+1, s.spec.Name, s.spec.Op, s.spec.Params, s.spec.Device, s.dev.Name, mode)
+		fmt.Fprintf(&b, "     ingress: %s, %d slots of %d B\n", s.inPlacement, s.ingressLink.Cap(), s.ingressLink.Config().SlotSize)
+		if s.upstream != nil {
+			fmt.Fprintf(&b, "     from %s: %s, %d slots of %d B\n", p.stages[i-1].spec.Name, s.upPlacement, s.upstream.Cap(), s.upstream.Config().SlotSize)
+		}
+	}
+	fmt.Fprintf(&b, "  egress: %s, %d slots of %d B\n", p.egressPl, p.egressLink.Cap(), p.egressLink.Config().SlotSize)
+	return b.String()
+}

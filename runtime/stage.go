@@ -1,0 +1,254 @@
+package runtime
+
+import (
+	"context"
+	goruntime "runtime"
+	"errors"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/asynkron/protoactor-go/actor"
+	"go.opentelemetry.io/otel/attribute"
+
+	"github.com/ringactor/ringactor/kernels"
+	"github.com/ringactor/ringactor/p2pqueue"
+	rk "github.com/ringactor/ringactor/ringkernel"
+)
+
+// StageSpec is one stage of a pipeline: what it runs and where.
+type StageSpec struct {
+	// Name is unique in the pipeline; the stage actor is spawned as
+	// "<pipeline>/<name>".
+	Name string
+	// Op is a registered op (see package kernels) and Params its parameters.
+	Op     string
+	Params []float32
+	// Device is the device id the stage's kernel runs on.
+	Device int
+	// Stateful: one consumer, messages in order (required for stateful ops).
+	Stateful bool
+	// Workers is a stateless stage's parallelism (see ringkernel.Stage).
+	Workers int
+	// SlotSize is the slot size of the stage's in-links in bytes, a multiple
+	// of 64 (default 256: 56 floats); it bounds the message size.
+	SlotSize int
+	// Capacity is the slots per in-link, a power of two (default 1024).
+	Capacity int
+}
+
+func (s StageSpec) kernelStage() rk.Stage {
+	return rk.Stage{Name: s.Name, Op: s.Op, Params: s.Params, Stateful: s.Stateful, Workers: s.Workers, SlotSize: s.SlotSize}
+}
+
+// stage is a built stage: its kernel, its host ingress and its actor.
+type stage struct {
+	p     *Pipeline
+	idx   int
+	spec  StageSpec
+	dev   Device
+	attrs attribute.Set
+	lat   latencies
+
+	upstream    *p2pqueue.Link // from the previous stage; nil for the first
+	upPlacement p2pqueue.Placement
+	ingressLink *p2pqueue.Link
+	inPlacement p2pqueue.Placement
+	payloadCap  int
+
+	mu      sync.Mutex // one sender writes the ingress at a time
+	ingress *p2pqueue.Producer
+	closed  atomic.Bool
+
+	kernel *rk.Kernel
+	pid    *actor.PID
+}
+
+// ErrClosed: the pipeline is closed, or closing, and takes no messages.
+var ErrClosed = errors.New("ringactor: pipeline closed")
+
+// send writes messages into the stage's ingress link in batches, waiting
+// while it is full until ctx ends. Each message ends in the pipeline's
+// count: sent, and then delivered or dead-lettered.
+func (s *stage) send(ctx context.Context, ds []Data) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	p := s.p
+	done := 0
+	var w backoff
+	for done < len(ds) {
+		if s.closed.Load() {
+			p.rejectRest(s, ds[done:], "pipeline closed")
+			return done, fmt.Errorf("%w: %d of %d messages sent to stage %q", ErrClosed, done, len(ds), s.spec.Name)
+		}
+		k, err := s.ingress.Reserve(len(ds) - done)
+		if errors.Is(err, p2pqueue.ErrFull) {
+			if s.kernel.Status().State.Running() {
+				if werr := w.wait(ctx); werr != nil {
+					p.rejectRest(s, ds[done:], "send cancelled")
+					return done, fmt.Errorf("ringactor: send to stage %q: %d of %d sent: %w", s.spec.Name, done, len(ds), werr)
+				}
+				continue
+			}
+			p.rejectRest(s, ds[done:], "stage stopped")
+			return done, fmt.Errorf("ringactor: stage %q has stopped (%s): %d of %d sent", s.spec.Name, s.kernel.Status().State, done, len(ds))
+		}
+		if err != nil {
+			p.rejectRest(s, ds[done:], "queue closed")
+			return done, fmt.Errorf("ringactor: stage %q: %w", s.spec.Name, err)
+		}
+		w.reset()
+		now := time.Now()
+		written := 0
+		var firstErr error
+		for i := range k {
+			d := &ds[done+i]
+			id := d.ID
+			if id == 0 {
+				id = p.nextID.Add(1)
+			}
+			p.sent.Add(1)
+			if n := 4 * len(d.Floats); n > s.payloadCap {
+				p.deadLetter(DeadLetter{ID: id, Stage: s.spec.Name, Device: s.spec.Device, Reason: "oversize payload",
+					Err: fmt.Errorf("%w: %d floats, stage %q takes at most %d; raise its SlotSize", p2pqueue.ErrTooLarge, len(d.Floats), s.spec.Name, s.payloadCap/4)})
+				if firstErr == nil {
+					firstErr = fmt.Errorf("ringactor: message %d: %d floats, stage %q takes at most %d; raise its SlotSize", id, len(d.Floats), s.spec.Name, s.payloadCap/4)
+				}
+				continue
+			}
+			h := p2pqueue.Header{ID: id}
+			if d.Sampled || p.sample(id) {
+				h.Flags |= p2pqueue.FlagSampled
+				h.Enqueued = uint64(now.UnixNano())
+				p.tele.begin(d.Context, id, s.idx, now)
+			}
+			buf, _ := s.ingress.Slot(written)
+			out, _ := kernels.ViewFloats(buf[:4*len(d.Floats)], nil)
+			copy(out, d.Floats)
+			s.ingress.WriteHeader(written, &h, 4*len(d.Floats)) // in order, size checked above
+			written++
+		}
+		if err := s.ingress.Commit(written); err != nil {
+			return done, err
+		}
+		done += k
+		if firstErr != nil {
+			return done, firstErr
+		}
+	}
+	return done, nil
+}
+
+// backoff waits for room in an ingress link: yield, then sleep up to 1 ms.
+type backoff struct{ n int }
+
+func (b *backoff) reset() { b.n = 0 }
+
+func (b *backoff) wait(ctx context.Context) error {
+	b.n++
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	if b.n < 16 {
+		goruntime.Gosched() // the kernel may need this core to drain
+		return nil
+	}
+	t := time.NewTimer(min(time.Duration(b.n-15)*10*time.Microsecond, time.Millisecond))
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-t.C:
+		return nil
+	}
+}
+
+// stageActor is the Go side of a ring kernel: it answers control messages.
+// Data messages never reach it: its mailbox puts them into the kernel's
+// ingress link.
+type stageActor struct{ s *stage }
+
+// controlTimeout bounds a control command's wait for the kernel.
+const controlTimeout = 10 * time.Second
+
+func (a *stageActor) Receive(c actor.Context) {
+	s := a.s
+	ctx, cancel := context.WithTimeout(context.Background(), controlTimeout)
+	defer cancel()
+	var err error
+	switch m := c.Message().(type) {
+	case Activate, *Activate:
+		err = s.kernel.Activate(ctx)
+	case Deactivate, *Deactivate:
+		err = s.kernel.Deactivate(ctx)
+	case Stop:
+		s.closed.Store(true)
+		err = s.kernel.Terminate(ctx, m.Drain)
+	case *Stop:
+		s.closed.Store(true)
+		err = s.kernel.Terminate(ctx, m.Drain)
+	case Stats, *Stats:
+	case *actor.Stopping:
+		// The actor is going away: so does its kernel, if still running.
+		if s.kernel.Status().State.Running() {
+			s.closed.Store(true)
+			s.kernel.Terminate(ctx, false)
+		}
+		return
+	default:
+		return
+	}
+	if c.Sender() == nil {
+		return
+	}
+	if err != nil {
+		c.Respond(err)
+		return
+	}
+	c.Respond(s.stats())
+}
+
+func (s *stage) stats() StageStats {
+	return StageStats{Stage: s.spec.Name, Device: s.spec.Device, Status: s.kernel.Status()}
+}
+
+// stageMailbox is a stage actor's mailbox: data messages are encoded
+// straight into the kernel's ingress link; everything else (control
+// messages, system messages) goes through an ordinary mailbox to Receive.
+type stageMailbox struct {
+	actor.Mailbox
+	s *stage
+}
+
+func (m *stageMailbox) PostUserMessage(msg any) {
+	if env, ok := msg.(*actor.MessageEnvelope); ok {
+		if d, ok := dataOf(env.Message); ok {
+			m.s.send(context.Background(), d) // errors are dead letters
+			return
+		}
+	}
+	if d, ok := dataOf(msg); ok {
+		m.s.send(context.Background(), d)
+		return
+	}
+	m.Mailbox.PostUserMessage(msg)
+}
+
+// UserMessageCount counts the control messages waiting and the data
+// messages queued in the device mailbox.
+func (m *stageMailbox) UserMessageCount() int {
+	return m.Mailbox.UserMessageCount() + m.s.ingressLink.Len()
+}
+
+func dataOf(msg any) ([]Data, bool) {
+	switch d := msg.(type) {
+	case *Data:
+		return []Data{*d}, true
+	case Data:
+		return []Data{d}, true
+	case []Data:
+		return d, true
+	}
+	return nil, false
+}
