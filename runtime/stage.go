@@ -2,9 +2,9 @@ package runtime
 
 import (
 	"context"
-	goruntime "runtime"
 	"errors"
 	"fmt"
+	goruntime "runtime"
 	"sync"
 	"sync/atomic"
 	"time"
