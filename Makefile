@@ -6,9 +6,10 @@ TEST_TIMEOUT ?= 15m
 FUZZTIME  ?= 10s
 BENCHTIME ?= 1s
 
-.PHONY: help build test vet generate check-generate ptx check-ptx fuzz bench
+.PHONY: help run build test vet generate check-generate ptx check-ptx fuzz bench
 
 help:
+	@echo "make run             the main job: x*2 -> sqrt -> +1 on devices 0,1,2 (simulated without a GPU)"
 	@echo "make build           compile every package and command"
 	@echo "make test            go vet, then go test -race over every package (bounded by $(TEST_TIMEOUT))"
 	@echo "make bench           p2pqueue link vs Go channel benchmarks (msgs/s)"
@@ -17,6 +18,9 @@ help:
 	@echo "make check-generate  fail if generated files are stale"
 	@echo "make ptx             rebuild the shipped PTX of every built-in stage through NVRTC"
 	@echo "make check-ptx       fail if the shipped PTX differs from a fresh build"
+
+run:
+	$(GO) run ./examples/pipeline $(ARGS)
 
 build:
 	$(GO) build $(PKGS)

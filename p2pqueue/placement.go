@@ -53,10 +53,7 @@ type Placement struct {
 }
 
 func (p Placement) String() string {
-	if p.Device == Host {
-		return fmt.Sprintf("%s (%s)", p.Kind, p.Memory)
-	}
-	return fmt.Sprintf("%s (%s of device %d)", p.Kind, p.Memory, p.Device)
+	return fmt.Sprintf("%s (%s memory on device %d)", p.Kind, p.Memory, p.Device)
 }
 
 // Place chooses a link's placement from its ends (device ids, or Host) and

@@ -77,10 +77,10 @@ func TestGuidePipeline(t *testing.T) {
 		t.Fatal(err)
 	}
 	d := p.Describe()
-	for _, w := range []string{"ingress (mapped-pinned", "from double: peer (device of device 1)", "from root: staged (portable-pinned", "egress (mapped-pinned"} {
-		if !strings.Contains(strings.ReplaceAll(d, "memory", ""), strings.ReplaceAll(w, "memory", "")) {
-			t.Logf("describe:\n%s", d)
-			break
+	for _, w := range []string{"ingress (mapped-pinned memory on device 0)", "from double: peer (device memory on device 1)",
+		"from root: staged (portable-pinned memory on device 2)", "egress (mapped-pinned memory on device 2)"} {
+		if !strings.Contains(d, w) {
+			t.Fatalf("describe lacks %q:\n%s", w, d)
 		}
 	}
 	if !strings.Contains(d, "peer") || !strings.Contains(d, "staged") {

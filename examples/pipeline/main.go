@@ -1,0 +1,303 @@
+// Command pipeline is ringactor's main job: the multi-GPU guide's 3-stage
+// pipeline (x*2 → sqrt → +1), one stage per device, with every result
+// checked against the Go reference and a per-stage latency table.
+//
+//	go run ./examples/pipeline -devices 0,1,2 -messages 200000 -payload 16
+//
+// Without a GPU it runs on simulated devices (RINGACTOR_SIM_DEVICES,
+// RINGACTOR_SIM_P2P). -trace stdout prints sampled messages' spans; -trace
+// otlp exports them to the collector named by the standard OTEL_EXPORTER_OTLP_*
+// environment variables.
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"math"
+	"os"
+	"os/signal"
+	"strconv"
+	"strings"
+	"sync/atomic"
+	"text/tabwriter"
+	"time"
+
+	"go.opentelemetry.io/otel/exporters/otlp/otlptrace/otlptracehttp"
+	"go.opentelemetry.io/otel/exporters/stdout/stdouttrace"
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+	"go.opentelemetry.io/otel/trace"
+	"go.opentelemetry.io/otel/trace/noop"
+
+	"github.com/ringactor/ringactor/kernels"
+	ra "github.com/ringactor/ringactor/runtime"
+)
+
+type options struct {
+	devices  []int
+	messages int
+	payload  int
+	backend  string
+	traceTo  string
+	sample   float64
+	batch    int
+	quiet    bool
+}
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
+	defer stop()
+	if err := run(ctx, os.Args[1:], os.Stdout, os.Stderr); err != nil {
+		fmt.Fprintln(os.Stderr, "pipeline:", err)
+		os.Exit(1)
+	}
+}
+
+func parse(args []string, errOut io.Writer) (options, error) {
+	fs := flag.NewFlagSet("pipeline", flag.ContinueOnError)
+	fs.SetOutput(errOut)
+	var o options
+	devs := fs.String("devices", "0,1,2", "device ids of the three stages (one id puts all three on it)")
+	fs.IntVar(&o.messages, "messages", 200000, "messages to send")
+	fs.IntVar(&o.payload, "payload", 16, "float32s per message (at most 56 with the default slot size)")
+	fs.StringVar(&o.backend, "backend", "auto", "auto, sim or cuda")
+	fs.StringVar(&o.traceTo, "trace", "none", "none, stdout or otlp")
+	fs.Float64Var(&o.sample, "sample", 0.01, "fraction of messages traced (0 to 1)")
+	fs.IntVar(&o.batch, "batch", 64, "messages per ingress publish")
+	fs.BoolVar(&o.quiet, "quiet", false, "no progress line")
+	if err := fs.Parse(args); err != nil {
+		return o, err
+	}
+	for _, f := range strings.Split(*devs, ",") {
+		id, err := strconv.Atoi(strings.TrimSpace(f))
+		if err != nil {
+			return o, fmt.Errorf("-devices %q: %q is not a device id", *devs, f)
+		}
+		o.devices = append(o.devices, id)
+	}
+	switch len(o.devices) {
+	case 1:
+		o.devices = []int{o.devices[0], o.devices[0], o.devices[0]}
+	case 3:
+	default:
+		return o, fmt.Errorf("-devices %q: give three device ids, one per stage, or one for all", *devs)
+	}
+	switch {
+	case o.messages < 1:
+		return o, fmt.Errorf("-messages %d: send at least one", o.messages)
+	case o.payload < 1 || o.payload > 56:
+		return o, fmt.Errorf("-payload %d: 1 to 56 floats fit the default slot", o.payload)
+	case o.sample < 0 || o.sample > 1:
+		return o, fmt.Errorf("-sample %g: a fraction from 0 to 1", o.sample)
+	case o.batch < 1:
+		return o, fmt.Errorf("-batch %d: at least 1", o.batch)
+	}
+	switch o.traceTo {
+	case "none", "stdout", "otlp":
+	default:
+		return o, fmt.Errorf("-trace %q: none, stdout or otlp", o.traceTo)
+	}
+	return o, nil
+}
+
+// input is message id's payload: deterministic, so results are checked
+// without keeping the inputs.
+func input(id uint64, j int) float32 { return float32((id*31+uint64(j)*7)%1000) / 8 }
+
+// reference computes the pipeline's result with the ops' Go references.
+type reference struct{ ops []kernels.GoFunc }
+
+func newReference() (*reference, error) {
+	r := &reference{}
+	for _, name := range []string{"scale", "sqrt", "offset"} {
+		op, err := kernels.Lookup(name)
+		if err != nil {
+			return nil, err
+		}
+		r.ops = append(r.ops, op.Go)
+	}
+	return r, nil
+}
+
+func (r *reference) eval(in []float32) ([]float32, error) {
+	params := [][]float32{{2}, nil, {1}}
+	cur := append([]float32(nil), in...)
+	for i, f := range r.ops {
+		out := make([]float32, len(cur))
+		n, err := f(params[i], nil, cur, out)
+		if err != nil {
+			return nil, err
+		}
+		cur = out[:n]
+	}
+	return cur, nil
+}
+
+func tracer(ctx context.Context, to string, out io.Writer) (trace.TracerProvider, func(), error) {
+	var exp sdktrace.SpanExporter
+	var err error
+	switch to {
+	case "none":
+		return noop.NewTracerProvider(), func() {}, nil
+	case "stdout":
+		exp, err = stdouttrace.New(stdouttrace.WithWriter(out))
+	case "otlp":
+		exp, err = otlptracehttp.New(ctx) // endpoint from OTEL_EXPORTER_OTLP_ENDPOINT
+	}
+	if err != nil {
+		return nil, nil, fmt.Errorf("trace exporter %s: %w", to, err)
+	}
+	tp := sdktrace.NewTracerProvider(sdktrace.WithBatcher(exp))
+	return tp, func() {
+		sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		tp.Shutdown(sctx)
+	}, nil
+}
+
+func run(ctx context.Context, args []string, out, errOut io.Writer) error {
+	o, err := parse(args, errOut)
+	if err != nil {
+		return err
+	}
+	ref, err := newReference()
+	if err != nil {
+		return err
+	}
+	tp, flush, err := tracer(ctx, o.traceTo, out)
+	if err != nil {
+		return err
+	}
+	defer flush()
+	rt, err := ra.New(ra.Config{Devices: ra.DeviceOptions{Backend: o.backend, Log: errOut}, TracerProvider: tp})
+	if err != nil {
+		return err
+	}
+	defer rt.Close()
+
+	var mismatches, checked atomic.Uint64
+	var firstBad atomic.Pointer[string]
+	spec := ra.PipelineSpec{
+		Name: "guide", SampleRatio: o.sample,
+		Stages: []ra.StageSpec{
+			{Name: "x2", Op: "scale", Params: []float32{2}, Device: o.devices[0]},
+			{Name: "sqrt", Op: "sqrt", Device: o.devices[1]},
+			{Name: "plus1", Op: "offset", Params: []float32{1}, Device: o.devices[2]},
+		},
+		Deliver: ra.Sink{Func: func(r ra.Result) {
+			in := make([]float32, o.payload)
+			for j := range in {
+				in[j] = input(r.ID, j)
+			}
+			want, _ := ref.eval(in)
+			checked.Add(1)
+			for j := range want {
+				if len(r.Floats) != len(want) || math.Abs(float64(r.Floats[j]-want[j])) > 1e-6*math.Max(1, math.Abs(float64(want[j]))) {
+					if mismatches.Add(1) == 1 {
+						s := fmt.Sprintf("message %d: got %v, want %v", r.ID, r.Floats, want)
+						firstBad.Store(&s)
+					}
+					break
+				}
+			}
+		}},
+	}
+	p, err := rt.Build(ctx, spec)
+	if err != nil {
+		return err
+	}
+	fmt.Fprint(out, p.Describe())
+	if err := p.Start(ctx); err != nil {
+		p.Close(context.Background(), false)
+		return err
+	}
+
+	start := time.Now()
+	progressDone := make(chan struct{})
+	if !o.quiet {
+		go progress(p, o.messages, errOut, progressDone)
+	}
+	sendErr := send(ctx, p, o)
+	closeCtx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	drain := sendErr == nil
+	closeErr := p.Close(closeCtx, drain)
+	elapsed := time.Since(start)
+	close(progressDone)
+
+	st := p.Stats()
+	report(out, p, st, elapsed)
+	fmt.Fprintf(out, "verified %d results against the Go reference: %d mismatches\n", checked.Load(), mismatches.Load())
+	switch {
+	case sendErr != nil:
+		return sendErr
+	case closeErr != nil:
+		return closeErr
+	case mismatches.Load() > 0:
+		return fmt.Errorf("%d results differ from the Go reference; first: %s", mismatches.Load(), *firstBad.Load())
+	case st.Delivered != uint64(o.messages) || st.DeadLettered != 0:
+		return fmt.Errorf("sent %d, delivered %d, dead-lettered %d: messages were lost", st.Sent, st.Delivered, st.DeadLettered)
+	}
+	return nil
+}
+
+// send puts the messages into the first stage in batches.
+func send(ctx context.Context, p *ra.Pipeline, o options) error {
+	batch := make([]ra.Data, o.batch)
+	for i := range batch {
+		batch[i].Floats = make([]float32, o.payload)
+	}
+	for next := 1; next <= o.messages; {
+		n := min(o.batch, o.messages-next+1)
+		for i := range n {
+			id := uint64(next + i)
+			batch[i].ID = id
+			for j := range batch[i].Floats {
+				batch[i].Floats[j] = input(id, j)
+			}
+		}
+		if _, err := p.SendBatch(ctx, batch[:n]); err != nil {
+			if errors.Is(err, context.Canceled) {
+				return fmt.Errorf("interrupted after %d messages", next-1)
+			}
+			return err
+		}
+		next += n
+	}
+	return nil
+}
+
+func progress(p *ra.Pipeline, total int, w io.Writer, done <-chan struct{}) {
+	t := time.NewTicker(time.Second)
+	defer t.Stop()
+	start, last, lastT := time.Now(), uint64(0), time.Now()
+	for {
+		select {
+		case <-done:
+			return
+		case now := <-t.C:
+			st := p.Stats()
+			rate := float64(st.Delivered-last) / now.Sub(lastT).Seconds()
+			last, lastT = st.Delivered, now
+			fmt.Fprintf(w, "[%5.1fs] delivered %d/%d (%.0f%%), dead %d, in flight %d, %.0f msg/s\n",
+				now.Sub(start).Seconds(), st.Delivered, total, 100*float64(st.Delivered)/float64(total), st.DeadLettered, st.InFlight, rate)
+		}
+	}
+}
+
+func report(out io.Writer, p *ra.Pipeline, st ra.PipelineStats, elapsed time.Duration) {
+	fmt.Fprintln(out)
+	tw := tabwriter.NewWriter(out, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintln(tw, "stage\tdevice\tmessages\tsampled\twait p50\twait p90\twait p99\tservice p50\tservice p90\tservice p99\t")
+	lat := p.Latency()
+	for i, s := range st.Stages {
+		l := lat[i]
+		fmt.Fprintf(tw, "%s\t%d\t%d\t%d\t%v\t%v\t%v\t%v\t%v\t%v\t\n", s.Stage, s.Device, s.Processed, l.Samples,
+			l.QueueWait.P50, l.QueueWait.P90, l.QueueWait.P99, l.Service.P50, l.Service.P90, l.Service.P99)
+	}
+	tw.Flush()
+	fmt.Fprintf(out, "\nsent %d, delivered %d, dead-lettered %d in %v: %.0f msg/s end to end\n",
+		st.Sent, st.Delivered, st.DeadLettered, elapsed.Round(time.Millisecond), float64(st.Delivered)/elapsed.Seconds())
+}

@@ -1,0 +1,52 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"strings"
+	"testing"
+	"time"
+)
+
+// The main job runs end to end on simulated devices, verifies every result
+// and prints the stage table.
+func TestMainJob(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	var out, errOut bytes.Buffer
+	err := run(ctx, []string{"-backend", "sim", "-messages", "5000", "-payload", "8", "-sample", "0.1", "-quiet"}, &out, &errOut)
+	if err != nil {
+		t.Fatalf("%v\n%s\n%s", err, out.String(), errOut.String())
+	}
+	for _, want := range []string{"pipeline \"guide\" on sim backend", "wait p99", "service p50", "verified 5000 results against the Go reference: 0 mismatches",
+		"delivered 5000, dead-lettered 0"} {
+		if !strings.Contains(out.String(), want) {
+			t.Fatalf("output lacks %q:\n%s", want, out.String())
+		}
+	}
+	for _, stage := range []string{"x2", "sqrt", "plus1"} {
+		if !strings.Contains(out.String(), stage) {
+			t.Fatalf("no row for stage %s", stage)
+		}
+	}
+}
+
+func TestMainJobTraceStdout(t *testing.T) {
+	var out, errOut bytes.Buffer
+	if err := run(context.Background(), []string{"-backend", "sim", "-messages", "20", "-sample", "1", "-trace", "stdout", "-quiet", "-devices", "3"}, &out, &errOut); err != nil {
+		t.Fatal(err)
+	}
+	if n := strings.Count(out.String(), `"Name":"stage `); n != 60 {
+		t.Fatalf("%d stage spans exported for 20 messages through 3 stages", n)
+	}
+}
+
+func TestFlagsRefused(t *testing.T) {
+	for _, args := range [][]string{{"-devices", "0,1"}, {"-devices", "a,b,c"}, {"-messages", "0"}, {"-payload", "100"},
+		{"-sample", "2"}, {"-trace", "jaeger"}, {"-backend", "opencl", "-messages", "1"}, {"-devices", "0,1,9", "-backend", "sim"}} {
+		var out, errOut bytes.Buffer
+		if err := run(context.Background(), args, &out, &errOut); err == nil {
+			t.Errorf("%v accepted", args)
+		}
+	}
+}

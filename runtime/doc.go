@@ -1,0 +1,33 @@
+// Package runtime is ringactor's actor layer over protoactor-go: devices,
+// stage actors, pipelines and their telemetry.
+//
+// # Devices
+//
+// DiscoverDevices looks for GPUs with NVML (go-nvml, loaded at run time),
+// then falls back to simulated devices: RINGACTOR_SIM_DEVICES of them
+// (default 4) with a topology from RINGACTOR_SIM_P2P ("all", "none", or
+// pairs like "0-1,2-3") saying which pairs have peer access. It says once
+// why it is using simulated devices.
+//
+// # Pipelines and stage actors
+//
+// Runtime.Build turns a PipelineSpec into ring kernels joined by links whose
+// placement p2pqueue.Place chooses from the topology (same device, peer,
+// host-staged); only each stage's ingress and the last stage's egress touch
+// the host. Every stage is a protoactor actor whose mailbox is its device
+// queue: Data sent to its PID is encoded straight into its ingress link;
+// Activate, Deactivate, Stop and Stats reach Receive and are answered, so
+// RequestFuture(pid, Stats{}) works. Results leave through the egress pump
+// to a callback, a channel or any PID. Close drains (or not) stage by stage;
+// every message ends delivered or dead-lettered with a reason, and Stats
+// shows sent = delivered + dead-lettered + in flight.
+//
+// # Telemetry
+//
+// Sampled messages (PipelineSpec.SampleRatio, or Data.Sampled) get one
+// trace each: a root span from ingress to delivery, parented on the span in
+// Data.Context when there is one, and one span per stage whose times are
+// the kernel's own records (queue wait and service time as attributes).
+// Histograms of queue wait and service time, processed and dropped counters
+// and queue depth go to the MeterProvider.
+package runtime
