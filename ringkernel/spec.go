@@ -42,6 +42,9 @@ func (s Stage) Resolve() (kernels.Op, error) {
 	if s.Name == "" {
 		return kernels.Op{}, fmt.Errorf("%w: a stage needs a name", ErrBadStage)
 	}
+	if s.Op == "" {
+		return kernels.Op{}, fmt.Errorf("%w %q: no op; set Op to a registered one: %v", ErrBadStage, s.Name, kernels.Names())
+	}
 	op, err := kernels.Lookup(s.Op)
 	if err != nil {
 		return kernels.Op{}, fmt.Errorf("%w %q: %w", ErrBadStage, s.Name, err)

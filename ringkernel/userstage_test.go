@@ -1,7 +1,9 @@
 package ringkernel_test
 
 import (
+	"fmt"
 	"strings"
+	"sync/atomic"
 	"testing"
 
 	"github.com/ringactor/ringactor/cuda/cudatest"
@@ -14,8 +16,11 @@ import (
 // backend runs the Go side through a ring kernel; the CUDA side builds into
 // a ring kernel through NVRTC (skipped, with the reason, without NVRTC).
 func TestUserDefinedStage(t *testing.T) {
+	// A fresh name per run, so -count=N registers anew.
+	name := fmt.Sprintf("test.cube_plus_%d", userStageRuns.Add(1))
+	sym := kernels.Symbol(name)
 	op := kernels.Op{
-		Name:   "test.cube_plus",
+		Name:   name,
 		Params: 1,
 		Go: func(p, _, in, out []float32) (int, error) {
 			if len(in) > len(out) {
@@ -27,7 +32,7 @@ func TestUserDefinedStage(t *testing.T) {
 			return len(in), nil
 		},
 		CUDA: `#include "ringactor.cuh"
-RA_STAGE(ra_test_cube_plus) {
+RA_STAGE(` + sym + `) {
     if (n > out_cap) return RA_STAGE_ERR_OUTPUT_TOO_SMALL;
     for (int i = 0; i < n; i++) out[i] = in[i] * in[i] * in[i] + params[0];
     return n;
@@ -51,7 +56,9 @@ RA_STAGE(ra_test_cube_plus) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !strings.Contains(string(ptx), ".entry ra_test_cube_plus_ring") {
+	if !strings.Contains(string(ptx), ".entry "+sym+"_ring") {
 		t.Fatal("no ring kernel for the user stage in its PTX")
 	}
 }
+
+var userStageRuns atomic.Int64

@@ -86,7 +86,7 @@ func DiscoverDevices(opts DeviceOptions) (*Registry, error) {
 		case err != nil:
 			why = append(why, "NVML: "+err.Error())
 		case len(gpus) == 0:
-			why = append(why, "NVML: no GPUs")
+			why = append(why, "NVML found no GPUs")
 		default:
 			names := make([]string, len(gpus))
 			for i, g := range gpus {
@@ -104,9 +104,9 @@ func DiscoverDevices(opts DeviceOptions) (*Registry, error) {
 		return nil, err
 	}
 	r := &Registry{devices: devs, backend: "sim"}
-	r.note = fmt.Sprintf("ringactor: %d simulated devices (P2P %s)", len(devs), describeP2P(devs))
+	r.note = fmt.Sprintf("ringactor: using %d simulated devices (P2P %s)", len(devs), describeP2P(devs))
 	if len(why) > 0 {
-		r.note += "; no GPU backend: " + strings.Join(why, "; ")
+		r.note = fmt.Sprintf("ringactor: no GPU to run on (%s); using %d simulated devices (P2P %s)", strings.Join(why, "; "), len(devs), describeP2P(devs))
 	}
 	fmt.Fprintln(opts.Log, r.note)
 	return r, nil

@@ -64,7 +64,7 @@ func TestNoGPUFallsBack(t *testing.T) {
 	if err != nil || r.BackendName() != "sim" {
 		t.Fatal(r, err)
 	}
-	if !strings.Contains(log.String(), "no GPU backend") || strings.Count(log.String(), "\n") != 1 {
+	if !strings.Contains(log.String(), "no GPU to run on") || strings.Count(log.String(), "\n") != 1 {
 		t.Fatalf("log %q", log.String())
 	}
 }

@@ -13,6 +13,9 @@ import (
 // so a machine without the driver gets an error, not a crash).
 func nvmlDevices() ([]Device, error) {
 	if ret := nvml.Init(); ret != nvml.SUCCESS {
+		if ret == nvml.ERROR_LIBRARY_NOT_FOUND {
+			return nil, errors.New("libnvidia-ml.so.1 not found: no NVIDIA driver on this machine")
+		}
 		return nil, errors.New(nvml.ErrorString(ret))
 	}
 	defer nvml.Shutdown()

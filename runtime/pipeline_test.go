@@ -200,6 +200,26 @@ func TestTracing(t *testing.T) {
 		if len(stages) != 3 {
 			t.Fatalf("trace %s covers stages %v", id, stages)
 		}
+		// In time: the root spans its stages, and each stage starts when
+		// the one before it finished (its result's enqueue time).
+		byStage := map[string]sdktrace.ReadOnlySpan{}
+		for _, s := range spans {
+			byStage[s.Name()] = s
+		}
+		prev := root.StartTime()
+		for _, name := range []string{"stage double", "stage root", "stage inc"} {
+			s := byStage[name]
+			if s == nil {
+				t.Fatalf("trace %s lacks %s", id, name)
+			}
+			if s.StartTime().Before(prev) || s.EndTime().Before(s.StartTime()) {
+				t.Fatalf("trace %s: %s runs %v..%v, before the previous step ended at %v", id, name, s.StartTime(), s.EndTime(), prev)
+			}
+			prev = s.EndTime()
+		}
+		if root.EndTime().Before(prev) {
+			t.Fatalf("trace %s: root ends before its last stage", id)
+		}
 		if root.Parent().IsValid() && root.Parent().TraceID() != parent.SpanContext().TraceID() {
 			t.Fatal("root parented on a stranger")
 		}
@@ -376,6 +396,7 @@ func TestBuildRefusesBadSpecs(t *testing.T) {
 		{mod(func(s *ra.PipelineSpec) { s.Stages[1].Name = "double" }), "unique"},
 		{mod(func(s *ra.PipelineSpec) { s.Stages[1].Device = 9 }), "no such device 9"},
 		{mod(func(s *ra.PipelineSpec) { s.Stages[1].Op = "cube" }), "unknown op"},
+		{mod(func(s *ra.PipelineSpec) { s.Stages[1].Op = "" }), "no op; set Op to a registered one: [identity offset relu saxpy scale sqrt sum]"},
 		{mod(func(s *ra.PipelineSpec) { s.Stages[1].Capacity = 1000 }), "power of two"},
 		{mod(func(s *ra.PipelineSpec) { s.Stages[1].SlotSize = 100 }), "64"},
 		{mod(func(s *ra.PipelineSpec) { s.Stages = nil }), "no stages"},
@@ -407,5 +428,41 @@ func TestBuildRefusesBadSpecs(t *testing.T) {
 	p.Close(ctxT(t), true)
 	if st := p.Stats(); st.DeadLettered != 1 || st.Sent != 1 {
 		t.Fatalf("oversize not accounted: %+v", st)
+	}
+}
+
+// Every message sent through the first stage's PID comes out.
+func TestSendThroughPID(t *testing.T) {
+	e := newEnv(t, "")
+	results := make(chan ra.Result, 64)
+	spec := guide("viapid")
+	spec.Deliver.Chan = results
+	p, err := e.rt.Build(ctxT(t), spec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := p.Start(ctxT(t)); err != nil {
+		t.Fatal(err)
+	}
+	pid, _ := p.PID("double")
+	const msgs = 3000
+	go func() {
+		for i := 1; i <= msgs; i++ {
+			e.rt.System().Root.Send(pid, ra.Data{ID: uint64(i), Floats: []float32{float32(i)}})
+		}
+	}()
+	seen := make([]bool, msgs+1)
+	for range msgs {
+		r := <-results
+		if r.ID == 0 || r.ID > msgs || seen[r.ID] || r.Floats[0] != want(float32(r.ID)) {
+			t.Fatalf("result %+v: duplicate, unknown or wrong", r)
+		}
+		seen[r.ID] = true
+	}
+	if err := p.Close(ctxT(t), true); err != nil {
+		t.Fatal(err)
+	}
+	if st := p.Stats(); st.Sent != msgs || st.Delivered != msgs {
+		t.Fatalf("stats %+v", st)
 	}
 }

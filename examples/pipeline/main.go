@@ -179,31 +179,25 @@ func run(ctx context.Context, args []string, out, errOut io.Writer) error {
 
 	var mismatches, checked atomic.Uint64
 	var firstBad atomic.Pointer[string]
-	spec := ra.PipelineSpec{
-		Name: "guide", SampleRatio: o.sample,
-		Stages: []ra.StageSpec{
-			{Name: "x2", Op: "scale", Params: []float32{2}, Device: o.devices[0]},
-			{Name: "sqrt", Op: "sqrt", Device: o.devices[1]},
-			{Name: "plus1", Op: "offset", Params: []float32{1}, Device: o.devices[2]},
-		},
-		Deliver: ra.Sink{Func: func(r ra.Result) {
-			in := make([]float32, o.payload)
-			for j := range in {
-				in[j] = input(r.ID, j)
-			}
-			want, _ := ref.eval(in)
-			checked.Add(1)
-			for j := range want {
-				if len(r.Floats) != len(want) || math.Abs(float64(r.Floats[j]-want[j])) > 1e-6*math.Max(1, math.Abs(float64(want[j]))) {
-					if mismatches.Add(1) == 1 {
-						s := fmt.Sprintf("message %d: got %v, want %v", r.ID, r.Floats, want)
-						firstBad.Store(&s)
-					}
-					break
+	spec := ra.GuideSpec("guide", [3]int(o.devices))
+	spec.SampleRatio = o.sample
+	spec.Deliver = ra.Sink{Func: func(r ra.Result) {
+		in := make([]float32, o.payload)
+		for j := range in {
+			in[j] = input(r.ID, j)
+		}
+		want, _ := ref.eval(in)
+		checked.Add(1)
+		for j := range want {
+			if len(r.Floats) != len(want) || math.Abs(float64(r.Floats[j]-want[j])) > 1e-6*math.Max(1, math.Abs(float64(want[j]))) {
+				if mismatches.Add(1) == 1 {
+					s := fmt.Sprintf("message %d: got %v, want %v", r.ID, r.Floats, want)
+					firstBad.Store(&s)
 				}
+				break
 			}
-		}},
-	}
+		}
+	}}
 	p, err := rt.Build(ctx, spec)
 	if err != nil {
 		return err

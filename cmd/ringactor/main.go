@@ -1,0 +1,150 @@
+// Command ringactor inspects what ringactor sees and does:
+//
+//	ringactor devices [-json] [-backend auto|sim|cuda]
+//	ringactor describe [-devices 0,1,2] [-backend ...]
+//
+// devices lists the devices found (NVML, else simulated) with their P2P
+// matrix; describe builds the main job's pipeline on the given device ids
+// and shows where each link lives, without running it.
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"strconv"
+	"strings"
+	"text/tabwriter"
+
+	ra "github.com/ringactor/ringactor/runtime"
+)
+
+func main() {
+	if err := run(context.Background(), os.Args[1:], os.Stdout, os.Stderr); err != nil {
+		if !errors.Is(err, flag.ErrHelp) {
+			fmt.Fprintln(os.Stderr, "ringactor:", err)
+		}
+		os.Exit(2)
+	}
+}
+
+const usage = `usage: ringactor <command> [flags]
+
+commands:
+  devices    list devices and their P2P matrix (-json for JSON)
+  describe   show the main job's pipeline placement on -devices 0,1,2
+`
+
+func run(ctx context.Context, args []string, out, errOut io.Writer) error {
+	if len(args) == 0 {
+		fmt.Fprint(errOut, usage)
+		return errors.New("no command")
+	}
+	switch args[0] {
+	case "devices":
+		return devices(args[1:], out, errOut)
+	case "describe":
+		return describe(ctx, args[1:], out, errOut)
+	case "help", "-h", "-help", "--help":
+		fmt.Fprint(out, usage)
+		return nil
+	}
+	fmt.Fprint(errOut, usage)
+	return fmt.Errorf("unknown command %q", args[0])
+}
+
+func devices(args []string, out, errOut io.Writer) error {
+	fs := flag.NewFlagSet("devices", flag.ContinueOnError)
+	fs.SetOutput(errOut)
+	asJSON := fs.Bool("json", false, "print JSON")
+	backend := fs.String("backend", "auto", "auto, sim or cuda")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	reg, err := ra.DiscoverDevices(ra.DeviceOptions{Backend: *backend, Log: io.Discard})
+	if err != nil {
+		return err
+	}
+	devs := reg.Devices()
+	if *asJSON {
+		enc := json.NewEncoder(out)
+		enc.SetIndent("", "  ")
+		return enc.Encode(struct {
+			Backend string      `json:"backend"`
+			Note    string      `json:"note"`
+			Devices []ra.Device `json:"devices"`
+		}{reg.BackendName(), reg.Note(), devs})
+	}
+	fmt.Fprintln(out, reg.Note())
+	fmt.Fprintln(out)
+	tw := tabwriter.NewWriter(out, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "id\tname\tbackend\tsource\tmemory\tcompute\tSMs")
+	for _, d := range devs {
+		sms := "-"
+		if d.SMs > 0 {
+			sms = strconv.Itoa(d.SMs)
+		}
+		fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%.1f GiB\t%s\t%s\n", d.ID, d.Name, d.Backend, d.Source, float64(d.MemoryBytes)/(1<<30), d.ComputeCapability, sms)
+	}
+	tw.Flush()
+	fmt.Fprintln(out, "\nP2P (row writes column's memory):")
+	var b strings.Builder
+	b.WriteString("    ")
+	for j := range devs {
+		fmt.Fprintf(&b, "%3d", j)
+	}
+	fmt.Fprintln(out, b.String())
+	for i, d := range devs {
+		b.Reset()
+		fmt.Fprintf(&b, "%3d ", i)
+		for j := range devs {
+			switch {
+			case i == j:
+				b.WriteString("  -")
+			case d.P2P[j]:
+				b.WriteString("  Y")
+			default:
+				b.WriteString("  .")
+			}
+		}
+		fmt.Fprintln(out, b.String())
+	}
+	return nil
+}
+
+func describe(ctx context.Context, args []string, out, errOut io.Writer) error {
+	fs := flag.NewFlagSet("describe", flag.ContinueOnError)
+	fs.SetOutput(errOut)
+	devs := fs.String("devices", "0,1,2", "device ids of the three stages")
+	backend := fs.String("backend", "auto", "auto, sim or cuda")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	var ids [3]int
+	parts := strings.Split(*devs, ",")
+	if len(parts) != 3 {
+		return fmt.Errorf("-devices %q: give three device ids, one per stage", *devs)
+	}
+	for i, f := range parts {
+		id, err := strconv.Atoi(strings.TrimSpace(f))
+		if err != nil {
+			return fmt.Errorf("-devices %q: %q is not a device id", *devs, f)
+		}
+		ids[i] = id
+	}
+	rt, err := ra.New(ra.Config{Devices: ra.DeviceOptions{Backend: *backend, Log: errOut}})
+	if err != nil {
+		return err
+	}
+	defer rt.Close()
+	p, err := rt.Build(ctx, ra.GuideSpec("guide", ids))
+	if err != nil {
+		return err
+	}
+	fmt.Fprint(out, p.Describe())
+	return p.Close(ctx, false)
+}
