@@ -13,7 +13,7 @@ help:
 	@echo "make build           compile every package and command"
 	@echo "make test            go vet, then go test -race over every package (bounded by $(TEST_TIMEOUT))"
 	@echo "make bench           p2pqueue link vs Go channel benchmarks (msgs/s)"
-	@echo "make fuzz            run each fuzz target for $(FUZZTIME)"
+	@echo "make fuzz            run each fuzz target for $(FUZZTIME) (a duration, or a count like 200000x)"
 	@echo "make generate        regenerate kernels/include/ringactor_layout.h"
 	@echo "make check-generate  fail if generated files are stale"
 	@echo "make ptx             rebuild the shipped PTX of every built-in stage through NVRTC"
