@@ -26,10 +26,8 @@ type Kernel struct {
 	pumpDone chan struct{}
 	stopPump context.CancelFunc
 
-	deadLetters atomic.Uint64 // dead letters delivered by the pump
-	traces      atomic.Uint64 // trace records delivered by the pump
-	lastText    atomic.Pointer[string]
-	freeOnce    sync.Once
+	lastText atomic.Pointer[string]
+	freeOnce sync.Once
 }
 
 // ErrLaunch: the kernel could not be launched.
@@ -275,7 +273,6 @@ func (k *Kernel) deliver(m *p2pqueue.Message) {
 		code, text = CodeCorruptSlot, err.Error()
 		fallthrough
 	case m.Type == RecordDeadLetter:
-		k.deadLetters.Add(1)
 		if text != "" {
 			k.lastText.Store(&text)
 		}
@@ -289,7 +286,6 @@ func (k *Kernel) deliver(m *p2pqueue.Message) {
 	case m.Type == RecordFault:
 		k.lastText.Store(&text)
 	case m.Type == RecordTrace:
-		k.traces.Add(1)
 		if k.spec.OnTrace != nil {
 			var enq time.Time
 			if m.Enqueued != 0 {

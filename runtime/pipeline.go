@@ -333,19 +333,10 @@ func (p *Pipeline) deadLetter(d DeadLetter) {
 	if s, ok := p.byName[d.Stage]; ok {
 		at = s.idx
 	}
-	p.tele.end(d.ID, at, time.Now(), &rk.DeadLetter{ID: d.ID, StageName: d.Stage, Reason: reasonFrom(d.Reason)})
+	p.tele.end(d.ID, at, time.Now(), &d)
 	if p.spec.OnDeadLetter != nil {
 		p.spec.OnDeadLetter(d)
 	}
-}
-
-func reasonFrom(s string) rk.Reason {
-	for r := rk.ReasonStageError; r <= rk.ReasonOversize; r++ {
-		if r.String() == s {
-			return r
-		}
-	}
-	return rk.ReasonShutdown
 }
 
 // pump delivers results from the egress link until it is closed.

@@ -128,7 +128,7 @@ func (t *telemetry) record(s *stage, r rk.TraceRecord) {
 
 // end closes a message's root span when it was delivered (dead == nil) or
 // dead-lettered at stage index at.
-func (t *telemetry) end(id uint64, at int, when time.Time, dead *rk.DeadLetter) {
+func (t *telemetry) end(id uint64, at int, when time.Time, dead *DeadLetter) {
 	t.mu.Lock()
 	m := t.msgs[id]
 	if m != nil {
@@ -143,8 +143,8 @@ func (t *telemetry) end(id uint64, at int, when time.Time, dead *rk.DeadLetter) 
 		return
 	}
 	if dead != nil {
-		m.root.SetStatus(codes.Error, fmt.Sprintf("dead-lettered at stage %q: %s", dead.StageName, dead.Reason))
-		m.root.SetAttributes(attribute.String("ringactor.dead_letter.reason", dead.Reason.String()))
+		m.root.SetStatus(codes.Error, fmt.Sprintf("dead-lettered at stage %q: %s", dead.Stage, dead.Reason))
+		m.root.SetAttributes(attribute.String("ringactor.dead_letter.reason", dead.Reason))
 	}
 	m.root.End(trace.WithTimestamp(when))
 	t.maybeForget(id, m)

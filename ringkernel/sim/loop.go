@@ -27,7 +27,6 @@ const (
 // the links and the control block's device line; workers only run the
 // stage function over messages the lead hands them.
 type kernel struct {
-	job     *rk.Job
 	cb      *rk.ControlBlock
 	op      kernels.GoFunc
 	params  []float32
@@ -68,7 +67,7 @@ func newKernel(job *rk.Job) (*kernel, error) {
 	}
 	b := job.Spec.Batch
 	k := &kernel{
-		job: job, cb: job.Control, op: job.Op.Go, stageID: job.Spec.ID,
+		cb: job.Control, op: job.Op.Go, stageID: job.Spec.ID,
 		params: append([]float32(nil), job.Spec.Stage.Params...),
 		state:  make([]float32, job.Op.StateFloats),
 		live:   append([]*p2pqueue.Consumer(nil), job.In...),
