@@ -133,21 +133,23 @@ __device__ __forceinline__ ra_u32 ra_slot_flags(const unsigned char *s) {
 // over a batch in parallel (a stateful stage is launched with one warp, so
 // it sees its messages one at a time, in order), and thread 0 publishes the
 // results in order, then frees the in-slots. No in-slot is reused before it
-// is processed: head moves only after the batch is done.
+// is processed: head moves only after the batch is done. A batch comes from
+// one in-link; the in-links take turns.
 
 #define RA_BATCH 32
 
+// The launch argument block, passed by value: a plain block of words read
+// at ringkernel's ArgOff* offsets (generated into the layout header), so
+// the Go side and this side share one definition of it.
 struct ra_ring_args {
-    unsigned char *ctrl;   // control block, mapped pinned host memory
-    unsigned char *in;     // in-link region (this device's memory)
-    unsigned char *out;    // out-link region, 0 for a sink
-    unsigned char *trace;  // trace ring region, mapped pinned host memory
-    const float *params;
-    float *state;          // stateful stages' memory
-    float *sink;           // a sink's results: RA_BATCH * in payload floats
-    ra_u32 in_sys;         // 1: the in-link's producer is the host or a peer GPU
-    ra_u32 out_sys;        // 1: the out-link's consumer is the host or a peer GPU
+    ra_u64 w[RA_ARG_SIZE / 8];
 };
+__device__ __forceinline__ unsigned char *ra_arg_ptr(const ra_ring_args &a, unsigned off) {
+    return (unsigned char *)a.w[off / 8];
+}
+__device__ __forceinline__ ra_u32 ra_arg_u32(const ra_ring_args &a, unsigned off) {
+    return (ra_u32)(a.w[off / 8] >> (8 * (off % 8)));  // little-endian
+}
 
 struct ra_link_end {
     ra_queue q;
@@ -157,6 +159,7 @@ struct ra_link_end {
 };
 
 __device__ __forceinline__ bool ra_attach(unsigned char *base, ra_link_end *e, bool consumer, bool sys) {
+    if (base == 0) return false;
     if (*(const volatile ra_u32 *)(base + RA_Q_OFF_MAGIC) != RA_Q_MAGIC) return false;
     ra_u32 cap = *(const volatile ra_u32 *)(base + RA_Q_OFF_CAPACITY);
     ra_u32 ss = *(const volatile ra_u32 *)(base + RA_Q_OFF_SLOT_SIZE);
@@ -188,6 +191,10 @@ __device__ __forceinline__ long long ra_free(ra_link_end *out, ra_u32 want) {
     if (out->own - h > cap) return -1;
     out->other = h;
     return (long long)(cap - (out->own - h));
+}
+
+__device__ __forceinline__ bool ra_closed(const ra_link_end *in) {
+    return ra_load_acquire_sys32((const ra_u32 *)(in->q.base + RA_Q_OFF_CLOSED)) == 1;
 }
 
 __device__ __forceinline__ void ra_write_header(unsigned char *s, ra_u64 id, ra_u32 type, ra_u32 len, ra_u32 flags, ra_u32 origin, ra_u64 enq) {
@@ -223,34 +230,43 @@ typedef int (*ra_stage_fn)(const float *, float *, const float *, int, float *, 
 
 template <ra_stage_fn STAGE>
 __device__ void ra_ring_loop(const ra_ring_args &a) {
-    __shared__ ra_link_end in, out, tr;
-    __shared__ ra_u32 life, ack, n, stop;
+    __shared__ ra_link_end ins[RA_MAX_IN_LINKS], out, tr;
+    __shared__ ra_u32 life, ack, n, stop, cur, next;
     __shared__ bool drain, sink;
     __shared__ ra_u64 deq;
     __shared__ int res[RA_BATCH];
     __shared__ ra_u64 t0[RA_BATCH], t1[RA_BATCH];
-    ra_u32 *cmd = (ra_u32 *)(a.ctrl + RA_CB_OFF_COMMAND);
-    ra_u32 *seq = (ra_u32 *)(a.ctrl + RA_CB_OFF_COMMAND_SEQ);
-    ra_u32 stage = *(const volatile ra_u32 *)(a.ctrl + RA_CB_OFF_STAGE_ID);
+    unsigned char *ctrl = ra_arg_ptr(a, RA_ARG_OFF_CTRL);
+    unsigned char *out_base = ra_arg_ptr(a, RA_ARG_OFF_OUT);
+    const float *params = (const float *)ra_arg_ptr(a, RA_ARG_OFF_PARAMS);
+    float *state = (float *)ra_arg_ptr(a, RA_ARG_OFF_STATE);
+    float *sink_buf = (float *)ra_arg_ptr(a, RA_ARG_OFF_SINK);
+    ra_u32 nin = ra_arg_u32(a, RA_ARG_OFF_NUM_IN);
+    ra_u32 in_sys = ra_arg_u32(a, RA_ARG_OFF_IN_SYS);
+    ra_u32 *cmd = (ra_u32 *)(ctrl + RA_CB_OFF_COMMAND);
+    ra_u32 *seq = (ra_u32 *)(ctrl + RA_CB_OFF_COMMAND_SEQ);
+    ra_u32 stage = *(const volatile ra_u32 *)(ctrl + RA_CB_OFF_STAGE_ID);
     ra_u64 processed = 0, dropped = 0, errors = 0, traced = 0;
     unsigned ns = 0;
     if (threadIdx.x == 0) {
-        stop = 0; n = 0; drain = false; sink = a.out == 0;
+        stop = 0; n = 0; cur = 0; next = 0; drain = false; sink = out_base == 0;
+        out.q.base = 0; tr.q.base = 0;
         life = RA_STATE_LAUNCHED;
-        ack = ra_load_acquire_sys32((const ra_u32 *)(a.ctrl + RA_CB_OFF_COMMAND_ACK));
-        bool ok = ra_attach(a.in, &in, true, a.in_sys) && ra_attach(a.trace, &tr, false, true) &&
-                  (sink || ra_attach(a.out, &out, false, a.out_sys));
+        ack = ra_load_acquire_sys32((const ra_u32 *)(ctrl + RA_CB_OFF_COMMAND_ACK));
+        bool ok = nin >= 1 && nin <= RA_MAX_IN_LINKS && ra_attach(ra_arg_ptr(a, RA_ARG_OFF_TRACE), &tr, false, true) &&
+                  (sink || ra_attach(out_base, &out, false, ra_arg_u32(a, RA_ARG_OFF_OUT_SYS) != 0));
+        for (ra_u32 k = 0; ok && k < nin; k++) ok = ra_attach(ra_arg_ptr(a, RA_ARG_OFF_IN + 8 * k), &ins[k], true, (in_sys >> k) & 1u);
         if (!ok) {
             life = RA_STATE_FAULTED;
-            *(int *)(a.ctrl + RA_CB_OFF_LAST_ERROR) = RA_CODE_CORRUPT_QUEUE;
+            *(int *)(ctrl + RA_CB_OFF_LAST_ERROR) = RA_CODE_CORRUPT_QUEUE;
             stop = 1;
         }
-        ra_store_release_sys32((ra_u32 *)(a.ctrl + RA_CB_OFF_STATE), life);
+        ra_store_release_sys32((ra_u32 *)(ctrl + RA_CB_OFF_STATE), life);
     }
     __syncthreads();
     while (!stop) {
         if (threadIdx.x == 0) {
-            ra_store_release_sys((ra_u64 *)(a.ctrl + RA_CB_OFF_HEARTBEAT), ra_globaltimer());
+            ra_store_release_sys((ra_u64 *)(ctrl + RA_CB_OFF_HEARTBEAT), ra_globaltimer());
             // Commands: the lifecycle table of ringkernel.Next.
             ra_u32 s = ra_load_acquire_sys32(seq);
             if (s != ack) {
@@ -260,49 +276,66 @@ __device__ void ra_ring_loop(const ra_ring_args &a) {
                 else if (c == RA_CMD_TERMINATE) { life = RA_STATE_TERMINATING; drain = false; }
                 else if (c == RA_CMD_TERMINATE_DRAIN) { life = RA_STATE_TERMINATING; drain = true; }
                 ack = s;
-                ra_store_release_sys32((ra_u32 *)(a.ctrl + RA_CB_OFF_STATE), life);
-                ra_store_release_sys32((ra_u32 *)(a.ctrl + RA_CB_OFF_COMMAND_ACK), s);
+                ra_store_release_sys32((ra_u32 *)(ctrl + RA_CB_OFF_STATE), life);
+                ra_store_release_sys32((ra_u32 *)(ctrl + RA_CB_OFF_COMMAND_ACK), s);
             }
             n = 0;
             bool take = life == RA_STATE_ACTIVE || (life == RA_STATE_TERMINATING && drain);
-            long long av = ra_avail(&in);
-            if (av < 0) {
-                life = RA_STATE_FAULTED; stop = 1;
-            } else if (life == RA_STATE_TERMINATING && !drain) {
-                // Dead-letter what is queued, then stop.
-                for (ra_u64 i = 0; i < (ra_u64)av; i++) {
-                    ra_record(&tr, RA_REC_DEAD_LETTER, ra_q_slot(in.q, in.own + i), stage, 0, ra_globaltimer(), RA_CODE_SHUTDOWN);
-                    dropped++;
+            if (life == RA_STATE_TERMINATING && !drain) {
+                // Dead-letter what is queued on every in-link, then stop.
+                for (ra_u32 k = 0; k < nin; k++) {
+                    long long av = ra_avail(&ins[k]);
+                    if (av < 0) { life = RA_STATE_FAULTED; continue; }
+                    for (ra_u64 i = 0; i < (ra_u64)av; i++) {
+                        ra_record(&tr, RA_REC_DEAD_LETTER, ra_q_slot(ins[k].q, ins[k].own + i), stage, 0, ra_globaltimer(), RA_CODE_SHUTDOWN);
+                        dropped++;
+                    }
+                    ins[k].own += av;
+                    ra_store_release(ra_q_word(ins[k].q, RA_Q_OFF_HEAD), ins[k].own, ins[k].sys);
                 }
-                in.own += av;
-                ra_store_release(ra_q_word(in.q, RA_Q_OFF_HEAD), in.own, in.sys);
-                life = RA_STATE_TERMINATED; stop = 1;
-            } else if (take && av == 0 && *(volatile ra_u32 *)(in.q.base + RA_Q_OFF_CLOSED) == 1 &&
-                       (av = ra_avail(&in)) == 0) {
-                life = RA_STATE_TERMINATED; stop = 1;  // closed and drained
-            } else if (take && av > 0) {
-                long long fr = sink ? RA_BATCH : ra_free(&out, 1);
-                if (fr < 0) { life = RA_STATE_FAULTED; stop = 1; }
-                else n = (ra_u32)min(min(av, fr), (long long)RA_BATCH);
+                if (life != RA_STATE_FAULTED) life = RA_STATE_TERMINATED;
+                stop = 1;
+            } else if (take) {
+                // The first in-link with messages, from where the last batch
+                // left off; all closed and drained ends the loop.
+                bool done = true;
+                for (ra_u32 j = 0; j < nin && n == 0 && !stop; j++) {
+                    ra_u32 k = (next + j) % nin;
+                    long long av = ra_avail(&ins[k]);
+                    if (av < 0) { life = RA_STATE_FAULTED; stop = 1; break; }
+                    if (av == 0) {
+                        // closed is set after the last publish: re-read tail after seeing it
+                        if (!(ra_closed(&ins[k]) && ra_avail(&ins[k]) == 0)) done = false;
+                        continue;
+                    }
+                    done = false;
+                    long long fr = sink ? RA_BATCH : ra_free(&out, 1);
+                    if (fr < 0) { life = RA_STATE_FAULTED; stop = 1; break; }
+                    n = (ra_u32)min(min(av, fr), (long long)RA_BATCH);
+                    cur = k;
+                    next = (k + 1) % nin;
+                }
+                if (!stop && n == 0 && done) { life = RA_STATE_TERMINATED; stop = 1; }
             }
             deq = ra_globaltimer();
         }
         __syncthreads();
         if (stop) break;
+        ra_link_end *in = &ins[cur];
         // The stage, one message per warp (lane 0 runs the scalar stage).
         ra_u32 warps = blockDim.x / 32, w = threadIdx.x / 32;
         if ((threadIdx.x & 31) == 0) {
             for (ra_u32 i = w; i < n && w < warps; i += warps) {
-                const unsigned char *m = ra_q_slot(in.q, in.own + i);
+                const unsigned char *m = ra_q_slot(in->q, in->own + i);
                 ra_u32 len = ra_slot_len(m);
                 float *o; int cap;
-                if (sink) { o = a.sink + i * ((in.q.slot_size - RA_SLOT_HEADER_SIZE) / 4); cap = (in.q.slot_size - RA_SLOT_HEADER_SIZE) / 4; }
+                if (sink) { o = sink_buf + i * ((in->q.slot_size - RA_SLOT_HEADER_SIZE) / 4); cap = (in->q.slot_size - RA_SLOT_HEADER_SIZE) / 4; }
                 else { o = (float *)(ra_q_slot(out.q, out.own + i) + RA_SLOT_HEADER_SIZE); cap = (out.q.slot_size - RA_SLOT_HEADER_SIZE) / 4; }
                 t0[i] = ra_globaltimer();
-                if (len > in.q.slot_size - RA_SLOT_HEADER_SIZE) res[i] = RA_CODE_CORRUPT_SLOT;
+                if (len > in->q.slot_size - RA_SLOT_HEADER_SIZE) res[i] = RA_CODE_CORRUPT_SLOT;
                 else if (len % 4) res[i] = RA_CODE_NOT_FLOATS;
                 else {
-                    int r = STAGE(a.params, a.state, (const float *)(m + RA_SLOT_HEADER_SIZE), (int)(len / 4), o, cap);
+                    int r = STAGE(params, state, (const float *)(m + RA_SLOT_HEADER_SIZE), (int)(len / 4), o, cap);
                     res[i] = r > cap ? RA_CODE_BAD_RESULT : r;
                 }
                 t1[i] = ra_globaltimer();
@@ -312,13 +345,13 @@ __device__ void ra_ring_loop(const ra_ring_args &a) {
         if (threadIdx.x == 0) {
             ra_u32 j = 0;
             for (ra_u32 i = 0; i < n; i++) {
-                const unsigned char *m = ra_q_slot(in.q, in.own + i);
+                const unsigned char *m = ra_q_slot(in->q, in->own + i);
                 if (res[i] < 0) {
                     ra_record(&tr, RA_REC_DEAD_LETTER, m, stage, deq, t1[i], res[i]);
                     dropped++;
                     if (res[i] != RA_CODE_NOT_FLOATS && res[i] != RA_CODE_CORRUPT_SLOT) errors++;
-                    *(int *)(a.ctrl + RA_CB_OFF_LAST_ERROR) = res[i];
-                    *(ra_u64 *)(a.ctrl + RA_CB_OFF_LAST_ERROR_ID) = ra_slot_id(m);
+                    *(int *)(ctrl + RA_CB_OFF_LAST_ERROR) = res[i];
+                    *(ra_u64 *)(ctrl + RA_CB_OFF_LAST_ERROR_ID) = ra_slot_id(m);
                     continue;
                 }
                 ra_u32 flags = ra_slot_flags(m);
@@ -344,27 +377,30 @@ __device__ void ra_ring_loop(const ra_ring_args &a) {
                 ra_store_release(ra_q_word(out.q, RA_Q_OFF_TAIL), out.own, out.sys);  // the slots above first
             }
             if (n) {
-                in.own += n;
-                ra_store_release(ra_q_word(in.q, RA_Q_OFF_HEAD), in.own, in.sys);  // done reading them
+                in->own += n;
+                ra_store_release(ra_q_word(in->q, RA_Q_OFF_HEAD), in->own, in->sys);  // done reading them
                 ra_store_release_sys(ra_q_word(tr.q, RA_Q_OFF_TAIL), tr.own);
                 ns = 0;
             } else {
                 ra_backoff(&ns);  // idle: sleep a little, then look at the command word again
             }
-            *(volatile ra_u64 *)(a.ctrl + RA_CB_OFF_PROCESSED) = processed;
-            *(volatile ra_u64 *)(a.ctrl + RA_CB_OFF_DROPPED) = dropped;
-            *(volatile ra_u64 *)(a.ctrl + RA_CB_OFF_ERRORS) = errors;
-            *(volatile ra_u64 *)(a.ctrl + RA_CB_OFF_TRACED) = traced;
+            *(volatile ra_u64 *)(ctrl + RA_CB_OFF_PROCESSED) = processed;
+            *(volatile ra_u64 *)(ctrl + RA_CB_OFF_DROPPED) = dropped;
+            *(volatile ra_u64 *)(ctrl + RA_CB_OFF_ERRORS) = errors;
+            *(volatile ra_u64 *)(ctrl + RA_CB_OFF_TRACED) = traced;
         }
         __syncthreads();
     }
     if (threadIdx.x == 0) {
         // Close the out-link after its last publish and the trace ring last,
         // so a drained pump means the kernel's account is complete.
-        *(volatile ra_u64 *)(a.ctrl + RA_CB_OFF_DROPPED) = dropped;
+        *(volatile ra_u64 *)(ctrl + RA_CB_OFF_PROCESSED) = processed;
+        *(volatile ra_u64 *)(ctrl + RA_CB_OFF_DROPPED) = dropped;
+        *(volatile ra_u64 *)(ctrl + RA_CB_OFF_ERRORS) = errors;
+        *(volatile ra_u64 *)(ctrl + RA_CB_OFF_TRACED) = traced;
         if (!sink && out.q.base) ra_store_release_sys32((ra_u32 *)(out.q.base + RA_Q_OFF_CLOSED), 1);
-        ra_store_release_sys(ra_q_word(tr.q, RA_Q_OFF_TAIL), tr.own);
-        ra_store_release_sys32((ra_u32 *)(a.ctrl + RA_CB_OFF_STATE), life);
+        if (tr.q.base) ra_store_release_sys(ra_q_word(tr.q, RA_Q_OFF_TAIL), tr.own);
+        ra_store_release_sys32((ra_u32 *)(ctrl + RA_CB_OFF_STATE), life);
         if (tr.q.base) ra_store_release_sys32((ra_u32 *)(tr.q.base + RA_Q_OFF_CLOSED), 1);
     }
 }

@@ -98,6 +98,19 @@ func defs() []def {
 		{"RA_REC_OFF_TEXT_LEN", rk.RecOffTextLen, "u32"},
 		{"RA_REC_OFF_TEXT", rk.RecOffText, ""},
 		{"RA_TRACE_SLOT_SIZE", rk.TraceSlotSize, "slot size of trace rings"},
+
+		{"RA_MAX_IN_LINKS", rk.MaxDeviceInLinks, "in-links of one device loop"},
+		{"RA_ARG_OFF_CTRL", rk.ArgOffCtrl, "ra_ring_args: control block"},
+		{"RA_ARG_OFF_IN", rk.ArgOffIn, "ra_ring_args: in-link regions"},
+		{"RA_ARG_OFF_OUT", rk.ArgOffOut, "ra_ring_args: out-link region"},
+		{"RA_ARG_OFF_TRACE", rk.ArgOffTrace, "ra_ring_args: trace ring"},
+		{"RA_ARG_OFF_PARAMS", rk.ArgOffParams, "ra_ring_args: params"},
+		{"RA_ARG_OFF_STATE", rk.ArgOffState, "ra_ring_args: state"},
+		{"RA_ARG_OFF_SINK", rk.ArgOffSink, "ra_ring_args: sink results"},
+		{"RA_ARG_OFF_NUM_IN", rk.ArgOffNumIn, "ra_ring_args: in-links used"},
+		{"RA_ARG_OFF_IN_SYS", rk.ArgOffInSys, "ra_ring_args: sys-scope in-links, bit mask"},
+		{"RA_ARG_OFF_OUT_SYS", rk.ArgOffOutSys, "ra_ring_args: sys-scope out-link"},
+		{"RA_ARG_SIZE", rk.ArgSize, "ra_ring_args: bytes"},
 	}
 }
 

@@ -1,0 +1,23 @@
+package ringkernel
+
+// The argument block of a device ring kernel (struct ra_ring_args in
+// kernels/cuda/ringactor.cuh), passed by value at launch. These constants
+// are its one definition: genlayout writes them into the layout header and
+// the CUDA source static_asserts its struct against them.
+const (
+	// MaxDeviceInLinks is how many in-links a device loop reads: a stage's
+	// upstream link, its host ingress, and two more (stolen work, a peer).
+	MaxDeviceInLinks = 4
+
+	ArgOffCtrl   = 0                             // u64: control block (mapped pinned)
+	ArgOffIn     = 8                             // u64[MaxDeviceInLinks]: in-link regions
+	ArgOffOut    = ArgOffIn + 8*MaxDeviceInLinks // u64: out-link region, 0 for a sink
+	ArgOffTrace  = ArgOffOut + 8                 // u64: trace ring (mapped pinned)
+	ArgOffParams = ArgOffTrace + 8               // u64: const float* params
+	ArgOffState  = ArgOffParams + 8              // u64: float* state of a stateful stage
+	ArgOffSink   = ArgOffState + 8               // u64: float* results of a sink
+	ArgOffNumIn  = ArgOffSink + 8                // u32: in-links used
+	ArgOffInSys  = ArgOffNumIn + 4               // u32: bit i set: in-link i's producer is the host or a peer GPU
+	ArgOffOutSys = ArgOffInSys + 4               // u32: 1: the out-link's consumer is the host or a peer GPU
+	ArgSize      = ArgOffOutSys + 8              // bytes, padded to 8
+)
