@@ -27,6 +27,9 @@ func (c *Consumer) Link() *Link { return c.l }
 // only when the cached value says the queue is empty. A tail no correct
 // producer writes is an error and is not cached.
 func (c *Consumer) avail() (int, error) {
+	if c.l.dev != nil {
+		return 0, c.l.dev.hostUse(c.l, "consume from")
+	}
 	if n := c.tailCache - c.head; n != 0 {
 		return int(n), nil // validated when cached; head moves only towards it
 	}

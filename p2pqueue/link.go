@@ -13,6 +13,7 @@ type Link struct {
 	r     Region
 	cfg   Config
 	mask  uint64
+	hdr   []byte // the header: the region's, or a device link's shadow
 	slots []byte
 
 	tail, head *uint64
@@ -24,12 +25,26 @@ type Link struct {
 
 	producerTaken, consumerTaken atomic.Bool
 	bell                         atomic.Pointer[Doorbell]
+
+	// dev is set for a queue in device memory: the index words above then
+	// point into a host shadow of its header, refreshed under devMu.
+	dev *deviceLink
 }
 
 // Init formats r as an empty, open queue of cfg and returns a handle on it.
 // The magic is written last, so an Attach racing with Init never accepts a
 // half-written header.
-func Init(r Region, cfg Config) (*Link, error) { return initAt(r, cfg, 0) }
+//
+// A region the host cannot map (device memory) is formatted through its
+// Access; the returned Link can observe it (Len, Stats, Closed) and hand out
+// claims for device loops, but its host Producer and Consumer cannot move
+// messages.
+func Init(r Region, cfg Config) (*Link, error) {
+	if r.Bytes == nil && r.Access != nil {
+		return initDevice(r, cfg)
+	}
+	return initAt(r, cfg, 0)
+}
 
 // initAt starts both indices at start; tests use it to wrap them.
 func initAt(r Region, cfg Config, start uint64) (*Link, error) {
@@ -48,16 +63,22 @@ func initAt(r Region, cfg Config, start uint64) (*Link, error) {
 	}
 	b := r.Bytes
 	publish32(word32(b, OffMagic), 0) // invalidate first: a reformat is not a live queue
+	l := newLink(r, cfg)
+	format(l, cfg, start)
+	return l, nil
+}
+
+// format writes an empty queue's header through l's words, magic last.
+func format(l *Link, cfg Config, start uint64) {
+	b := l.hdr
 	clear(b[4:OffSlots])
 	binary.LittleEndian.PutUint16(b[OffVersion:], Version)
 	binary.LittleEndian.PutUint32(b[OffCapacity:], cfg.Capacity)
 	binary.LittleEndian.PutUint32(b[OffSlotSize:], cfg.SlotSize)
 	binary.LittleEndian.PutUint64(b[OffLinkID:], cfg.LinkID)
-	l := newLink(r, cfg)
 	publish(l.tail, start)
 	publish(l.head, start)
 	publish32(word32(b, OffMagic), Magic)
-	return l, nil
 }
 
 // Attach validates the queue in r and returns a handle on it. It never
@@ -112,14 +133,22 @@ func Attach(r Region) (*Link, error) {
 	return l, nil
 }
 
-func newLink(r Region, cfg Config) *Link {
-	b := r.Bytes
+func newLink(r Region, cfg Config) *Link { return newLinkOver(r, r.Bytes, cfg) }
+
+// newLinkOver makes a handle whose header words are in b: the region itself,
+// or a host shadow of a device region's header (then there are no slots).
+func newLinkOver(r Region, b []byte, cfg Config) *Link {
 	size := OffSlots + int(cfg.Capacity)*int(cfg.SlotSize)
+	var slots []byte
+	if len(b) >= size {
+		slots = b[OffSlots:size:size]
+	}
 	return &Link{
 		r:          r,
 		cfg:        cfg,
 		mask:       uint64(cfg.Capacity) - 1,
-		slots:      b[OffSlots:size:size],
+		hdr:        b[:OffSlots:OffSlots],
+		slots:      slots,
 		tail:       word64(b, OffTail),
 		head:       word64(b, OffHead),
 		closed:     word32(b, OffClosed),
@@ -152,6 +181,9 @@ func (l *Link) Cap() int { return int(l.cfg.Capacity) }
 // Len is the number of published messages not yet consumed, as an observer
 // sees it; it is exact only when neither side is running.
 func (l *Link) Len() int {
+	if l.dev != nil {
+		defer l.dev.refresh(l)()
+	}
 	h := observe(l.head)
 	t := observe(l.tail)
 	return clampLen(t-h, l.cfg.Capacity)
@@ -166,7 +198,14 @@ func clampLen(n uint64, capacity uint32) int {
 
 // Closed reports whether the producer has closed the link (messages may
 // still be queued).
-func (l *Link) Closed() bool { return observe32(l.closed) == 1 }
+func (l *Link) Closed() bool {
+	if l.dev != nil {
+		defer l.dev.refresh(l)()
+	}
+	return l.closedFlag()
+}
+
+func (l *Link) closedFlag() bool { return observe32(l.closed) == 1 }
 
 // SetDoorbell gives the link a doorbell that the producer rings when the
 // consumer has parked. Both sides must work through this Link, in this
@@ -195,13 +234,16 @@ type Stats struct {
 
 // Stats reads the link's counters.
 func (l *Link) Stats() Stats {
+	if l.dev != nil {
+		defer l.dev.refresh(l)()
+	}
 	h := observe(l.head)
 	t := observe(l.tail)
 	return Stats{
 		Published:      t,
 		Consumed:       h,
 		InFlight:       clampLen(t-h, l.cfg.Capacity),
-		Closed:         l.Closed(),
+		Closed:         l.closedFlag(),
 		BytesIn:        observe(l.bytesIn),
 		BytesOut:       observe(l.bytesOut),
 		FullWaits:      observe(l.fullWaits),
@@ -220,6 +262,9 @@ func (l *Link) Producer() (*Producer, error) {
 	if !l.producerTaken.CompareAndSwap(false, true) {
 		return nil, fmt.Errorf("%w: link %d already has a producer; fan-in needs one link per producer", ErrClaimed, l.cfg.LinkID)
 	}
+	if l.dev != nil {
+		defer l.dev.refresh(l)()
+	}
 	t := observe(l.tail)
 	h := observe(l.head)
 	if t-h > uint64(l.cfg.Capacity) {
@@ -228,7 +273,7 @@ func (l *Link) Producer() (*Producer, error) {
 			ErrCorrupt, l.cfg.LinkID, t, h, t-h, l.cfg.Capacity)
 	}
 	return &Producer{
-		l: l, tail: t, headCache: h, closed: l.Closed(),
+		l: l, tail: t, headCache: h, closed: l.closedFlag(),
 		bytesIn: observe(l.bytesIn), fullWaits: observe(l.fullWaits), publishes: observe(l.publishes),
 	}, nil
 }
@@ -238,6 +283,9 @@ func (l *Link) Producer() (*Producer, error) {
 func (l *Link) Consumer() (*Consumer, error) {
 	if !l.consumerTaken.CompareAndSwap(false, true) {
 		return nil, fmt.Errorf("%w: link %d already has a consumer; fan-out needs one link per consumer", ErrClaimed, l.cfg.LinkID)
+	}
+	if l.dev != nil {
+		defer l.dev.refresh(l)()
 	}
 	h := observe(l.head)
 	return &Consumer{

@@ -28,6 +28,9 @@ func (p *Producer) Link() *Link { return p.l }
 // cached value says fewer than want are free (each re-read may cross PCIe).
 // A head no correct consumer writes is an error and is not cached.
 func (p *Producer) free(want int) (int, error) {
+	if p.l.dev != nil {
+		return 0, p.l.dev.hostUse(p.l, "produce into")
+	}
 	capacity := uint64(p.l.cfg.Capacity)
 	if used := p.tail - p.headCache; capacity-used >= uint64(want) {
 		return int(capacity - used), nil
@@ -223,7 +226,7 @@ func (p *Producer) EnqueueBatch(ctx context.Context, ms []Message) (int, error) 
 // consumer sees ErrClosed once it has drained the queue. Close is idempotent.
 func (p *Producer) Close() {
 	p.reserved, p.lens = 0, p.lens[:0]
-	if p.closed {
+	if p.closed || p.l.dev != nil { // a device link is closed by its device producer
 		return
 	}
 	p.closed = true

@@ -48,6 +48,19 @@ type Region struct {
 	Kind       MemoryKind
 	// Device is the id of the device whose memory this is, or -1 for host memory.
 	Device int
+	// Size is the region's length where Bytes is nil (device memory).
+	Size int
+	// Access copies to and from memory the host cannot map; the backend
+	// that allocated a DeviceMemory region sets it (see Init).
+	Access DeviceAccess
+}
+
+// Len is the region's size in bytes.
+func (r Region) Len() int {
+	if r.Bytes != nil {
+		return len(r.Bytes)
+	}
+	return r.Size
 }
 
 // NewHostRegion allocates a zeroed region of n bytes of Go memory whose base
