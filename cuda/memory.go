@@ -1,0 +1,200 @@
+package cuda
+
+import (
+	"errors"
+	"fmt"
+	"sync"
+	"unsafe"
+)
+
+// DevicePtr is an address in a device's (or, with unified addressing, the
+// process's) CUDA address space (CUdeviceptr).
+type DevicePtr uint64
+
+// maxAlloc bounds sizes so that they fit size_t and uint64 arithmetic.
+const maxAlloc = 1 << 62
+
+// Alloc allocates n bytes of device memory (cuMemAlloc_v2). The memory is
+// not cleared; see Memset.
+func (c *Context) Alloc(n int) (DevicePtr, error) {
+	if c == nil {
+		return 0, errNilContext
+	}
+	if n <= 0 || n > maxAlloc {
+		return 0, fmt.Errorf("cuda: Alloc(%d): size must be between 1 and 2^62 bytes", n)
+	}
+	var p uint64
+	err := c.do("cuMemAlloc_v2", func() (r Result) {
+		p, r = c.driver().memAlloc(uint64(n))
+		return r
+	})
+	if err != nil {
+		return 0, fmt.Errorf("cuda: Alloc(%d) on device %d: %w", n, c.dev.ordinal, err)
+	}
+	c.driver().addAlloc(allocation{base: DevicePtr(p), size: uint64(n), ctx: c.handle})
+	return DevicePtr(p), nil
+}
+
+// Free frees device memory from Alloc. Freeing anything else, or twice, is
+// an error wrapping ErrReleased.
+func (c *Context) Free(p DevicePtr) error {
+	if c == nil {
+		return errNilContext
+	}
+	// The record is taken inside do, after the context was found live, so a
+	// released context does not lose the record of memory it cannot free.
+	var refused error
+	err := c.do("cuMemFree_v2", func() Result {
+		_, refused = c.driver().takeAlloc(p, func(a allocation) error {
+			if a.host {
+				return fmt.Errorf("cuda: Free(%#x): mapped host memory is freed with FreeHost", uint64(p))
+			}
+			if a.ctx != c.handle {
+				return fmt.Errorf("cuda: Free(%#x): the memory belongs to another context than device %d's", uint64(p), c.dev.ordinal)
+			}
+			return nil
+		})
+		if refused != nil {
+			return ResultSuccess
+		}
+		return c.driver().memFree(uint64(p))
+	})
+	if err != nil {
+		return err
+	}
+	return refused
+}
+
+// Memset sets n bytes at p to b (cuMemsetD8_v2). n == 0 does nothing.
+func (c *Context) Memset(p DevicePtr, b byte, n int) error {
+	if c == nil {
+		return errNilContext
+	}
+	if n == 0 {
+		return c.do("cuMemsetD8_v2", func() Result { return ResultSuccess })
+	}
+	if err := c.checkRange("Memset", p, n); err != nil {
+		return err
+	}
+	return c.do("cuMemsetD8_v2", func() Result { return c.driver().memsetD8(uint64(p), b, uint64(n)) })
+}
+
+// CopyToDevice copies src to device memory at dst (cuMemcpyHtoD_v2) and
+// returns when the copy is done.
+func (c *Context) CopyToDevice(dst DevicePtr, src []byte) error {
+	if c == nil {
+		return errNilContext
+	}
+	if len(src) == 0 {
+		return c.do("cuMemcpyHtoD_v2", func() Result { return ResultSuccess })
+	}
+	if err := c.checkRange("CopyToDevice", dst, len(src)); err != nil {
+		return err
+	}
+	return c.do("cuMemcpyHtoD_v2", func() Result { return c.driver().memcpyHtoD(uint64(dst), src) })
+}
+
+// CopyFromDevice copies len(dst) bytes of device memory at src into dst
+// (cuMemcpyDtoH_v2) and returns when the copy is done.
+func (c *Context) CopyFromDevice(dst []byte, src DevicePtr) error {
+	if c == nil {
+		return errNilContext
+	}
+	if len(dst) == 0 {
+		return c.do("cuMemcpyDtoH_v2", func() Result { return ResultSuccess })
+	}
+	if err := c.checkRange("CopyFromDevice", src, len(dst)); err != nil {
+		return err
+	}
+	return c.do("cuMemcpyDtoH_v2", func() Result { return c.driver().memcpyDtoH(dst, uint64(src)) })
+}
+
+// checkRange refuses a range that is not inside one live allocation, so a
+// stale or wrong pointer is an error rather than a fault.
+func (c *Context) checkRange(what string, p DevicePtr, n int) error {
+	if n < 0 {
+		return fmt.Errorf("cuda: %s(%#x, %d bytes): negative size", what, uint64(p), n)
+	}
+	if _, ok := c.driver().findAlloc(p, uint64(n)); !ok {
+		return fmt.Errorf("cuda: %s(%#x, %d bytes): the range is not inside a live allocation (freed, or out of bounds): %w", what, uint64(p), n, ErrReleased)
+	}
+	return nil
+}
+
+// HostMemory is page-locked host memory mapped into the device's address
+// space (cuMemHostAlloc with DEVICEMAP): the host reads and writes Bytes,
+// kernels read and write the same bytes at Device. After FreeHost, Bytes
+// is nil; a copy of the slice kept elsewhere must not be used.
+type HostMemory struct {
+	Bytes    []byte    // host view, len n
+	Device   DevicePtr // device view, for kernels of the allocating context
+	Portable bool      // mapped into every context (CU_MEMHOSTALLOC_PORTABLE)
+
+	ctx   *Context
+	ptr   unsafe.Pointer // C memory from cuMemHostAlloc
+	mu    sync.Mutex
+	freed bool
+}
+
+// AllocHost allocates n bytes of page-locked host memory mapped into the
+// device's address space, zeroed. portable also maps it into every other
+// context, as a link shared by two GPUs without peer access needs.
+func (c *Context) AllocHost(n int, portable bool) (*HostMemory, error) {
+	if c == nil {
+		return nil, errNilContext
+	}
+	if n <= 0 || n > maxAlloc {
+		return nil, fmt.Errorf("cuda: AllocHost(%d): size must be between 1 and 2^62 bytes", n)
+	}
+	flags := uint32(memHostAllocDeviceMap)
+	if portable {
+		flags |= memHostAllocPortable
+	}
+	var p unsafe.Pointer
+	err := c.do("cuMemHostAlloc", func() (r Result) {
+		p, r = c.driver().memHostAlloc(uint64(n), flags)
+		return r
+	})
+	if err != nil {
+		return nil, fmt.Errorf("cuda: AllocHost(%d) on device %d: %w", n, c.dev.ordinal, err)
+	}
+	var dp uint64
+	err = c.do("cuMemHostGetDevicePointer_v2", func() (r Result) {
+		dp, r = c.driver().memHostGetDevicePointer(p)
+		return r
+	})
+	if err != nil {
+		_ = c.do("cuMemFreeHost", func() Result { return c.driver().memFreeHost(p) })
+		return nil, fmt.Errorf("cuda: AllocHost(%d) on device %d: %w", n, c.dev.ordinal, err)
+	}
+	m := &HostMemory{Bytes: unsafe.Slice((*byte)(p), n), Device: DevicePtr(dp), Portable: portable, ctx: c, ptr: p}
+	clear(m.Bytes)
+	c.driver().addAlloc(allocation{base: m.Device, size: uint64(n), ctx: c.handle, host: true})
+	return m, nil
+}
+
+// FreeHost frees memory from AllocHost. Freeing it twice is an error
+// wrapping ErrReleased.
+func (c *Context) FreeHost(m *HostMemory) error {
+	if c == nil {
+		return errNilContext
+	}
+	if m == nil {
+		return errors.New("cuda: FreeHost(nil)")
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.freed {
+		return fmt.Errorf("cuda: FreeHost: host memory already freed: %w", ErrReleased)
+	}
+	if m.ctx == nil || m.ctx.handle != c.handle {
+		return fmt.Errorf("cuda: FreeHost: the memory was allocated in another context than device %d's", c.dev.ordinal)
+	}
+	if err := c.do("cuMemFreeHost", func() Result { return c.driver().memFreeHost(m.ptr) }); err != nil {
+		return err
+	}
+	m.freed = true
+	m.Bytes = nil
+	c.driver().takeAlloc(m.Device, func(allocation) error { return nil }) // gone already if the context was destroyed
+	return nil
+}
