@@ -1,0 +1,56 @@
+// Package barrier is ringactor's cross-device barrier: a flag array that
+// goroutines, the host and persistent kernels on several GPUs share, built
+// like the link queue (package p2pqueue) from stores and loads only.
+//
+// # The flag array
+//
+// A barrier of N participants is a header (magic, version, N) followed by
+// N generation words, each a little-endian u64 alone on its own 128-byte
+// line (LineSize), so no two writers share a line and each word has exactly
+// one writer: its participant. Arriving at generation g is a store-release
+// of g into your own word; waiting for g is load-acquires of every word
+// until all are >= g. A participant's generations strictly increase, so a
+// word seen at g stays there and the wait reads it no more.
+//
+// No read-modify-write is ever used. The words may sit in one GPU's memory
+// written by peers, or in mapped pinned host memory written across PCIe,
+// where atomics are not atomic on many platforms; stores and loads with
+// release/acquire order work on every GPU and the host alike, exactly as
+// the link queue's indices do (DESIGN §3). The price is that claiming an
+// index is local: Flags.Participant refuses a second claim in this process,
+// and agents elsewhere must be given distinct indices.
+//
+// Init writes a barrier into a host-visible p2pqueue.Region (tests and the
+// sim backend use p2pqueue.NewAlignedRegion; GPUs, mapped pinned memory);
+// Image gives the same bytes for device memory the host cannot map. Attach
+// validates the header and the region's size, and returns an error for
+// anything else: it never trusts memory contents and never panics on them.
+//
+// # Host side
+//
+// Participant.Arrive stores a generation; Participant.Wait (and
+// Flags.Wait, for an observer that does not take part) spins briefly,
+// yields, then sleeps with exponential backoff up to 200 µs, and returns
+// when all have arrived or its context ends. A wait that times out returns
+// a *TimeoutError naming the participants still missing (by index, and by
+// name when the barrier was given WithNames); it matches both ErrTimeout
+// and context.DeadlineExceeded. Participant.ArriveAndWait is one phase with
+// the participant's own generation counter. Missing and Generation read
+// the array without waiting. The memory-order rule is written once, in
+// order.go: sync/atomic, as in p2pqueue/order.go.
+//
+// # Device side
+//
+// CUDAHeader (include name CUDAHeaderName) holds ra_barrier_arrive,
+// ra_barrier_wait and ra_barrier_sync_block, built on ringactor.cuh's
+// .sys-scope ra_store_release_sys / ra_load_acquire_sys (volatile accesses
+// fenced with __threadfence_system before sm_70). Its layout #defines are
+// generated from this package's constants and prepended, so Go and CUDA
+// cannot disagree. One thread per block does the loads and sleeps with
+// __nanosleep between rounds; the block brackets it with __syncthreads.
+// The wait also reads a stop flag so that a stopped kernel never hangs in
+// it.
+//
+// The actor-level protocol (Arrive and Release messages to a barrier actor)
+// is in package runtime (Runtime.NewBarrier), which owns the actor system.
+package barrier

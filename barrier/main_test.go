@@ -1,0 +1,10 @@
+package barrier_test
+
+import (
+	"testing"
+
+	"go.uber.org/goleak"
+)
+
+// Every test must stop the goroutines it starts.
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
