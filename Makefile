@@ -6,7 +6,7 @@ TEST_TIMEOUT ?= 15m
 FUZZTIME  ?= 10s
 BENCHTIME ?= 1s
 
-.PHONY: help run build test vet generate check-generate ptx check-ptx fuzz bench
+.PHONY: help run build test vet generate check-generate ptx check-ptx fuzz bench gpu-bundle
 
 help:
 	@echo "make run             the main job: x*2 -> sqrt -> +1 on devices 0,1,2 (simulated without a GPU)"
@@ -18,6 +18,7 @@ help:
 	@echo "make check-generate  fail if generated files are stale"
 	@echo "make ptx             rebuild the shipped PTX of every built-in stage through NVRTC"
 	@echo "make check-ptx       fail if the shipped PTX differs from a fresh build"
+	@echo "make gpu-bundle      build the GPU tests and benchmark into .gpu/ (run there: bash .gpu/run.sh OUTDIR)"
 
 run:
 	$(GO) run ./examples/pipeline $(ARGS)
@@ -49,3 +50,15 @@ fuzz:
 
 bench:
 	$(GO) test -run '^$$' -bench . -benchtime $(BENCHTIME) ./p2pqueue
+
+# The GPU bundle: test binaries and the benchmark, built here with cgo, for a
+# GPU machine that has the NVIDIA driver but no Go. Run there with
+# `bash .gpu/run.sh OUTDIR`.
+gpu-bundle:
+	rm -rf .gpu && mkdir -p .gpu
+	CGO_ENABLED=1 $(GO) test -c -o .gpu/cuda.test ./cuda
+	CGO_ENABLED=1 $(GO) test -c -o .gpu/ringkernel.test ./ringkernel
+	CGO_ENABLED=1 $(GO) test -c -o .gpu/ringkernel-cuda.test ./ringkernel/cuda
+	CGO_ENABLED=1 $(GO) build -o .gpu/ringactor ./cmd/ringactor
+	cp scripts/gpu-run.sh .gpu/run.sh
+	@du -sh .gpu

@@ -36,6 +36,8 @@ type Job struct {
 	// In and Out are the claimed ends of the links, for the loop.
 	In  []*p2pqueue.Consumer
 	Out *p2pqueue.Producer
+	// StealTo are the claimed producers of Spec.StealTo.
+	StealTo []*p2pqueue.Producer
 }
 
 // Loop is a running kernel as its backend sees it.

@@ -27,6 +27,7 @@ const (
 	CtrlOffCommand    = 8  // u32, Command; written before CommandSeq
 	CtrlOffCommandSeq = 12 // u32, bumped after each command (store-release)
 	CtrlOffStageID    = 16 // u32, the stage id the kernel stamps on its output
+	CtrlOffCommandArg = 24 // u64, the command's argument (CmdSteal: count | link<<32); before CommandSeq
 
 	// Device line: written by the kernel only.
 	CtrlOffDeviceLine = 128
@@ -39,6 +40,7 @@ const (
 	CtrlOffLastError  = 168 // i32, ErrorCode of the last dead letter
 	CtrlOffLastErrID  = 176 // u64, message id of the last dead letter
 	CtrlOffTraced     = 184 // u64, trace records written
+	CtrlOffStolen     = 192 // u64, messages forwarded to thieves (CmdSteal)
 )
 
 // ErrBadControlBlock: memory that is not a valid control block.
@@ -55,6 +57,7 @@ type ControlBlock struct {
 	r                                                   p2pqueue.Region
 	command, seq, stage, state, ack                     *uint32
 	heartbeat, processed, dropped, errs, lastID, traced *uint64
+	arg, stolen                                         *uint64
 	lastErr                                             *int32
 }
 
@@ -107,6 +110,7 @@ func viewControlBlock(r p2pqueue.Region) (*ControlBlock, error) {
 		state: w32(CtrlOffState), ack: w32(CtrlOffCommandAck),
 		heartbeat: w64(CtrlOffHeartbeat), processed: w64(CtrlOffProcessed), dropped: w64(CtrlOffDropped),
 		errs: w64(CtrlOffErrors), lastID: w64(CtrlOffLastErrID), traced: w64(CtrlOffTraced),
+		arg: w64(CtrlOffCommandArg), stolen: w64(CtrlOffStolen),
 		lastErr: (*int32)(unsafe.Pointer(&b[CtrlOffLastError])),
 	}, nil
 }
@@ -118,8 +122,12 @@ func (cb *ControlBlock) Region() p2pqueue.Region { return cb.r }
 
 // Post writes command c and returns its sequence number; the kernel has
 // applied it once Acked returns that number.
-func (cb *ControlBlock) Post(c Command) uint32 {
+func (cb *ControlBlock) Post(c Command) uint32 { return cb.PostArg(c, 0) }
+
+// PostArg is Post with the command's argument.
+func (cb *ControlBlock) PostArg(c Command, arg uint64) uint32 {
 	seq := atomic.LoadUint32(cb.seq) + 1
+	atomic.StoreUint64(cb.arg, arg)
 	atomic.StoreUint32(cb.command, uint32(c))
 	atomic.StoreUint32(cb.seq, seq) // after the command: the kernel reads seq first
 	return seq
@@ -137,6 +145,7 @@ func (cb *ControlBlock) StageID() uint32 { return atomic.LoadUint32(cb.stage) }
 // Counters are a kernel's counters as read from its control block.
 type Counters struct {
 	Processed, Dropped, Errors, Traced uint64
+	Stolen                             uint64 // forwarded to thieves
 	Heartbeat                          uint64 // device clock, ns
 	LastError                          ErrorCode
 	LastErrorID                        uint64
@@ -147,6 +156,7 @@ func (cb *ControlBlock) Counters() Counters {
 	return Counters{
 		Processed: atomic.LoadUint64(cb.processed), Dropped: atomic.LoadUint64(cb.dropped),
 		Errors: atomic.LoadUint64(cb.errs), Traced: atomic.LoadUint64(cb.traced),
+		Stolen:    atomic.LoadUint64(cb.stolen),
 		Heartbeat: atomic.LoadUint64(cb.heartbeat),
 		LastError: ErrorCode(atomic.LoadInt32(cb.lastErr)), LastErrorID: atomic.LoadUint64(cb.lastID),
 	}
@@ -162,6 +172,13 @@ func (cb *ControlBlock) Pending(ack uint32) (Command, uint32, bool) {
 	}
 	return Command(atomic.LoadUint32(cb.command)), seq, true
 }
+
+// Arg is the argument of the pending command (read after Pending).
+func (cb *ControlBlock) Arg() uint64 { return atomic.LoadUint64(cb.arg) }
+
+// StoreStolen publishes the count of messages forwarded to thieves; store
+// it before acknowledging the CmdSteal that moved them.
+func (cb *ControlBlock) StoreStolen(n uint64) { atomic.StoreUint64(cb.stolen, n) }
 
 // Apply records state s and acknowledges command seq.
 func (cb *ControlBlock) Apply(s State, seq uint32) {

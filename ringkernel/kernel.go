@@ -60,6 +60,9 @@ func Launch(ctx context.Context, b Backend, spec Spec) (*Kernel, error) {
 		if job.Out != nil {
 			job.Out.Detach()
 		}
+		for _, p := range job.StealTo {
+			p.Detach()
+		}
 		k.free()
 		return nil, fmt.Errorf("%w: stage %q on %s device %d: %w", ErrLaunch, spec.Stage.Name, b.Name(), spec.Device, err)
 	}
@@ -100,6 +103,16 @@ func Launch(ctx context.Context, b Backend, spec Spec) (*Kernel, error) {
 			return fail(fmt.Errorf("out-link: %w", err))
 		}
 	}
+	for i, l := range spec.StealTo {
+		if l == nil {
+			return fail(fmt.Errorf("steal link %d is nil", i))
+		}
+		p, err := l.Producer()
+		if err != nil {
+			return fail(fmt.Errorf("steal link %d: %w", i, err))
+		}
+		job.StealTo = append(job.StealTo, p)
+	}
 	pumpCtx, stop := context.WithCancel(context.Background())
 	k.stopPump = stop
 	tc, err := k.trace.Consumer()
@@ -133,15 +146,43 @@ func (k *Kernel) Activate(ctx context.Context) error { return k.command(ctx, Cmd
 // until Activate. The loop keeps running.
 func (k *Kernel) Deactivate(ctx context.Context) error { return k.command(ctx, CmdDeactivate) }
 
+// ErrBadSteal: a steal request the kernel cannot carry out.
+var ErrBadSteal = errors.New("ringkernel: bad steal request")
+
+// Steal asks the kernel to forward up to n of its queued messages to the
+// thief behind Spec.StealTo[to], and returns how many it moved: fewer when
+// fewer are queued or the steal link is full. The kernel moves them itself,
+// so it remains the only consumer of its in-links; order across the two
+// kernels is not kept.
+func (k *Kernel) Steal(ctx context.Context, n, to int) (int, error) {
+	if to < 0 || to >= len(k.spec.StealTo) {
+		return 0, fmt.Errorf("%w: stage %q has %d steal links, no link %d", ErrBadSteal, k.spec.Stage.Name, len(k.spec.StealTo), to)
+	}
+	if n <= 0 || n > 1<<30 {
+		return 0, fmt.Errorf("%w: stage %q: %d messages", ErrBadSteal, k.spec.Stage.Name, n)
+	}
+	k.cmdMu.Lock()
+	defer k.cmdMu.Unlock()
+	before := k.cb.Counters().Stolen
+	if err := k.commandLocked(ctx, CmdSteal, uint64(n)|uint64(to)<<32); err != nil {
+		return 0, err
+	}
+	return int(k.cb.Counters().Stolen - before), nil
+}
+
 // command posts c and waits until the kernel has applied it.
 func (k *Kernel) command(ctx context.Context, c Command) error {
 	k.cmdMu.Lock()
 	defer k.cmdMu.Unlock()
+	return k.commandLocked(ctx, c, 0)
+}
+
+func (k *Kernel) commandLocked(ctx context.Context, c Command, arg uint64) error {
 	s := k.cb.State()
 	if _, err := Next(s, c); err != nil {
 		return fmt.Errorf("stage %q: %w", k.spec.Stage.Name, err)
 	}
-	seq := k.cb.Post(c)
+	seq := k.cb.PostArg(c, arg)
 	k.loop.Wake()
 	return k.awaitAck(ctx, seq, c)
 }

@@ -80,6 +80,17 @@ type Spec struct {
 	In []*p2pqueue.Link
 	// Out is the out-link; nil makes the stage a sink that counts results.
 	Out *p2pqueue.Link
+	// InLocal[i] says in-link i is written only by a kernel on this same
+	// device (p2pqueue.Local placement), and OutLocal that the out-link is
+	// read only by one: a device loop may then order those links at GPU
+	// scope. Unset means the other side may be the host or a peer GPU, and
+	// system scope is used, which is always correct.
+	InLocal  []bool
+	OutLocal bool
+	// StealTo are dedicated links to the kernels that may steal from this
+	// one (Kernel.Steal forwards queued messages into them); the kernel is
+	// their only producer and closes them when it ends or starts draining.
+	StealTo []*p2pqueue.Link
 	// Batch is the most messages taken per step (default 32).
 	Batch int
 	// TraceCapacity is the trace ring's length in records (default 1024).

@@ -54,6 +54,9 @@ const (
 	CmdDeactivate
 	CmdTerminate      // stop now; queued messages are dead-lettered
 	CmdTerminateDrain // stop after the in-links are closed and drained
+	// CmdSteal forwards up to n queued messages to the thief at StealTo[i]
+	// (argument n | i<<32); the kernel stays its queue's only consumer.
+	CmdSteal
 )
 
 func (c Command) String() string {
@@ -68,6 +71,8 @@ func (c Command) String() string {
 		return "terminate"
 	case CmdTerminateDrain:
 		return "terminate (drain)"
+	case CmdSteal:
+		return "steal"
 	}
 	return fmt.Sprintf("Command(%d)", uint32(c))
 }
@@ -91,6 +96,10 @@ func Next(s State, c Command) (State, error) {
 	case CmdTerminate, CmdTerminateDrain:
 		if s.Running() {
 			return Terminating, nil
+		}
+	case CmdSteal:
+		if s == Launched || s == Active || s == Idle {
+			return s, nil // work moves; the state does not
 		}
 	}
 	return s, fmt.Errorf("%w: cannot %s a kernel that is %s", ErrTransition, c, s)

@@ -7,7 +7,7 @@ import (
 
 // Status is a snapshot of a kernel, read from its control block and links
 // without stopping it. Counters conserve: every message published to the
-// in-links is processed, dropped, or still queued (exact once the kernel
+// in-links is processed, dropped, stolen, or still queued (exact once the kernel
 // and its producers are still).
 type Status struct {
 	Stage string
@@ -16,6 +16,9 @@ type Status struct {
 	// consumed). Dropped: messages dead-lettered for any reason. Errors:
 	// the dropped messages the stage function failed on.
 	Processed, Dropped, Errors uint64
+	// Stolen: messages forwarded to thieves (Kernel.Steal); they count as
+	// consumed here and arrive in the thief's in-links.
+	Stolen uint64
 	// Traced is the number of trace records the kernel wrote.
 	Traced uint64
 	// Heartbeat is the last time the loop went round, in host time;
@@ -68,7 +71,7 @@ func (k *Kernel) Status() Status {
 	c := k.cb.Counters()
 	st := Status{
 		Stage: k.spec.Stage.Name, State: k.cb.State(),
-		Processed: c.Processed, Dropped: c.Dropped, Errors: c.Errors, Traced: c.Traced,
+		Processed: c.Processed, Dropped: c.Dropped, Errors: c.Errors, Traced: c.Traced, Stolen: c.Stolen,
 	}
 	if c.Heartbeat != 0 {
 		st.Heartbeat = k.loop.HostTime(c.Heartbeat)

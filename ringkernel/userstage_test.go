@@ -16,6 +16,7 @@ import (
 // backend runs the Go side through a ring kernel; the CUDA side builds into
 // a ring kernel through NVRTC (skipped, with the reason, without NVRTC).
 func TestUserDefinedStage(t *testing.T) {
+	simOnly(t, "the user stage is a Go function; its CUDA twin is compiled and checked in package kernels")
 	// A fresh name per run, so -count=N registers anew.
 	name := fmt.Sprintf("test.cube_plus_%d", userStageRuns.Add(1))
 	sym := kernels.Symbol(name)

@@ -2,6 +2,7 @@
 //
 //	ringactor devices [-json] [-backend auto|sim|cuda]
 //	ringactor describe [-devices 0,1,2] [-backend ...]
+//	ringactor bench-gpu [-json] [-samples N] [-messages N]
 //
 // devices lists the devices found (NVML, else simulated) with their P2P
 // matrix; describe builds the main job's pipeline on the given device ids
@@ -37,6 +38,7 @@ const usage = `usage: ringactor <command> [flags]
 commands:
   devices    list devices and their P2P matrix (-json for JSON)
   describe   show the main job's pipeline placement on -devices 0,1,2
+  bench-gpu  ring kernels on GPU 0 vs a kernel launch per message (needs a GPU)
 `
 
 func run(ctx context.Context, args []string, out, errOut io.Writer) error {
@@ -49,6 +51,8 @@ func run(ctx context.Context, args []string, out, errOut io.Writer) error {
 		return devices(args[1:], out, errOut)
 	case "describe":
 		return describe(ctx, args[1:], out, errOut)
+	case "bench-gpu":
+		return benchGPU(ctx, args[1:], out, errOut)
 	case "help", "-h", "-help", "--help":
 		fmt.Fprint(out, usage)
 		return nil

@@ -50,6 +50,7 @@
 #define RA_CB_OFF_COMMAND          8u        // u32, host: the command
 #define RA_CB_OFF_COMMAND_SEQ      0xcu      // u32, host: bumped after each command
 #define RA_CB_OFF_STAGE_ID         0x10u     // u32, host: stamped on output
+#define RA_CB_OFF_COMMAND_ARG      0x18u     // u64, host: the command's argument
 #define RA_CB_OFF_DEVICE_LINE      0x80u     // written by the kernel only
 #define RA_CB_OFF_STATE            0x80u     // u32, kernel: the state
 #define RA_CB_OFF_COMMAND_ACK      0x84u     // u32, kernel: seq applied, after state
@@ -60,6 +61,7 @@
 #define RA_CB_OFF_LAST_ERROR       0xa8u     // i32, RA_CODE_*
 #define RA_CB_OFF_LAST_ERROR_ID    0xb0u     // u64, message id
 #define RA_CB_OFF_TRACED           0xb8u     // u64, trace records written
+#define RA_CB_OFF_STOLEN           0xc0u     // u64, forwarded to thieves
 #define RA_STATE_LAUNCHED          1u
 #define RA_STATE_ACTIVE            2u
 #define RA_STATE_IDLE              3u
@@ -71,6 +73,7 @@
 #define RA_CMD_DEACTIVATE          2u
 #define RA_CMD_TERMINATE           3u        // stop now, dead-letter the queue
 #define RA_CMD_TERMINATE_DRAIN     4u        // stop once in-links close and drain
+#define RA_CMD_STEAL               5u        // forward queued messages to a thief (sim only so far)
 #define RA_REC_TRACE               1u        // trace ring slot type
 #define RA_REC_DEAD_LETTER         2u
 #define RA_REC_FAULT               3u

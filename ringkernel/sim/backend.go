@@ -12,6 +12,10 @@ import (
 // bounds the device ids it accepts (0 means any non-negative id).
 type Backend struct {
 	Devices int
+	// Cost is a simulated service time per message on a device (none by
+	// default): it makes devices unequal, as real ones are, so placement
+	// and work stealing can be exercised. Set it before the first Start.
+	Cost map[int]time.Duration
 }
 
 // New returns a sim backend with n devices (0: any id).
@@ -54,6 +58,7 @@ func (b *Backend) Start(job *ringkernel.Job) (ringkernel.Loop, error) {
 	if err != nil {
 		return nil, err
 	}
+	k.cost = b.Cost[job.Spec.Device]
 	go k.run()
 	return k, nil
 }

@@ -34,6 +34,8 @@ type kernel struct {
 	stageID uint32
 	live    []*p2pqueue.Consumer // in-links not yet closed and drained
 	out     *p2pqueue.Producer
+	stealTo []*p2pqueue.Producer // links to thieves; closed once draining
+	cost    time.Duration        // simulated service time per message
 	trace   *p2pqueue.Producer
 	bell    *p2pqueue.Doorbell
 	done    chan struct{}
@@ -43,7 +45,7 @@ type kernel struct {
 	ack   uint32
 	drain bool
 
-	processed, dropped, errs, traced uint64
+	processed, dropped, errs, traced, stolen uint64
 
 	// One batch, indexed by position in it.
 	hdr        []p2pqueue.Header
@@ -71,7 +73,7 @@ func newKernel(job *rk.Job) (*kernel, error) {
 		params: append([]float32(nil), job.Spec.Stage.Params...),
 		state:  make([]float32, job.Op.StateFloats),
 		live:   append([]*p2pqueue.Consumer(nil), job.In...),
-		out:    job.Out, trace: tp, bell: p2pqueue.NewDoorbell(), done: make(chan struct{}),
+		out:    job.Out, stealTo: job.StealTo, trace: tp, bell: p2pqueue.NewDoorbell(), done: make(chan struct{}),
 		life: rk.Launched,
 		hdr:  make([]p2pqueue.Header, b), ins: make([][]float32, b), outs: make([][]float32, b),
 		res: make([]int, b), codes: make([]rk.ErrorCode, b), causes: make([]error, b),
@@ -155,11 +157,66 @@ func (k *kernel) commands() {
 		switch cmd {
 		case rk.CmdTerminate:
 			k.drain = false
+			k.closeSteal()
 		case rk.CmdTerminateDrain:
 			k.drain = true
+			// No steals once stopping: closing the steal links now lets
+			// thieves that drain wait for them end without waiting for us.
+			k.closeSteal()
+		case rk.CmdSteal:
+			arg := k.cb.Arg()
+			k.steal(int(uint32(arg)), int(arg>>32))
 		}
 	}
 	k.cb.Apply(k.life, seq)
+}
+
+// steal forwards up to n queued messages, slot by slot as they are, to the
+// thief behind stealTo[to]; stolen counts them before the command is
+// acknowledged, so the host's Steal sees the count.
+func (k *kernel) steal(n, to int) {
+	if to < 0 || to >= len(k.stealTo) {
+		return
+	}
+	p := k.stealTo[to]
+	var m p2pqueue.Message
+	for moved := 0; moved < n; {
+		if r, err := p.Reserve(1); err != nil || r == 0 {
+			break // the thief's link is full (or closed): it has enough
+		}
+		took := false
+		for i, c := range k.live {
+			if err := c.TryDequeue(&m); err != nil {
+				if errors.Is(err, p2pqueue.ErrClosed) {
+					k.live = append(k.live[:i], k.live[i+1:]...)
+					break
+				}
+				continue
+			}
+			took = true
+			break
+		}
+		if !took {
+			break
+		}
+		if err := p.Write(0, &m); err != nil {
+			// Cannot happen for a slot that fitted the victim's link unless
+			// the thief's slots are smaller: the message is not lost.
+			k.deadLetter(&m.Header, rk.CodeBadResult, fmt.Errorf("steal: %w", err), nowNanos())
+			k.flush()
+			continue
+		}
+		p.Commit(1)
+		moved++
+		k.stolen++
+		k.cb.StoreStolen(k.stolen)
+	}
+}
+
+func (k *kernel) closeSteal() {
+	for _, p := range k.stealTo {
+		p.Close()
+	}
 }
 
 // wait backs off after a step without work: yield a few times (a busy
@@ -256,6 +313,9 @@ func (k *kernel) process(c *p2pqueue.Consumer, m int) {
 		for i := range m {
 			k.runOne(i)
 		}
+	}
+	if k.cost > 0 {
+		time.Sleep(time.Duration(m) * k.cost) // a slower device, simulated
 	}
 	j := 0
 	for i := range m {
@@ -402,6 +462,7 @@ func (k *kernel) finish(s rk.State) {
 	if k.out != nil {
 		k.out.Close()
 	}
+	k.closeSteal()
 	k.flush()
 	k.life = s
 	k.cb.SetState(s)

@@ -66,6 +66,7 @@ func defs() []def {
 		{"RA_CB_OFF_COMMAND", rk.CtrlOffCommand, "u32, host: the command"},
 		{"RA_CB_OFF_COMMAND_SEQ", rk.CtrlOffCommandSeq, "u32, host: bumped after each command"},
 		{"RA_CB_OFF_STAGE_ID", rk.CtrlOffStageID, "u32, host: stamped on output"},
+		{"RA_CB_OFF_COMMAND_ARG", rk.CtrlOffCommandArg, "u64, host: the command's argument"},
 		{"RA_CB_OFF_DEVICE_LINE", rk.CtrlOffDeviceLine, "written by the kernel only"},
 		{"RA_CB_OFF_STATE", rk.CtrlOffState, "u32, kernel: the state"},
 		{"RA_CB_OFF_COMMAND_ACK", rk.CtrlOffCommandAck, "u32, kernel: seq applied, after state"},
@@ -76,6 +77,7 @@ func defs() []def {
 		{"RA_CB_OFF_LAST_ERROR", rk.CtrlOffLastError, "i32, RA_CODE_*"},
 		{"RA_CB_OFF_LAST_ERROR_ID", rk.CtrlOffLastErrID, "u64, message id"},
 		{"RA_CB_OFF_TRACED", rk.CtrlOffTraced, "u64, trace records written"},
+		{"RA_CB_OFF_STOLEN", rk.CtrlOffStolen, "u64, forwarded to thieves"},
 
 		{"RA_STATE_LAUNCHED", uint64(rk.Launched), ""},
 		{"RA_STATE_ACTIVE", uint64(rk.Active), ""},
@@ -88,6 +90,7 @@ func defs() []def {
 		{"RA_CMD_DEACTIVATE", uint64(rk.CmdDeactivate), ""},
 		{"RA_CMD_TERMINATE", uint64(rk.CmdTerminate), "stop now, dead-letter the queue"},
 		{"RA_CMD_TERMINATE_DRAIN", uint64(rk.CmdTerminateDrain), "stop once in-links close and drain"},
+		{"RA_CMD_STEAL", uint64(rk.CmdSteal), "forward queued messages to a thief (sim only so far)"},
 
 		{"RA_REC_TRACE", rk.RecordTrace, "trace ring slot type"},
 		{"RA_REC_DEAD_LETTER", rk.RecordDeadLetter, ""},

@@ -1,0 +1,44 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"io"
+
+	"github.com/ringactor/ringactor/internal/gpubench"
+	rkcuda "github.com/ringactor/ringactor/ringkernel/cuda"
+)
+
+// benchGPU runs the GPU benchmark: round trip, launch-per-message
+// baseline, hop between kernels and pipeline throughput, in one run.
+func benchGPU(ctx context.Context, args []string, out, errOut io.Writer) error {
+	fs := flag.NewFlagSet("bench-gpu", flag.ContinueOnError)
+	fs.SetOutput(errOut)
+	asJSON := fs.Bool("json", false, "print rows as JSON")
+	samples := fs.Int("samples", 20000, "round trips and launches to time")
+	msgs := fs.Int("messages", 2_000_000, "messages through the 3-stage pipeline")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if *samples < 10 || *msgs < 1 {
+		return fmt.Errorf("bench-gpu: -samples must be at least 10 and -messages at least 1")
+	}
+	b, err := rkcuda.New(rkcuda.Options{})
+	if err != nil {
+		return fmt.Errorf("bench-gpu needs a GPU: %w", err)
+	}
+	defer b.Close()
+	rows, err := gpubench.Run(ctx, b, gpubench.Options{Samples: *samples, Messages: *msgs, Progress: errOut})
+	if err != nil {
+		return err
+	}
+	if *asJSON {
+		enc := json.NewEncoder(out)
+		enc.SetIndent("", "  ")
+		return enc.Encode(rows)
+	}
+	gpubench.Print(out, rows)
+	return nil
+}

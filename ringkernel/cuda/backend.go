@@ -1,0 +1,136 @@
+package cuda
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"sync"
+
+	drv "github.com/ringactor/ringactor/cuda"
+)
+
+// ErrLaunchBlocking: CUDA_LAUNCH_BLOCKING=1 is set, which makes every launch
+// wait for its kernel: the first ring kernel would never return.
+var ErrLaunchBlocking = errors.New("ringkernel/cuda: CUDA_LAUNCH_BLOCKING=1 would block on the first persistent kernel; unset it (it is a debugging aid for ordinary kernels)")
+
+// ErrNoFit: the kernel's block would not be co-resident with those already
+// running on the device, so it might never be scheduled.
+var ErrNoFit = errors.New("ringkernel/cuda: kernel would not be co-resident")
+
+// Options tunes the backend. The zero value is sensible.
+type Options struct {
+	// Threads per block of a stateless stage (default 256: eight warps,
+	// each running the stage over one message). A stateful stage runs one
+	// warp so it sees its messages in order.
+	Threads int
+	// DeviceArena and PinnedArena are the bytes taken from the driver per
+	// device at first use, for links in device memory and for control
+	// blocks, trace rings and host-facing links (defaults 64 MiB, 32 MiB).
+	DeviceArena, PinnedArena int
+}
+
+// Backend runs ring kernels on the GPUs the CUDA driver reports.
+type Backend struct {
+	drv  *drv.Driver
+	opts Options
+
+	mu      sync.Mutex
+	devs    map[int]*device
+	portArn *pinnedArena // portable pinned memory, shared by all devices
+	allocs  map[uint64]allocation
+	closed  bool
+}
+
+// New loads the driver and readies a backend. It fails with an error
+// wrapping cuda.ErrNoDriver where there is no driver, and with
+// ErrLaunchBlocking under CUDA_LAUNCH_BLOCKING=1.
+func New(opts Options) (*Backend, error) {
+	if err := checkLaunchBlocking(); err != nil {
+		return nil, err
+	}
+	if opts.Threads <= 0 {
+		opts.Threads = 256
+	}
+	if opts.Threads%32 != 0 || opts.Threads > 1024 {
+		return nil, fmt.Errorf("ringkernel/cuda: %d threads per block: use a multiple of 32 up to 1024", opts.Threads)
+	}
+	d, err := drv.LoadDriver()
+	if err != nil {
+		return nil, err
+	}
+	n, err := d.DeviceCount()
+	if err != nil {
+		return nil, err
+	}
+	if n == 0 {
+		return nil, fmt.Errorf("ringkernel/cuda: the driver (%s) reports no GPU", d.Path())
+	}
+	if opts.DeviceArena <= 0 {
+		opts.DeviceArena = 64 << 20
+	}
+	if opts.PinnedArena <= 0 {
+		opts.PinnedArena = 32 << 20
+	}
+	return &Backend{drv: d, opts: opts, devs: map[int]*device{}}, nil
+}
+
+func checkLaunchBlocking() error {
+	if v := os.Getenv("CUDA_LAUNCH_BLOCKING"); v != "" && v != "0" {
+		return ErrLaunchBlocking
+	}
+	return nil
+}
+
+// Name is "cuda".
+func (b *Backend) Name() string { return "cuda" }
+
+// Driver is the loaded CUDA driver.
+func (b *Backend) Driver() *drv.Driver { return b.drv }
+
+// device returns the state of GPU id, setting it up at first use: primary
+// context, arenas, clock calibration.
+func (b *Backend) device(id int) (*device, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.closed {
+		return nil, errors.New("ringkernel/cuda: backend closed")
+	}
+	if d, ok := b.devs[id]; ok {
+		return d, nil
+	}
+	n, err := b.drv.DeviceCount()
+	if err != nil {
+		return nil, err
+	}
+	if id < 0 || id >= n {
+		return nil, fmt.Errorf("ringkernel/cuda: no device %d: the driver reports devices 0..%d", id, n-1)
+	}
+	d, err := openDevice(b, id)
+	if err != nil {
+		return nil, fmt.Errorf("ringkernel/cuda: device %d: %w", id, err)
+	}
+	b.devs[id] = d
+	return d, nil
+}
+
+// Close releases every device's memory and context. Kernels must have
+// ended; Close refuses while any runs, since freeing their memory under
+// them would fault them.
+func (b *Backend) Close() error {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	for id, d := range b.devs {
+		if n := d.running(); n > 0 {
+			return fmt.Errorf("ringkernel/cuda: device %d still runs %d ring kernels: terminate them before Close", id, n)
+		}
+	}
+	var errs []error
+	for _, d := range b.devs {
+		errs = append(errs, d.close())
+	}
+	if b.portArn != nil {
+		errs = append(errs, b.portArn.close())
+	}
+	b.devs, b.closed = map[int]*device{}, true
+	return errors.Join(errs...)
+}

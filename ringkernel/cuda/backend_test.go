@@ -1,0 +1,70 @@
+package cuda
+
+import (
+	"errors"
+	"strings"
+	"testing"
+
+	drv "github.com/ringactor/ringactor/cuda"
+)
+
+// Under CUDA_LAUNCH_BLOCKING=1 the first persistent kernel would never
+// return to its host: refuse before touching the driver.
+func TestRefusesLaunchBlocking(t *testing.T) {
+	t.Setenv("CUDA_LAUNCH_BLOCKING", "1")
+	if _, err := New(Options{}); !errors.Is(err, ErrLaunchBlocking) {
+		t.Fatalf("New under CUDA_LAUNCH_BLOCKING=1: %v, want ErrLaunchBlocking", err)
+	}
+	b := &Backend{}
+	if _, err := b.Start(nil); !errors.Is(err, ErrLaunchBlocking) {
+		t.Fatalf("Start under CUDA_LAUNCH_BLOCKING=1: %v", err)
+	}
+	t.Setenv("CUDA_LAUNCH_BLOCKING", "0")
+	if err := checkLaunchBlocking(); err != nil {
+		t.Fatalf("CUDA_LAUNCH_BLOCKING=0: %v", err)
+	}
+}
+
+// Without a driver New says so, wrapping cuda.ErrNoDriver.
+func TestNoDriverIsAnError(t *testing.T) {
+	t.Setenv(drv.DriverEnv, "/nonexistent/libcuda.so.1")
+	_, err := New(Options{})
+	if err == nil {
+		t.Skip("a driver loaded although the path is wrong: the process loaded one earlier")
+	}
+	if !errors.Is(err, drv.ErrNoDriver) {
+		t.Fatalf("New without a driver: %v, want ErrNoDriver", err)
+	}
+}
+
+// The co-residency budget refuses the block that would not fit and says
+// how many fit.
+func TestReserveRefusesWhatWouldNotBeCoResident(t *testing.T) {
+	d := &device{id: 3, sms: 2}
+	for i := range 4 {
+		if err := d.reserve("s", 256, 2); err != nil {
+			t.Fatalf("block %d of 4 that fit: %v", i, err)
+		}
+	}
+	err := d.reserve("fifth", 256, 2)
+	if !errors.Is(err, ErrNoFit) {
+		t.Fatalf("fifth block: %v, want ErrNoFit", err)
+	}
+	for _, want := range []string{`"fifth"`, "device 3", "4 blocks of 256 threads fit", "2 per SM x 2 SMs", "4 ring kernels already run"} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("error %q lacks %q", err, want)
+		}
+	}
+	d.kernelEnded()
+	if err := d.reserve("again", 256, 2); err != nil {
+		t.Fatalf("after one ended: %v", err)
+	}
+}
+
+func TestBadThreadCountsRefused(t *testing.T) {
+	for _, n := range []int{33, 2048} {
+		if _, err := New(Options{Threads: n}); err == nil || !strings.Contains(err.Error(), "threads per block") {
+			t.Errorf("%d threads: %v", n, err)
+		}
+	}
+}

@@ -1,0 +1,243 @@
+package cuda
+
+import (
+	"crypto/sha256"
+	"encoding/binary"
+	"encoding/hex"
+	"fmt"
+	"math"
+	"sync"
+	"time"
+
+	drv "github.com/ringactor/ringactor/cuda"
+	"github.com/ringactor/ringactor/kernels"
+	"github.com/ringactor/ringactor/p2pqueue"
+	rk "github.com/ringactor/ringactor/ringkernel"
+)
+
+// batch is RA_BATCH of ringactor.cuh: a sink's result buffer holds one
+// batch.
+const batch = 32
+
+// Start launches job's ring kernel: one block on its own non-blocking
+// stream, refused if it would not be co-resident with the device's other
+// ring kernels.
+func (b *Backend) Start(job *rk.Job) (rk.Loop, error) {
+	if err := checkLaunchBlocking(); err != nil {
+		return nil, err
+	}
+	spec := job.Spec
+	if n := len(job.In); n < 1 || n > rk.MaxDeviceInLinks {
+		return nil, fmt.Errorf("ringkernel/cuda: stage %q has %d in-links; a device loop reads 1 to %d", spec.Stage.Name, n, rk.MaxDeviceInLinks)
+	}
+	if len(job.StealTo) > 0 {
+		return nil, fmt.Errorf("ringkernel/cuda: stage %q has steal links: forwarding stolen work is not in the device loop yet; run stage groups with stealing on the sim backend, or without stealing", spec.Stage.Name)
+	}
+	d, err := b.device(spec.Device)
+	if err != nil {
+		return nil, err
+	}
+	ptx, err := kernels.Build(nvrtcOrNil(), job.Op, kernels.ShippedArch)
+	if err != nil {
+		return nil, fmt.Errorf("ringkernel/cuda: PTX for stage %q (op %s): %w", spec.Stage.Name, job.Op.Name, err)
+	}
+	mod, err := d.module(job.Op, ptx)
+	if err != nil {
+		return nil, fmt.Errorf("ringkernel/cuda: loading op %s on device %d: %w", job.Op.Name, d.id, err)
+	}
+	fn, err := mod.Function(kernels.Symbol(job.Op.Name) + "_ring")
+	if err != nil {
+		return nil, err
+	}
+	threads := b.opts.Threads
+	if job.Op.Stateful() || spec.Stage.Stateful {
+		threads = 32 // one warp: messages one at a time, in order
+	}
+	perSM, err := fn.MaxActiveBlocksPerSM(threads, 0)
+	if err != nil {
+		return nil, err
+	}
+	l := &loop{dev: d, done: make(chan struct{})}
+	if err := d.reserve(spec.Stage.Name, threads, perSM); err != nil {
+		return nil, err
+	}
+	fail := func(err error) (rk.Loop, error) {
+		l.freeOwned()
+		d.kernelEnded()
+		return nil, err
+	}
+	args, err := l.args(job)
+	if err != nil {
+		return fail(err)
+	}
+	if l.stream, err = d.ctx.NewStream(); err != nil {
+		return fail(err)
+	}
+	one := drv.Dim3{X: 1, Y: 1, Z: 1}
+	if err := d.ctx.Launch(fn, one, drv.Dim3{X: uint32(threads), Y: 1, Z: 1}, 0, l.stream, args); err != nil {
+		l.stream.Destroy()
+		return fail(fmt.Errorf("ringkernel/cuda: launching stage %q on device %d: %w", spec.Stage.Name, d.id, err))
+	}
+	go l.watch(job.Control)
+	return l, nil
+}
+
+// reserve takes one block of the device's co-residency budget.
+func (d *device) reserve(stage string, threads, perSM int) error {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	fit := perSM * d.sms
+	if d.blocks+1 > fit {
+		return fmt.Errorf("%w: stage %q on device %d: %d blocks of %d threads fit at once (%d per SM x %d SMs) and %d ring kernels already run; use fewer stages per device or fewer threads (Options.Threads)",
+			ErrNoFit, stage, d.id, fit, threads, perSM, d.sms, d.blocks)
+	}
+	d.blocks++
+	return nil
+}
+
+// loop is a running device kernel.
+type loop struct {
+	dev    *device
+	stream *drv.Stream
+	done   chan struct{}
+	owned  []int // device-arena offsets of params, state and sink
+	once   sync.Once
+
+	errMu sync.Mutex
+	err   error
+}
+
+// args builds the kernel's argument block (ringkernel's ArgOff* layout) and
+// copies params, zeroed state and the sink buffer into device memory.
+func (l *loop) args(job *rk.Job) ([]byte, error) {
+	spec := job.Spec
+	a := make([]byte, rk.ArgSize)
+	put := func(off int, v uint64) { binary.LittleEndian.PutUint64(a[off:], v) }
+	put32 := func(off int, v uint32) { binary.LittleEndian.PutUint32(a[off:], v) }
+	put(rk.ArgOffCtrl, job.Control.Region().DeviceAddr)
+	var inSys uint32
+	for i, c := range job.In {
+		r := c.Link().Region()
+		put(rk.ArgOffIn+8*i, r.DeviceAddr)
+		if !(r.Kind == p2pqueue.DeviceMemory && r.Device == spec.Device && i < len(spec.InLocal) && spec.InLocal[i]) {
+			inSys |= 1 << i
+		}
+	}
+	put32(rk.ArgOffNumIn, uint32(len(job.In)))
+	put32(rk.ArgOffInSys, inSys)
+	put(rk.ArgOffTrace, job.Trace.Region().DeviceAddr)
+	if job.Out != nil {
+		r := job.Out.Link().Region()
+		put(rk.ArgOffOut, r.DeviceAddr)
+		if !(r.Kind == p2pqueue.DeviceMemory && r.Device == spec.Device && spec.OutLocal) {
+			put32(rk.ArgOffOutSys, 1)
+		}
+	}
+	floats := func(vs []float32, n int) (uint64, error) {
+		if n == 0 {
+			return 0, nil
+		}
+		p, off, err := l.dev.devArena.alloc(4 * n)
+		if err != nil {
+			return 0, err
+		}
+		l.owned = append(l.owned, off)
+		if len(vs) > 0 {
+			b := make([]byte, 4*len(vs))
+			for i, v := range vs {
+				binary.LittleEndian.PutUint32(b[4*i:], math.Float32bits(v))
+			}
+			if err := l.dev.ctx.CopyToDevice(p, b); err != nil {
+				return 0, err
+			}
+		}
+		return uint64(p), nil
+	}
+	var err error
+	var p uint64
+	if p, err = floats(spec.Stage.Params, max(len(spec.Stage.Params), job.Op.Params)); err != nil {
+		return nil, err
+	}
+	put(rk.ArgOffParams, p)
+	if p, err = floats(nil, job.Op.StateFloats); err != nil {
+		return nil, err
+	}
+	put(rk.ArgOffState, p)
+	if job.Out == nil {
+		slot := 0
+		for _, c := range job.In {
+			slot = max(slot, int(c.Link().Config().SlotSize))
+		}
+		if p, err = floats(nil, batch*(slot-p2pqueue.SlotHeaderSize)/4); err != nil {
+			return nil, err
+		}
+		put(rk.ArgOffSink, p)
+	}
+	return a, nil
+}
+
+// watch waits for the kernel to end: a stream query with backoff, since a
+// persistent kernel's host must not block in the driver for it.
+func (l *loop) watch(cb *rk.ControlBlock) {
+	d := 50 * time.Microsecond
+	for {
+		done, err := l.stream.Query()
+		if err != nil {
+			// A device fault (an illegal address, say) ends the kernel
+			// without its own last words: say so in its control block.
+			l.errMu.Lock()
+			l.err = err
+			l.errMu.Unlock()
+			cb.SetState(rk.Faulted)
+			break
+		}
+		if done {
+			break
+		}
+		time.Sleep(d)
+		d = min(2*d, 2*time.Millisecond)
+	}
+	l.stream.Destroy()
+	l.freeOwned()
+	l.dev.kernelEnded()
+	close(l.done)
+}
+
+func (l *loop) freeOwned() {
+	l.once.Do(func() {
+		for _, off := range l.owned {
+			l.dev.devArena.a.release(off)
+		}
+	})
+}
+
+// Done is closed when the kernel has ended.
+func (l *loop) Done() <-chan struct{} { return l.done }
+
+// Wake does nothing: a device loop reads its command word every step.
+func (l *loop) Wake() {}
+
+// HostTime converts a globaltimer reading with the device's calibration.
+func (l *loop) HostTime(ns uint64) time.Time { return l.dev.hostTime(ns) }
+
+// Err is the CUDA error that ended the kernel, if any.
+func (l *loop) Err() error {
+	l.errMu.Lock()
+	defer l.errMu.Unlock()
+	return l.err
+}
+
+func hashPTX(ptx []byte) string {
+	h := sha256.Sum256(ptx)
+	return hex.EncodeToString(h[:8])
+}
+
+// nvrtcOrNil is NVRTC where installed, for user stages; built-in stages
+// use the shipped PTX and need no compiler.
+func nvrtcOrNil() kernels.Compiler {
+	n, err := drv.LoadNVRTC()
+	if err != nil {
+		return nil
+	}
+	return n
+}
