@@ -8,6 +8,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"time"
 )
 
 // Device is one device ringactor can place stages on.
@@ -45,8 +46,13 @@ type DeviceOptions struct {
 	// SimDevices and SimP2P override the environment variables.
 	SimDevices int
 	SimP2P     string
-	// SimMemory is each simulated device's memory (default 16 GiB).
-	SimMemory uint64
+	// SimMemory is each simulated device's memory (default 16 GiB);
+	// SimMemoryOf overrides it per device id.
+	SimMemory   uint64
+	SimMemoryOf map[int]uint64
+	// SimCost is a simulated service time per message on a device id
+	// (none by default): unequal devices, for balancing and stealing.
+	SimCost map[int]time.Duration
 	// Log receives one line saying which devices were found and why others
 	// were not (default os.Stderr; io.Discard silences it).
 	Log io.Writer
@@ -206,8 +212,12 @@ func simDevices(opts DeviceOptions) ([]Device, error) {
 	}
 	devs := make([]Device, n)
 	for i := range devs {
+		m := mem
+		if v, ok := opts.SimMemoryOf[i]; ok {
+			m = v
+		}
 		devs[i] = Device{ID: i, Name: fmt.Sprintf("sim-%d", i), Backend: "sim", Source: "sim",
-			MemoryBytes: mem, FreeBytes: mem, ComputeCapability: "sim", P2P: p2p[i]}
+			MemoryBytes: m, FreeBytes: m, ComputeCapability: "sim", P2P: p2p[i]}
 	}
 	return devs, nil
 }

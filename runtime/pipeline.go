@@ -30,6 +30,10 @@ type PipelineSpec struct {
 	OnDeadLetter func(DeadLetter)
 	// SampleRatio is the fraction of messages traced, 0 to 1.
 	SampleRatio float64
+
+	// Set by a stage group for its one-stage instances: links from the
+	// other instances' victims (extra in-links) and to their thieves.
+	stealIn, stealTo []*p2pqueue.Link
 }
 
 // Sink is where a pipeline's results go: a callback, a channel, or a PID
@@ -163,6 +167,13 @@ func (rt *Runtime) check(spec *PipelineSpec) error {
 
 // newLink allocates and formats a link placed between two ends.
 func (p *Pipeline) newLink(from, to int, capacity, slotSize int, id uint64) (*p2pqueue.Link, p2pqueue.Placement, error) {
+	return p.rt.newLink(from, to, capacity, slotSize, id)
+}
+
+// newLink allocates and formats a link placed between two ends: where it
+// lives is p2pqueue.Place's choice from the registry's topology.
+func (rt *Runtime) newLink(from, to int, capacity, slotSize int, id uint64) (*p2pqueue.Link, p2pqueue.Placement, error) {
+	p := struct{ rt *Runtime }{rt}
 	pl, err := p2pqueue.Place(from, to, p.rt.reg.Peer)
 	if err != nil {
 		return nil, pl, err
@@ -224,13 +235,18 @@ func (p *Pipeline) build(ctx context.Context) error {
 		if s.upstream != nil {
 			in = []*p2pqueue.Link{s.upstream, s.ingressLink}
 		}
+		var stealTo []*p2pqueue.Link
+		if i == 0 {
+			in = append(in, p.spec.stealIn...)
+			stealTo = p.spec.stealTo
+		}
 		out := p.egressLink
 		if i+1 < len(p.stages) {
 			out = p.stages[i+1].upstream
 		}
 		s := s
 		if s.kernel, err = rk.Launch(ctx, p.rt.backend, rk.Spec{
-			Stage: s.spec.kernelStage(), ID: uint32(i + 1), Device: s.spec.Device, In: in, Out: out,
+			Stage: s.spec.kernelStage(), ID: uint32(i + 1), Device: s.spec.Device, In: in, Out: out, StealTo: stealTo,
 			OnTrace: func(r rk.TraceRecord) { p.tele.record(s, r) },
 			OnDeadLetter: func(d rk.DeadLetter) {
 				p.deadLetter(DeadLetter{ID: d.ID, Stage: s.spec.Name, Device: s.spec.Device, Reason: d.Reason.String(), Err: d.Err})

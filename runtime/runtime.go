@@ -51,7 +51,7 @@ func New(cfg Config) (*Runtime, error) {
 	rt := &Runtime{reg: reg, system: cfg.System, tp: cfg.TracerProvider, mp: cfg.MeterProvider, names: map[string]bool{}}
 	switch reg.BackendName() {
 	case "sim":
-		rt.backend = sim.New(len(reg.Devices()))
+		rt.backend = &sim.Backend{Devices: len(reg.Devices()), Cost: cfg.Devices.SimCost}
 	default:
 		return nil, fmt.Errorf("%w: %s", ErrBackend, reg.BackendName())
 	}

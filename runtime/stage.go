@@ -189,6 +189,12 @@ func (a *stageActor) Receive(c actor.Context) {
 		s.closed.Store(true)
 		err = s.kernel.Terminate(ctx, m.Drain)
 	case Stats, *Stats:
+	case Steal:
+		moved, err := s.kernel.Steal(ctx, m.N, m.To)
+		if c.Sender() != nil {
+			c.Respond(Stolen{Moved: moved, Err: err})
+		}
+		return
 	case *actor.Stopping:
 		// The actor is going away: so does its kernel, if still running.
 		if s.kernel.Status().State.Running() {

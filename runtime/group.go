@@ -1,0 +1,536 @@
+package runtime
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/asynkron/protoactor-go/actor"
+
+	"github.com/ringactor/ringactor/p2pqueue"
+)
+
+// Policy is how a stage group splits messages across its instances.
+type Policy int
+
+const (
+	// Static splits equally: message k goes to instance k mod n.
+	Static Policy = iota
+	// Dynamic weighs instances by their measured throughput (from the
+	// kernels' processed counters) and sends each chunk to the instance
+	// expected to finish it first.
+	Dynamic
+	// Guided sends shrinking chunks (half the backlog per instance, at least
+	// one batch) to whichever instance has the shortest queue.
+	Guided
+	// MemoryAware splits in proportion to each device's free memory, so no
+	// device is given more than its memory allows.
+	MemoryAware
+)
+
+func (p Policy) String() string {
+	switch p {
+	case Static:
+		return "static"
+	case Dynamic:
+		return "dynamic"
+	case Guided:
+		return "guided"
+	case MemoryAware:
+		return "memory-aware"
+	}
+	return fmt.Sprintf("Policy(%d)", int(p))
+}
+
+// GroupSpec defines a stage group: one stage, an instance of it on each
+// device, behind one PID.
+type GroupSpec struct {
+	Name string
+	// Stage is the stage each instance runs; its Device is ignored.
+	Stage   StageSpec
+	Devices []int
+	Policy  Policy
+	// Steal runs the work-stealing coordinator: every StealEvery (default
+	// 1 ms) it reads the instances' queue depths and sends Steal{n, to} to
+	// the busiest, whose kernel forwards up to n queued messages over a
+	// dedicated link to the idlest.
+	Steal      bool
+	StealEvery time.Duration
+	// Deliver and OnDeadLetter are as for a pipeline. Order is not kept
+	// across instances.
+	Deliver      Sink
+	OnDeadLetter func(DeadLetter)
+}
+
+// Steal asks a group instance's kernel to forward up to N queued messages
+// to its thief number To (the instances in order, itself left out); the
+// coordinator sends it to the instance's PID (Group.InstancePID), and so
+// may anyone. The answer is Stolen.
+type Steal struct{ N, To int }
+
+// Stolen answers Steal: how many messages moved.
+type Stolen struct {
+	Moved int
+	Err   error
+}
+
+// ErrBadGroup: a group spec that cannot be built.
+var ErrBadGroup = errors.New("ringactor: bad stage group")
+
+// Group is a running stage group. Its methods are safe for concurrent use.
+type Group struct {
+	rt    *Runtime
+	spec  GroupSpec
+	insts []*instance
+	pid   *actor.PID
+
+	nextID                   atomic.Uint64
+	sent, delivered, dropped atomic.Uint64
+
+	mu      sync.Mutex // dispatch state
+	rr      int
+	credit  []float64 // memory-aware: smooth weighted round robin
+	weights []float64
+
+	stop      context.CancelFunc
+	coordDone chan struct{}
+	closeOnce sync.Once
+	closeErr  error
+}
+
+type instance struct {
+	idx      int
+	device   int
+	p        *Pipeline
+	assigned atomic.Uint64
+	stolen   atomic.Uint64 // by the coordinator, from this one
+	pid      *actor.PID
+
+	rateMu    sync.Mutex
+	rate      float64 // messages per second, smoothed
+	lastCount uint64
+	lastAt    time.Time
+}
+
+// InstanceStats is one instance's share of the work.
+type InstanceStats struct {
+	Device int
+	// Assigned: messages the policy sent to it. Processed: messages its
+	// kernel handled (its own and stolen ones). Stolen: messages taken
+	// from its queue by others. Queued: waiting in its in-links.
+	Assigned, Processed, Stolen, Queued uint64
+	Rate                                float64 // messages per second, smoothed
+}
+
+// GroupStats is a group's account: Sent = Delivered + DeadLettered +
+// InFlight, over the whole group (an instance's own account does not
+// balance when work is stolen from or by it).
+type GroupStats struct {
+	Policy                                  string
+	Sent, Delivered, DeadLettered, InFlight uint64
+	Steals                                  uint64
+	Instances                               []InstanceStats
+}
+
+// Group builds and starts a stage group.
+func (rt *Runtime) Group(ctx context.Context, spec GroupSpec) (*Group, error) {
+	if err := rt.checkGroup(&spec); err != nil {
+		return nil, err
+	}
+	g := &Group{rt: rt, spec: spec, coordDone: make(chan struct{})}
+	n := len(spec.Devices)
+	// steal[i][j]: victim i's dedicated link to thief j.
+	steal := make([][]*p2pqueue.Link, n)
+	if spec.Steal && n > 1 {
+		for i := range n {
+			steal[i] = make([]*p2pqueue.Link, n)
+			for j := range n {
+				if i == j {
+					continue
+				}
+				l, _, err := rt.newLink(spec.Devices[i], spec.Devices[j], spec.Stage.Capacity, spec.Stage.SlotSize, uint64(0xfe)<<56|uint64(i)<<8|uint64(j))
+				if err != nil {
+					return nil, fmt.Errorf("ringactor: group %q: steal link %d → %d: %w", spec.Name, i, j, err)
+				}
+				steal[i][j] = l
+			}
+		}
+	}
+	fail := func(err error) (*Group, error) {
+		g.closeInstances(context.Background(), false)
+		return nil, err
+	}
+	for i, dev := range spec.Devices {
+		st := spec.Stage
+		st.Device = dev
+		ps := PipelineSpec{Name: fmt.Sprintf("%s-%d", spec.Name, i), Stages: []StageSpec{st},
+			Deliver:      Sink{Func: g.deliver},
+			OnDeadLetter: g.deadLetter}
+		for j := range n {
+			if steal[j] != nil && steal[j][i] != nil {
+				ps.stealIn = append(ps.stealIn, steal[j][i])
+			}
+			if steal[i] != nil && steal[i][j] != nil {
+				ps.stealTo = append(ps.stealTo, steal[i][j])
+			}
+		}
+		p, err := rt.Build(ctx, ps)
+		if err != nil {
+			return fail(fmt.Errorf("ringactor: group %q instance %d on device %d: %w", spec.Name, i, dev, err))
+		}
+		in := &instance{idx: i, device: dev, p: p, lastAt: time.Now()}
+		in.pid = p.stages[0].pid
+		g.insts = append(g.insts, in)
+	}
+	if spec.Policy == MemoryAware {
+		g.credit = make([]float64, n)
+		for _, dev := range spec.Devices {
+			d, _ := rt.reg.Device(dev)
+			g.weights = append(g.weights, float64(d.FreeBytes))
+		}
+	}
+	for _, in := range g.insts {
+		if err := in.p.Start(ctx); err != nil {
+			return fail(err)
+		}
+	}
+	props := actor.PropsFromProducer(func() actor.Actor { return &groupActor{g: g} })
+	var err error
+	if g.pid, err = rt.system.Root.SpawnNamed(props, "group/"+spec.Name); err != nil {
+		return fail(fmt.Errorf("ringactor: group %q actor: %w", spec.Name, err))
+	}
+	cctx, stop := context.WithCancel(context.Background())
+	g.stop = stop
+	go g.coordinate(cctx)
+	return g, nil
+}
+
+func (rt *Runtime) checkGroup(spec *GroupSpec) error {
+	bad := func(format string, a ...any) error {
+		return fmt.Errorf("%w %q: %s", ErrBadGroup, spec.Name, fmt.Sprintf(format, a...))
+	}
+	if spec.Name == "" || strings.ContainsAny(spec.Name, "/ ") {
+		return fmt.Errorf("%w: name %q: give the group a name without spaces or slashes", ErrBadGroup, spec.Name)
+	}
+	if len(spec.Devices) == 0 {
+		return bad("no devices; list the device ids to run an instance on")
+	}
+	seen := map[int]bool{}
+	for _, d := range spec.Devices {
+		if _, err := rt.reg.Device(d); err != nil {
+			return bad("%v", err)
+		}
+		if seen[d] {
+			return bad("device %d listed twice; one instance per device", d)
+		}
+		seen[d] = true
+	}
+	if spec.Policy < Static || spec.Policy > MemoryAware {
+		return bad("unknown policy %d; use Static, Dynamic, Guided or MemoryAware", int(spec.Policy))
+	}
+	if spec.Steal && len(spec.Devices) > 4 {
+		return bad("stealing among %d instances: each kernel reads at most 3 steal links; use 4 devices or fewer", len(spec.Devices))
+	}
+	if spec.StealEvery <= 0 {
+		spec.StealEvery = time.Millisecond
+	}
+	if spec.Stage.SlotSize == 0 {
+		spec.Stage.SlotSize = 256
+	}
+	if spec.Stage.Capacity == 0 {
+		spec.Stage.Capacity = 1024
+	}
+	if spec.Policy == MemoryAware {
+		need := uint64(spec.Stage.Capacity) * uint64(spec.Stage.SlotSize)
+		for _, dev := range spec.Devices {
+			d, _ := rt.reg.Device(dev)
+			if d.FreeBytes < need {
+				return bad("device %d has %d bytes free; one instance's queue needs %d", dev, d.FreeBytes, need)
+			}
+		}
+	}
+	n := 0
+	for _, s := range []bool{spec.Deliver.Func != nil, spec.Deliver.Chan != nil, spec.Deliver.PID != nil} {
+		if s {
+			n++
+		}
+	}
+	if n > 1 {
+		return bad("Deliver names %d sinks; set one of Func, Chan, PID", n)
+	}
+	return nil
+}
+
+// PID is the group's actor: Data sent to it is split by the policy, and
+// GroupStats is answered to a Stats request.
+func (g *Group) PID() *actor.PID { return g.pid }
+
+// InstancePID is instance i's stage actor; it takes Steal messages.
+func (g *Group) InstancePID(i int) (*actor.PID, error) {
+	if i < 0 || i >= len(g.insts) {
+		return nil, fmt.Errorf("ringactor: group %q has instances 0..%d, no %d", g.spec.Name, len(g.insts)-1, i)
+	}
+	return g.insts[i].pid, nil
+}
+
+// Send puts one message into the group.
+func (g *Group) Send(ctx context.Context, d Data) error {
+	_, err := g.SendBatch(ctx, []Data{d})
+	return err
+}
+
+// SendBatch splits messages across the instances by the group's policy and
+// returns how many it took; what it did not take has been dead-lettered.
+func (g *Group) SendBatch(ctx context.Context, ds []Data) (int, error) {
+	ds = append([]Data(nil), ds...) // ids are assigned here, not in the caller's slice
+	for i := range ds {
+		if ds[i].ID == 0 {
+			ds[i].ID = g.nextID.Add(1)
+		}
+	}
+	done := 0
+	for done < len(ds) {
+		in, k := g.pick(len(ds) - done)
+		chunk := ds[done : done+k]
+		g.sent.Add(uint64(len(chunk)))
+		in.assigned.Add(uint64(len(chunk)))
+		sent, err := in.p.SendBatch(ctx, chunk)
+		done += sent
+		if err != nil {
+			if sent < len(chunk) {
+				done += len(chunk) - sent // dead-lettered by the instance
+			}
+			g.rejectRest(ds[done:], err)
+			return done, err
+		}
+	}
+	return done, nil
+}
+
+// rejectRest dead-letters what a failed batch did not reach.
+func (g *Group) rejectRest(ds []Data, cause error) {
+	for _, d := range ds {
+		g.sent.Add(1)
+		g.deadLetter(DeadLetter{ID: d.ID, Stage: g.spec.Stage.Name, Device: p2pqueue.Host, Reason: "send cancelled", Err: cause})
+	}
+}
+
+// chunk is the most messages one dispatch decision covers.
+const chunk = 32
+
+// pick chooses the instance for the next messages and how many of the
+// remaining ones go there.
+func (g *Group) pick(remaining int) (*instance, int) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	n := len(g.insts)
+	switch g.spec.Policy {
+	case Dynamic:
+		best, bestT := g.insts[0], 0.0
+		mean := 0.0
+		for _, in := range g.insts {
+			mean += in.smoothedRate()
+		}
+		mean /= float64(n)
+		for i, in := range g.insts {
+			r := in.smoothedRate()
+			if r <= 0 {
+				r = max(mean, 1) // not measured yet: assume the average
+			}
+			t := float64(in.p.stages[0].kernel.Status().Queued()+chunk) / r
+			if i == 0 || t < bestT {
+				best, bestT = in, t
+			}
+		}
+		return best, min(remaining, chunk)
+	case Guided:
+		best := g.insts[0]
+		var bestQ uint64
+		for i, in := range g.insts {
+			q := in.p.stages[0].kernel.Status().Queued()
+			if i == 0 || q < bestQ {
+				best, bestQ = in, q
+			}
+		}
+		return best, min(remaining, max(chunk, remaining/(2*n)))
+	case MemoryAware:
+		// Smooth weighted round robin: each message goes to the instance
+		// with the most credit, credit grows by weight and shrinks by the
+		// total when spent.
+		total := 0.0
+		for i, w := range g.weights {
+			g.credit[i] += w
+			total += w
+		}
+		bi := 0
+		for i := range g.credit {
+			if g.credit[i] > g.credit[bi] {
+				bi = i
+			}
+		}
+		g.credit[bi] -= total
+		return g.insts[bi], 1
+	default: // Static
+		in := g.insts[g.rr%n]
+		g.rr++
+		return in, 1
+	}
+}
+
+func (in *instance) smoothedRate() float64 {
+	in.rateMu.Lock()
+	defer in.rateMu.Unlock()
+	return in.rate
+}
+
+// coordinate measures throughput for Dynamic and, with Steal, moves work
+// from the busiest instance to the idlest.
+func (g *Group) coordinate(ctx context.Context) {
+	defer close(g.coordDone)
+	t := time.NewTicker(g.spec.StealEvery)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case now := <-t.C:
+			g.measure(now)
+			if g.spec.Steal && len(g.insts) > 1 {
+				g.rebalance(ctx)
+			}
+		}
+	}
+}
+
+func (g *Group) measure(now time.Time) {
+	for _, in := range g.insts {
+		st := in.p.stages[0].kernel.Status()
+		in.rateMu.Lock()
+		if dt := now.Sub(in.lastAt).Seconds(); dt > 0 {
+			r := float64(st.Processed-in.lastCount) / dt
+			if in.rate == 0 {
+				in.rate = r
+			} else {
+				in.rate = 0.8*in.rate + 0.2*r
+			}
+		}
+		in.lastCount, in.lastAt = st.Processed, now
+		in.rateMu.Unlock()
+	}
+}
+
+// rebalance steals half the difference between the longest and the
+// shortest queue when the shortest is nearly empty.
+func (g *Group) rebalance(ctx context.Context) {
+	var hi, lo *instance
+	var hq, lq uint64
+	for _, in := range g.insts {
+		q := in.p.stages[0].kernel.Status().Queued()
+		if hi == nil || q > hq {
+			hi, hq = in, q
+		}
+		if lo == nil || q < lq {
+			lo, lq = in, q
+		}
+	}
+	if hi == lo || lq > chunk || hq < lq+2*chunk {
+		return
+	}
+	to := lo.idx
+	if to > hi.idx {
+		to-- // the victim's steal links skip itself
+	}
+	n := int(hq-lq) / 2
+	if n == 0 {
+		return
+	}
+	// An actor message to the victim's stage actor, as any client would.
+	res, err := g.rt.system.Root.RequestFuture(hi.pid, Steal{N: n, To: to}, 100*time.Millisecond).Result()
+	if s, ok := res.(Stolen); ok && err == nil && s.Err == nil {
+		hi.stolen.Add(uint64(s.Moved))
+	}
+}
+
+func (g *Group) deliver(r Result) {
+	g.delivered.Add(1)
+	switch d := g.spec.Deliver; {
+	case d.Func != nil:
+		d.Func(r)
+	case d.Chan != nil:
+		d.Chan <- r
+	case d.PID != nil:
+		g.rt.system.Root.Send(d.PID, r)
+	}
+}
+
+func (g *Group) deadLetter(d DeadLetter) {
+	g.dropped.Add(1)
+	if g.spec.OnDeadLetter != nil {
+		g.spec.OnDeadLetter(d)
+	}
+}
+
+// Stats reads the group's account and each instance's share.
+func (g *Group) Stats() GroupStats {
+	st := GroupStats{Policy: g.spec.Policy.String(), Delivered: g.delivered.Load(), DeadLettered: g.dropped.Load()}
+	for _, in := range g.insts {
+		ks := in.p.stages[0].kernel.Status()
+		st.Instances = append(st.Instances, InstanceStats{Device: in.device, Assigned: in.assigned.Load(),
+			Processed: ks.Processed, Stolen: ks.Stolen, Queued: ks.Queued(), Rate: in.smoothedRate()})
+		st.Steals += ks.Stolen
+	}
+	st.Sent = g.sent.Load()
+	st.InFlight = st.Sent - min(st.Sent, st.Delivered+st.DeadLettered)
+	return st
+}
+
+// Close stops the coordinator, then every instance at once (with drain,
+// each finishes what it holds; an instance drains only once every victim
+// that may send it stolen work has stopped, so they stop together).
+func (g *Group) Close(ctx context.Context, drain bool) error {
+	g.closeOnce.Do(func() {
+		if g.stop != nil {
+			g.stop()
+			<-g.coordDone
+		}
+		if g.pid != nil {
+			g.rt.system.Root.StopFuture(g.pid).Wait()
+		}
+		g.closeErr = g.closeInstances(ctx, drain)
+	})
+	return g.closeErr
+}
+
+func (g *Group) closeInstances(ctx context.Context, drain bool) error {
+	errs := make([]error, len(g.insts))
+	var wg sync.WaitGroup
+	for i, in := range g.insts {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			errs[i] = in.p.Close(ctx, drain)
+		}()
+	}
+	wg.Wait()
+	return errors.Join(errs...)
+}
+
+// groupActor takes Data for the group and answers Stats.
+type groupActor struct{ g *Group }
+
+func (a *groupActor) Receive(c actor.Context) {
+	switch m := c.Message().(type) {
+	case Data:
+		a.g.Send(context.Background(), m)
+	case *Data:
+		if m != nil {
+			a.g.Send(context.Background(), *m)
+		}
+	case Stats, *Stats:
+		c.Respond(a.g.Stats())
+	}
+}

@@ -1,0 +1,202 @@
+package runtime_test
+
+import (
+	"context"
+	"errors"
+	"io"
+	"sync"
+	"testing"
+	"time"
+
+	ra "github.com/ringactor/ringactor/runtime"
+)
+
+// groupEnv is 4 simulated devices; cost gives some of them a service time
+// per message, memory some of them less memory.
+func groupEnv(t *testing.T, cost map[int]time.Duration, memory map[int]uint64) *ra.Runtime {
+	t.Helper()
+	rt, err := ra.New(ra.Config{Devices: ra.DeviceOptions{Backend: "sim", SimDevices: 4, Log: io.Discard,
+		SimCost: cost, SimMemoryOf: memory}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { rt.Close() })
+	return rt
+}
+
+// collector counts each result once and checks its value.
+type collector struct {
+	mu   sync.Mutex
+	seen map[uint64]int
+	bad  []string
+	dead []ra.DeadLetter
+}
+
+func (c *collector) result(r ra.Result) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if len(r.Floats) != 1 || r.Floats[0] != float32(r.ID)*3 {
+		c.bad = append(c.bad, "wrong result")
+	}
+	c.seen[r.ID]++
+}
+
+func (c *collector) deadLetter(d ra.DeadLetter) { c.mu.Lock(); c.dead = append(c.dead, d); c.mu.Unlock() }
+
+// runGroup sends n messages (x = id) through a x*3 group and checks every
+// one comes back exactly once with the right value and the account
+// balances; it returns the final stats.
+func runGroup(t *testing.T, rt *ra.Runtime, spec ra.GroupSpec, n int) ra.GroupStats {
+	t.Helper()
+	c := &collector{seen: map[uint64]int{}}
+	spec.Stage = ra.StageSpec{Name: "x3", Op: "scale", Params: []float32{3}, Capacity: 256}
+	spec.Deliver = ra.Sink{Func: c.result}
+	spec.OnDeadLetter = c.deadLetter
+	g, err := rt.Group(ctxT(t), spec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ds := make([]ra.Data, n)
+	for i := range ds {
+		ds[i] = ra.Data{ID: uint64(i + 1), Floats: []float32{float32(i + 1)}}
+	}
+	for i := 0; i < n; i += 500 {
+		if _, err := g.SendBatch(ctxT(t), ds[i:min(n, i+500)]); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := g.Close(ctxT(t), true); err != nil {
+		t.Fatal(err)
+	}
+	st := g.Stats()
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if len(c.bad) > 0 || len(c.dead) > 0 {
+		t.Fatalf("%d wrong results, dead letters %v", len(c.bad), c.dead)
+	}
+	for i := 1; i <= n; i++ {
+		if c.seen[uint64(i)] != 1 {
+			t.Fatalf("%s: message %d delivered %d times", spec.Policy, i, c.seen[uint64(i)])
+		}
+	}
+	if st.Sent != uint64(n) || st.Delivered != uint64(n) || st.DeadLettered != 0 || st.InFlight != 0 {
+		t.Fatalf("%s: account %+v", spec.Policy, st)
+	}
+	var processed, assigned uint64
+	for _, in := range st.Instances {
+		processed += in.Processed
+		assigned += in.Assigned
+	}
+	if processed != uint64(n) || assigned != uint64(n) {
+		t.Fatalf("%s: instances processed %d and were assigned %d of %d", spec.Policy, processed, assigned, n)
+	}
+	return st
+}
+
+func TestGroupStaticSplitsEqually(t *testing.T) {
+	st := runGroup(t, groupEnv(t, nil, nil), ra.GroupSpec{Name: "static", Devices: []int{0, 1, 2, 3}, Policy: ra.Static}, 4000)
+	for _, in := range st.Instances {
+		if in.Assigned != 1000 || in.Stolen != 0 {
+			t.Fatalf("static: %+v, want 1000 each and no steals", st.Instances)
+		}
+	}
+}
+
+func TestGroupMemoryAwareFollowsFreeMemory(t *testing.T) {
+	mem := map[int]uint64{0: 1 << 30, 1: 3 << 30}
+	st := runGroup(t, groupEnv(t, nil, mem), ra.GroupSpec{Name: "mem", Devices: []int{0, 1}, Policy: ra.MemoryAware}, 4000)
+	if a, b := st.Instances[0].Assigned, st.Instances[1].Assigned; a != 1000 || b != 3000 {
+		t.Fatalf("memory-aware with 1 GiB and 3 GiB free: assigned %d and %d, want 1000 and 3000", a, b)
+	}
+	// A device whose memory cannot hold an instance's queue is refused.
+	rt := groupEnv(t, nil, map[int]uint64{2: 1024})
+	_, err := rt.Group(ctxT(t), ra.GroupSpec{Name: "tiny", Devices: []int{2, 3}, Policy: ra.MemoryAware,
+		Stage: ra.StageSpec{Name: "x3", Op: "scale", Params: []float32{3}}})
+	if !errors.Is(err, ra.ErrBadGroup) {
+		t.Fatalf("device with 1 KiB free: %v", err)
+	}
+}
+
+// With device 3 four times slower, the dynamic and guided policies give it
+// less work than the others get on average.
+func TestGroupDynamicAndGuidedFavourFastDevices(t *testing.T) {
+	cost := map[int]time.Duration{0: 20 * time.Microsecond, 1: 20 * time.Microsecond, 2: 20 * time.Microsecond, 3: 80 * time.Microsecond}
+	for _, p := range []ra.Policy{ra.Dynamic, ra.Guided} {
+		st := runGroup(t, groupEnv(t, cost, nil), ra.GroupSpec{Name: "skew-" + p.String(), Devices: []int{0, 1, 2, 3}, Policy: p}, 6000)
+		fast := (st.Instances[0].Assigned + st.Instances[1].Assigned + st.Instances[2].Assigned) / 3
+		if slow := st.Instances[3].Assigned; slow >= fast {
+			t.Errorf("%s: the slow device was assigned %d, the fast ones %d on average: %+v", p, slow, fast, st.Instances)
+		}
+	}
+}
+
+// Stealing under skew: the slow device's queue is taken by the others;
+// nothing is lost or duplicated (runGroup checks every message).
+func TestGroupStealsFromTheSlowDevice(t *testing.T) {
+	cost := map[int]time.Duration{3: 200 * time.Microsecond}
+	st := runGroup(t, groupEnv(t, cost, nil), ra.GroupSpec{Name: "steal", Devices: []int{0, 1, 2, 3}, Policy: ra.Static, Steal: true}, 4000)
+	if st.Instances[3].Stolen == 0 || st.Steals == 0 {
+		t.Fatalf("no work stolen from the slow device: %+v", st.Instances)
+	}
+	if st.Instances[3].Processed >= st.Instances[3].Assigned {
+		t.Fatalf("the slow device processed all it was assigned: %+v", st.Instances[3])
+	}
+	t.Logf("slow device: assigned %d, processed %d, stolen %d", st.Instances[3].Assigned, st.Instances[3].Processed, st.Instances[3].Stolen)
+}
+
+// Steal is an actor message to an instance's PID, answered with Stolen.
+func TestGroupStealThroughThePID(t *testing.T) {
+	rt := groupEnv(t, map[int]time.Duration{0: time.Millisecond}, nil)
+	g, err := rt.Group(ctxT(t), ra.GroupSpec{Name: "pid", Devices: []int{0, 1}, Policy: ra.Static, Steal: true, StealEvery: time.Hour,
+		Stage: ra.StageSpec{Name: "x3", Op: "scale", Params: []float32{3}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer g.Close(context.Background(), false)
+	pid, err := g.InstancePID(0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ds := make([]ra.Data, 200)
+	for i := range ds {
+		ds[i].Floats = []float32{1}
+	}
+	if _, err := g.SendBatch(ctxT(t), ds); err != nil {
+		t.Fatal(err)
+	}
+	res, err := rt.System().Root.RequestFuture(pid, ra.Steal{N: 20, To: 0}, 5*time.Second).Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s, ok := res.(ra.Stolen); !ok || s.Err != nil || s.Moved == 0 {
+		t.Fatalf("answer %#v", res)
+	}
+	res, _ = rt.System().Root.RequestFuture(pid, ra.Steal{N: 5, To: 7}, 5*time.Second).Result()
+	if s, ok := res.(ra.Stolen); !ok || s.Err == nil {
+		t.Fatalf("steal to a thief that does not exist: %#v", res)
+	}
+	if _, err := g.InstancePID(5); err == nil {
+		t.Fatal("instance 5 of 2")
+	}
+}
+
+func TestGroupRefusesBadSpecs(t *testing.T) {
+	rt := groupEnv(t, nil, nil)
+	st := ra.StageSpec{Name: "x3", Op: "scale", Params: []float32{3}}
+	for _, spec := range []ra.GroupSpec{
+		{Name: "", Stage: st, Devices: []int{0}},
+		{Name: "a b", Stage: st, Devices: []int{0}},
+		{Name: "nodev", Stage: st},
+		{Name: "dup", Stage: st, Devices: []int{1, 1}},
+		{Name: "nosuch", Stage: st, Devices: []int{9}},
+		{Name: "policy", Stage: st, Devices: []int{0}, Policy: ra.Policy(42)},
+		{Name: "sinks", Stage: st, Devices: []int{0}, Deliver: ra.Sink{Func: func(ra.Result) {}, Chan: make(chan ra.Result)}},
+	} {
+		if _, err := rt.Group(ctxT(t), spec); !errors.Is(err, ra.ErrBadGroup) {
+			t.Errorf("%q: %v, want ErrBadGroup", spec.Name, err)
+		}
+	}
+	if _, err := rt.Group(ctxT(t), ra.GroupSpec{Name: "badop", Stage: ra.StageSpec{Name: "s", Op: "nope"}, Devices: []int{0}}); err == nil {
+		t.Fatal("unknown op accepted")
+	}
+}
