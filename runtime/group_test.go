@@ -41,7 +41,11 @@ func (c *collector) result(r ra.Result) {
 	c.seen[r.ID]++
 }
 
-func (c *collector) deadLetter(d ra.DeadLetter) { c.mu.Lock(); c.dead = append(c.dead, d); c.mu.Unlock() }
+func (c *collector) deadLetter(d ra.DeadLetter) {
+	c.mu.Lock()
+	c.dead = append(c.dead, d)
+	c.mu.Unlock()
+}
 
 // runGroup sends n messages (x = id) through a x*3 group and checks every
 // one comes back exactly once with the right value and the account
