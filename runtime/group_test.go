@@ -204,3 +204,33 @@ func TestGroupRefusesBadSpecs(t *testing.T) {
 		t.Fatal("unknown op accepted")
 	}
 }
+
+// An oversize message in a batch is dead-lettered and the rest of the
+// batch is still sent: nothing is left unaccounted for.
+func TestSendBatchOversizeInTheMiddle(t *testing.T) {
+	rt := groupEnv(t, nil, nil)
+	var mu sync.Mutex
+	var got []uint64
+	var dead []ra.DeadLetter
+	p, err := rt.Build(ctxT(t), ra.PipelineSpec{Name: "oversize", Stages: []ra.StageSpec{{Name: "id", Op: "identity", SlotSize: 64}},
+		Deliver:      ra.Sink{Func: func(r ra.Result) { mu.Lock(); got = append(got, r.ID); mu.Unlock() }},
+		OnDeadLetter: func(d ra.DeadLetter) { mu.Lock(); dead = append(dead, d); mu.Unlock() }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := p.Start(ctxT(t)); err != nil {
+		t.Fatal(err)
+	}
+	ds := []ra.Data{{ID: 1, Floats: []float32{1}}, {ID: 2, Floats: make([]float32, 100)}, {ID: 3, Floats: []float32{3}}}
+	if n, err := p.SendBatch(ctxT(t), ds); err == nil || n != 3 {
+		t.Fatalf("SendBatch: %d, %v; want all 3 taken and an error about message 2", n, err)
+	}
+	if err := p.Close(ctxT(t), true); err != nil {
+		t.Fatal(err)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if len(got) != 2 || got[0] != 1 || got[1] != 3 || len(dead) != 1 || dead[0].ID != 2 || dead[0].Reason != "oversize payload" {
+		t.Fatalf("delivered %v, dead %v", got, dead)
+	}
+}

@@ -77,6 +77,7 @@ func (s *stage) send(ctx context.Context, ds []Data) (int, error) {
 	p := s.p
 	done := 0
 	var w backoff
+	var firstErr error
 	for done < len(ds) {
 		if s.closed.Load() {
 			p.rejectRest(s, ds[done:], "pipeline closed")
@@ -101,7 +102,6 @@ func (s *stage) send(ctx context.Context, ds []Data) (int, error) {
 		w.reset()
 		now := time.Now()
 		written := 0
-		var firstErr error
 		for i := range k {
 			d := &ds[done+i]
 			id := d.ID
@@ -133,11 +133,10 @@ func (s *stage) send(ctx context.Context, ds []Data) (int, error) {
 			return done, err
 		}
 		done += k
-		if firstErr != nil {
-			return done, firstErr
-		}
 	}
-	return done, nil
+	// An oversize message was dead-lettered and the rest still sent: the
+	// batch is all accounted for, and the caller hears about the first.
+	return done, firstErr
 }
 
 // backoff waits for room in an ingress link: yield, then sleep up to 1 ms.

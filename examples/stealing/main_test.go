@@ -1,0 +1,28 @@
+package main
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+)
+
+// The example runs end to end on a small load and prints every run, every
+// device, and the ratios.
+func TestStealingExampleRuns(t *testing.T) {
+	var b strings.Builder
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	if err := run(ctx, options{messages: 2000, cost: 20 * time.Microsecond, slow: 4, devices: 4}, &b); err != nil {
+		t.Fatal(err)
+	}
+	out := b.String()
+	for _, want := range []string{"static+stealing vs static:", "dynamic vs static:", "stolen from", "msg/s"} {
+		if !strings.Contains(out, want) {
+			t.Fatalf("output lacks %q:\n%s", want, out)
+		}
+	}
+	if err := run(ctx, options{messages: 0, cost: time.Microsecond, slow: 4, devices: 4}, &b); err == nil {
+		t.Fatal("zero messages accepted")
+	}
+}
