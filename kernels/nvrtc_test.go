@@ -41,7 +41,8 @@ func TestStagesCompileWithNVRTC(t *testing.T) {
 
 // Every built-in op has its CUDA side.
 func TestBuiltinsHaveCUDA(t *testing.T) {
-	for _, name := range []string{"identity", "scale", "offset", "sqrt", "relu", "saxpy", "sum"} {
+	for _, name := range []string{"identity", "scale", "offset", "sqrt", "relu", "saxpy", "sum",
+		"reduce_sum", "reduce_min", "reduce_max", "pair_sum", "pair_min", "pair_max"} {
 		op, err := kernels.Lookup(name)
 		if err != nil {
 			t.Fatal(err)

@@ -104,6 +104,63 @@ func elementwise(f func(p []float32, x float32) float32) GoFunc {
 // ErrNegativeSqrt: sqrt of a negative number; the message is dead-lettered.
 var ErrNegativeSqrt = errors.New("kernels: sqrt of a negative number")
 
+// ErrOddPair: a pairwise op's message is not two halves of equal length;
+// the message is dead-lettered.
+var ErrOddPair = errors.New("kernels: pairwise op needs an even number of floats")
+
+// reduction builds a stateless op that reduces a message to one float: f
+// folded over the elements, in order, starting from id, the reduction's
+// identity (and so the result for an empty message).
+func reduction(id float32, f func(acc, x float32) float32) GoFunc {
+	return func(_, _, in, out []float32) (int, error) {
+		if len(out) < 1 {
+			return 0, fmt.Errorf("%w: a reduction emits 1 float", ErrOutputTooSmall)
+		}
+		acc := id
+		for _, x := range in {
+			acc = f(acc, x)
+		}
+		out[0] = acc
+		return 1, nil
+	}
+}
+
+// pairwise builds a stateless op over a message [a..., b...] of two equal
+// halves: out[i] = f(a[i], b[i]), half the message's length.
+func pairwise(f func(a, b float32) float32) GoFunc {
+	return func(_, _, in, out []float32) (int, error) {
+		if len(in)%2 != 0 {
+			return 0, fmt.Errorf("%w: got %d", ErrOddPair, len(in))
+		}
+		h := len(in) / 2
+		if h > len(out) {
+			return 0, fmt.Errorf("%w: %d floats, room for %d", ErrOutputTooSmall, h, len(out))
+		}
+		for i := range h {
+			out[i] = f(in[i], in[h+i])
+		}
+		return h, nil
+	}
+}
+
+// Min and max as the CUDA side writes them, one comparison each, so both
+// sides agree even on NaN operands.
+func minOf(a, b float32) float32 {
+	if b < a {
+		return b
+	}
+	return a
+}
+
+func maxOf(a, b float32) float32 {
+	if b > a {
+		return b
+	}
+	return a
+}
+
+func sumOf(a, b float32) float32 { return a + b }
+
 func builtins() []Op {
 	return []Op{
 		{Name: "identity", Go: elementwise(func(_ []float32, x float32) float32 { return x })},
@@ -134,6 +191,17 @@ func builtins() []Op {
 			out[0] = state[0]
 			return 1, nil
 		}},
+		// reduce_* reduce a message to one float (collectives' Reduce): the
+		// sum, least or greatest element; an empty message gives the
+		// reduction's identity (0, +Inf, -Inf).
+		{Name: "reduce_sum", Go: reduction(0, sumOf)},
+		{Name: "reduce_min", Go: reduction(float32(math.Inf(1)), minOf)},
+		{Name: "reduce_max", Go: reduction(float32(math.Inf(-1)), maxOf)},
+		// pair_* combine the two halves of a message [a..., b...]
+		// elementwise (collectives' ring all-reduce): a+b, min, max.
+		{Name: "pair_sum", Go: pairwise(sumOf)},
+		{Name: "pair_min", Go: pairwise(minOf)},
+		{Name: "pair_max", Go: pairwise(maxOf)},
 	}
 }
 

@@ -139,6 +139,16 @@ func TestEveryBuiltinOpThroughAKernel(t *testing.T) {
 		params []float32
 		f      func(p []float32, acc *float32, in []float32) []float32
 	}
+	halves := func(g func(a, b float32) float32) func([]float32, *float32, []float32) []float32 {
+		return func(_ []float32, _ *float32, in []float32) []float32 {
+			a, b := in[:len(in)/2], in[len(in)/2:]
+			out := make([]float32, len(a))
+			for i := range a {
+				out[i] = g(a[i], b[i])
+			}
+			return out
+		}
+	}
 	each := func(g func(p []float32, x float32) float32) func([]float32, *float32, []float32) []float32 {
 		return func(p []float32, _ *float32, in []float32) []float32 {
 			out := make([]float32, len(in))
@@ -161,6 +171,30 @@ func TestEveryBuiltinOpThroughAKernel(t *testing.T) {
 			}
 			return []float32{*acc}
 		}},
+		"reduce_sum": {nil, func(_ []float32, _ *float32, in []float32) []float32 {
+			var s float32 // in order, in float32, as the kernel adds
+			for i := 0; i < len(in); i++ {
+				s = s + in[i]
+			}
+			return []float32{s}
+		}},
+		"reduce_min": {nil, func(_ []float32, _ *float32, in []float32) []float32 {
+			m := math.Inf(1)
+			for _, x := range in {
+				m = math.Min(m, float64(x))
+			}
+			return []float32{float32(m)}
+		}},
+		"reduce_max": {nil, func(_ []float32, _ *float32, in []float32) []float32 {
+			m := math.Inf(-1)
+			for _, x := range in {
+				m = math.Max(m, float64(x))
+			}
+			return []float32{float32(m)}
+		}},
+		"pair_sum": {nil, halves(func(a, b float32) float32 { return a + b })},
+		"pair_min": {nil, halves(func(a, b float32) float32 { return float32(math.Min(float64(a), float64(b))) })},
+		"pair_max": {nil, halves(func(a, b float32) float32 { return float32(math.Max(float64(a), float64(b))) })},
 	}
 	rng := rand.New(rand.NewPCG(uint64(time.Now().UnixNano()), 3))
 	for name, rf := range refs {
