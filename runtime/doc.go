@@ -22,6 +22,27 @@
 // every message ends delivered or dead-lettered with a reason, and Stats
 // shows sent = delivered + dead-lettered + in flight.
 //
+// # Stage groups, stealing, barriers and collectives
+//
+// Runtime.Group runs one stage on several devices behind one PID, split by
+// a Policy: Static (equal shares), Dynamic (by measured throughput), Guided
+// (shrinking chunks to the shortest queue) or MemoryAware (by free memory).
+// With Steal, a coordinator reads the instances' queue depths and sends
+// Steal{n, to} to the busiest instance's actor; its kernel forwards up to n
+// queued messages over a dedicated link to the idlest, so each kernel stays
+// the only consumer of its own queue. Order is not kept across a group;
+// GroupStats balances over the whole group.
+//
+// Runtime.NewBarrier is the actor-level barrier: participants Arrive, all
+// are answered Release once every one has, or a timeout naming who is
+// missing (package barrier is the device-side flag array).
+//
+// ScatterGather, Reduce and AllReduce run collectives on ring kernels,
+// each checked against Go in the tests. AllReduce follows the ring
+// algorithm step by step; between steps the host carries each step's
+// results into the next kernel's ingress (a kernel sees one message at a
+// time, so the two operands of a step travel as one message).
+//
 // # Telemetry
 //
 // Sampled messages (PipelineSpec.SampleRatio, or Data.Sampled) get one
