@@ -47,6 +47,7 @@ check-ptx: ptx
 fuzz:
 	$(GO) test -run '^$$' -fuzz '^FuzzAttach$$' -fuzztime $(FUZZTIME) ./p2pqueue
 	$(GO) test -run '^$$' -fuzz '^FuzzDecodeSlot$$' -fuzztime $(FUZZTIME) ./p2pqueue
+	$(GO) test -run '^$$' -fuzz '^FuzzAttach$$' -fuzztime $(FUZZTIME) ./barrier
 
 bench:
 	$(GO) test -run '^$$' -bench . -benchtime $(BENCHTIME) ./p2pqueue
