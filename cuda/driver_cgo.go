@@ -139,14 +139,8 @@ type driverFuncs struct {
 
 // symbols pairs each exported name (with its _v2 suffix where the driver
 // versions it) with the field it fills.
-func (f *driverFuncs) symbols() []struct {
-	name string
-	dst  *unsafe.Pointer
-} {
-	return []struct {
-		name string
-		dst  *unsafe.Pointer
-	}{
+func (f *driverFuncs) symbols() []symbol {
+	return []symbol{
 		{"cuInit", &f.init}, {"cuDriverGetVersion", &f.driverGetVersion},
 		{"cuGetErrorName", &f.getErrorName}, {"cuGetErrorString", &f.getErrorString},
 		{"cuDeviceGet", &f.deviceGet}, {"cuDeviceGetCount", &f.deviceGetCount},
@@ -177,27 +171,14 @@ func (f *driverFuncs) symbols() []struct {
 func loadDriverFrom(candidates []string) (*Driver, error) {
 	var why string
 	for _, name := range candidates {
-		cname := C.CString(name)
-		h := C.dlopen(cname, C.RTLD_NOW|C.RTLD_LOCAL)
-		C.free(unsafe.Pointer(cname))
-		if h == nil {
-			why = "; last: " + C.GoString(C.dlerror())
-			continue
-		}
 		d := &Driver{path: name}
-		missing := ""
-		for _, s := range d.fn.symbols() {
-			cs := C.CString(s.name)
-			*s.dst = C.dlsym(h, cs)
-			C.free(unsafe.Pointer(cs))
-			if *s.dst == nil {
-				missing = s.name
-				break
+		h, loadWhy, missing := dlopenAll(name, d.fn.symbols())
+		if h == nil {
+			if missing != "" {
+				why = fmt.Sprintf("; %s lacks %s (the driver is too old: CUDA 11.0 or newer is needed)", name, missing)
+			} else {
+				why = "; last: " + loadWhy
 			}
-		}
-		if missing != "" {
-			C.dlclose(h)
-			why = fmt.Sprintf("; %s lacks %s (the driver is too old: CUDA 11.0 or newer is needed)", name, missing)
 			continue
 		}
 		if err := d.err("cuInit", Result(C.drv_u(d.fn.init, 0))); err != nil {

@@ -47,39 +47,20 @@ type NVRTC struct {
 func loadNVRTC(candidates []string) (*NVRTC, error) {
 	var why string
 	for _, name := range candidates {
-		cname := C.CString(name)
-		h := C.dlopen(cname, C.RTLD_NOW|C.RTLD_LOCAL)
-		C.free(unsafe.Pointer(cname))
-		if h == nil {
-			why = "; last: " + C.GoString(C.dlerror())
-			continue
-		}
 		n := &NVRTC{path: name}
-		syms := []struct {
-			name string
-			dst  *unsafe.Pointer
-		}{
+		var version unsafe.Pointer
+		h, loadWhy, missing := dlopenAll(name, []symbol{
 			{"nvrtcCreateProgram", &n.create}, {"nvrtcCompileProgram", &n.compile},
 			{"nvrtcDestroyProgram", &n.destroy}, {"nvrtcGetProgramLogSize", &n.logSize},
 			{"nvrtcGetProgramLog", &n.getLog}, {"nvrtcGetPTXSize", &n.ptxSize}, {"nvrtcGetPTX", &n.getPTX},
-		}
-		var version unsafe.Pointer
-		ok := true
-		for _, s := range append(syms, struct {
-			name string
-			dst  *unsafe.Pointer
-		}{"nvrtcVersion", &version}) {
-			cs := C.CString(s.name)
-			*s.dst = C.dlsym(h, cs)
-			C.free(unsafe.Pointer(cs))
-			if *s.dst == nil {
-				why = fmt.Sprintf("; %s lacks %s", name, s.name)
-				ok = false
-				break
+			{"nvrtcVersion", &version},
+		})
+		if h == nil {
+			if missing != "" {
+				why = fmt.Sprintf("; %s lacks %s", name, missing)
+			} else {
+				why = "; last: " + loadWhy
 			}
-		}
-		if !ok {
-			C.dlclose(h)
 			continue
 		}
 		var major, minor C.int

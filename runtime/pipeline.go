@@ -165,16 +165,10 @@ func (rt *Runtime) check(spec *PipelineSpec) error {
 	return nil
 }
 
-// newLink allocates and formats a link placed between two ends.
-func (p *Pipeline) newLink(from, to int, capacity, slotSize int, id uint64) (*p2pqueue.Link, p2pqueue.Placement, error) {
-	return p.rt.newLink(from, to, capacity, slotSize, id)
-}
-
 // newLink allocates and formats a link placed between two ends: where it
 // lives is p2pqueue.Place's choice from the registry's topology.
 func (rt *Runtime) newLink(from, to int, capacity, slotSize int, id uint64) (*p2pqueue.Link, p2pqueue.Placement, error) {
-	p := struct{ rt *Runtime }{rt}
-	pl, err := p2pqueue.Place(from, to, p.rt.reg.Peer)
+	pl, err := p2pqueue.Place(from, to, rt.reg.Peer)
 	if err != nil {
 		return nil, pl, err
 	}
@@ -183,13 +177,13 @@ func (rt *Runtime) newLink(from, to int, capacity, slotSize int, id uint64) (*p2
 	if err != nil {
 		return nil, pl, err
 	}
-	r, err := p.rt.backend.Alloc(pl.Device, size, pl.Memory)
+	r, err := rt.backend.Alloc(pl.Device, size, pl.Memory)
 	if err != nil {
 		return nil, pl, err
 	}
 	l, err := p2pqueue.Init(r, cfg)
 	if err != nil {
-		p.rt.backend.Free(r)
+		rt.backend.Free(r)
 		return nil, pl, err
 	}
 	return l, pl, nil
@@ -202,13 +196,13 @@ func (p *Pipeline) build(ctx context.Context) error {
 		s := &stage{p: p, idx: i, spec: ss, dev: dev,
 			attrs: attribute.NewSet(attribute.String("ringactor.pipeline", p.spec.Name), attribute.String("ringactor.stage", ss.Name), attribute.Int("ringactor.device", ss.Device))}
 		var err error
-		if s.ingressLink, s.inPlacement, err = p.newLink(p2pqueue.Host, ss.Device, ss.Capacity, ss.SlotSize, uint64(i)<<8|1); err != nil {
+		if s.ingressLink, s.inPlacement, err = p.rt.newLink(p2pqueue.Host, ss.Device, ss.Capacity, ss.SlotSize, uint64(i)<<8|1); err != nil {
 			return fmt.Errorf("ringactor: stage %q ingress: %w", ss.Name, err)
 		}
 		s.payloadCap = s.ingressLink.Config().PayloadCap()
 		if i > 0 {
 			prev := specs[i-1]
-			if s.upstream, s.upPlacement, err = p.newLink(prev.Device, ss.Device, ss.Capacity, ss.SlotSize, uint64(i)<<8|2); err != nil {
+			if s.upstream, s.upPlacement, err = p.rt.newLink(prev.Device, ss.Device, ss.Capacity, ss.SlotSize, uint64(i)<<8|2); err != nil {
 				return fmt.Errorf("ringactor: link %q → %q: %w", prev.Name, ss.Name, err)
 			}
 		}
@@ -220,7 +214,7 @@ func (p *Pipeline) build(ctx context.Context) error {
 	}
 	last := specs[len(specs)-1]
 	var err error
-	if p.egressLink, p.egressPl, err = p.newLink(last.Device, p2pqueue.Host, last.Capacity, last.SlotSize, uint64(len(specs))<<8|3); err != nil {
+	if p.egressLink, p.egressPl, err = p.rt.newLink(last.Device, p2pqueue.Host, last.Capacity, last.SlotSize, uint64(len(specs))<<8|3); err != nil {
 		return fmt.Errorf("ringactor: egress: %w", err)
 	}
 	p.egressLink.SetDoorbell(p2pqueue.NewDoorbell())
