@@ -6,13 +6,14 @@ TEST_TIMEOUT ?= 15m
 FUZZTIME  ?= 10s
 BENCHTIME ?= 1s
 
-.PHONY: help run build test vet generate check-generate ptx check-ptx fuzz bench gpu-bundle
+.PHONY: help run build test vet generate check-generate ptx check-ptx fuzz bench bench-go gpu-bundle
 
 help:
 	@echo "make run             the main job: x*2 -> sqrt -> +1 on devices 0,1,2 (simulated without a GPU)"
 	@echo "make build           compile every package and command"
 	@echo "make test            go vet, then go test -race over every package (bounded by $(TEST_TIMEOUT))"
-	@echo "make bench           p2pqueue link vs Go channel benchmarks (msgs/s)"
+	@echo "make bench           ringactor bench: every benchmark beside its baseline, one table (BENCHFLAGS=-quick, -json, -only PREFIX)"
+	@echo "make bench-go        the Go benchmarks of p2pqueue (link vs channel, more payload sizes)"
 	@echo "make fuzz            run each fuzz target for $(FUZZTIME) (a duration, or a count like 200000x)"
 	@echo "make generate        regenerate kernels/include/ringactor_layout.h"
 	@echo "make check-generate  fail if generated files are stale"
@@ -50,6 +51,9 @@ fuzz:
 	$(GO) test -run '^$$' -fuzz '^FuzzAttach$$' -fuzztime $(FUZZTIME) ./barrier
 
 bench:
+	$(GO) run ./cmd/ringactor bench $(BENCHFLAGS)
+
+bench-go:
 	$(GO) test -run '^$$' -bench . -benchtime $(BENCHTIME) ./p2pqueue
 
 # The GPU bundle: test binaries and the benchmark, built here with cgo, for a

@@ -16,9 +16,13 @@ func DecodeFloats(dst []float32, payload []byte) ([]float32, error) {
 	if len(payload)%4 != 0 {
 		return dst[:0], fmt.Errorf("%w: %d bytes", ErrNotFloats, len(payload))
 	}
-	dst = dst[:0]
-	for i := 0; i < len(payload); i += 4 {
-		dst = append(dst, math.Float32frombits(binary.LittleEndian.Uint32(payload[i:])))
+	n := len(payload) / 4
+	if cap(dst) < n {
+		dst = make([]float32, n)
+	}
+	dst = dst[:n]
+	for i := range dst {
+		dst[i] = math.Float32frombits(binary.LittleEndian.Uint32(payload[4*i:]))
 	}
 	return dst, nil
 }

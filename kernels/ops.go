@@ -88,17 +88,14 @@ func Names() []string {
 // ErrOutputTooSmall: the op's result does not fit in the out slot.
 var ErrOutputTooSmall = errors.New("kernels: result larger than the out slot")
 
-// elementwise builds a stateless op applying f to each element.
-func elementwise(f func(p []float32, x float32) float32) GoFunc {
-	return func(p, _, in, out []float32) (int, error) {
-		if len(in) > len(out) {
-			return 0, fmt.Errorf("%w: %d floats, room for %d", ErrOutputTooSmall, len(in), len(out))
-		}
-		for i, x := range in {
-			out[i] = f(p, x)
-		}
-		return len(in), nil
+// fits checks that an element-wise result has room in out. The built-in
+// element-wise ops write their loops out: a call per element would cost
+// more than the arithmetic, and the sim backend runs them on every message.
+func fits(in, out []float32) error {
+	if len(in) > len(out) {
+		return fmt.Errorf("%w: %d floats, room for %d", ErrOutputTooSmall, len(in), len(out))
 	}
+	return nil
 }
 
 // ErrNegativeSqrt: sqrt of a negative number; the message is dead-lettered.
@@ -163,15 +160,57 @@ func sumOf(a, b float32) float32 { return a + b }
 
 func builtins() []Op {
 	return []Op{
-		{Name: "identity", Go: elementwise(func(_ []float32, x float32) float32 { return x })},
-		{Name: "scale", Params: 1, Go: elementwise(func(p []float32, x float32) float32 { return x * p[0] })},
-		{Name: "offset", Params: 1, Go: elementwise(func(p []float32, x float32) float32 { return x + p[0] })},
-		{Name: "relu", Go: elementwise(func(_ []float32, x float32) float32 { return max(x, 0) })},
-		{Name: "saxpy", Params: 2, Go: elementwise(func(p []float32, x float32) float32 { return p[0]*x + p[1] })},
-		{Name: "sqrt", Go: func(_, _, in, out []float32) (int, error) {
-			if len(in) > len(out) {
-				return 0, fmt.Errorf("%w: %d floats, room for %d", ErrOutputTooSmall, len(in), len(out))
+		{Name: "identity", Go: func(_, _, in, out []float32) (int, error) {
+			if err := fits(in, out); err != nil {
+				return 0, err
 			}
+			return copy(out, in), nil
+		}},
+		{Name: "scale", Params: 1, Go: func(p, _, in, out []float32) (int, error) {
+			if err := fits(in, out); err != nil {
+				return 0, err
+			}
+			a, out := p[0], out[:len(in)]
+			for i, x := range in {
+				out[i] = x * a
+			}
+			return len(in), nil
+		}},
+		{Name: "offset", Params: 1, Go: func(p, _, in, out []float32) (int, error) {
+			if err := fits(in, out); err != nil {
+				return 0, err
+			}
+			b, out := p[0], out[:len(in)]
+			for i, x := range in {
+				out[i] = x + b
+			}
+			return len(in), nil
+		}},
+		{Name: "relu", Go: func(_, _, in, out []float32) (int, error) {
+			if err := fits(in, out); err != nil {
+				return 0, err
+			}
+			out = out[:len(in)]
+			for i, x := range in {
+				out[i] = max(x, 0)
+			}
+			return len(in), nil
+		}},
+		{Name: "saxpy", Params: 2, Go: func(p, _, in, out []float32) (int, error) {
+			if err := fits(in, out); err != nil {
+				return 0, err
+			}
+			a, b, out := p[0], p[1], out[:len(in)]
+			for i, x := range in {
+				out[i] = a*x + b
+			}
+			return len(in), nil
+		}},
+		{Name: "sqrt", Go: func(_, _, in, out []float32) (int, error) {
+			if err := fits(in, out); err != nil {
+				return 0, err
+			}
+			out = out[:len(in)]
 			for i, x := range in {
 				if x < 0 {
 					return 0, fmt.Errorf("%w: element %d is %g", ErrNegativeSqrt, i, x)

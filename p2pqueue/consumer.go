@@ -203,6 +203,22 @@ func (c *Consumer) DequeueBatch(ctx context.Context, ms []Message) (int, error) 
 	}
 }
 
+// PeekWait is Peek that waits, as DequeueBatch does, until at least one
+// message is published, the link is closed and drained, or ctx ends. The
+// messages stay in their slots: Read them, then Release.
+func (c *Consumer) PeekWait(ctx context.Context, n int) (int, error) {
+	c.w.reset()
+	for {
+		k, err := c.Peek(n)
+		if !errors.Is(err, ErrEmpty) || n <= 0 {
+			return k, err
+		}
+		if err := c.pause(ctx); err != nil {
+			return 0, fmt.Errorf("link %d: peek: %w", c.l.cfg.LinkID, err)
+		}
+	}
+}
+
 // pause waits one step for the producer. With a doorbell, a consumer that
 // has spun and yielded without luck parks until rung.
 func (c *Consumer) pause(ctx context.Context) error {

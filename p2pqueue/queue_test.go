@@ -548,3 +548,35 @@ func TestDetach(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+func TestPeekWait(t *testing.T) {
+	l, err := NewHostQueue(ConfigFor(8, 16))
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, _ := l.Producer()
+	c, _ := l.Consumer()
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Millisecond)
+	defer cancel()
+	if _, err := c.PeekWait(ctx, 4); !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("empty link: %v", err)
+	}
+	go func() {
+		time.Sleep(5 * time.Millisecond)
+		p.Enqueue(context.Background(), &Message{Header: Header{ID: 7}, Payload: []byte("abcd")})
+		p.Close()
+	}()
+	n, err := c.PeekWait(context.Background(), 4)
+	if err != nil || n != 1 {
+		t.Fatalf("PeekWait = %d, %v", n, err)
+	}
+	if h, payload, err := c.Read(0); err != nil || h.ID != 7 || string(payload) != "abcd" {
+		t.Fatalf("Read = %+v %q %v", h, payload, err)
+	}
+	if err := c.Release(1); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.PeekWait(context.Background(), 4); !errors.Is(err, ErrClosed) {
+		t.Fatalf("closed and drained: %v", err)
+	}
+}

@@ -14,7 +14,7 @@ import (
 // Doorbell parks instead of sleeping and is woken by the producer.
 const (
 	spinTries  = 32
-	yieldTries = 64
+	yieldTries = 256
 	minSleep   = time.Microsecond
 	maxSleep   = 500 * time.Microsecond
 )

@@ -349,30 +349,49 @@ func (p *Pipeline) deadLetter(d DeadLetter) {
 	}
 }
 
-// pump delivers results from the egress link until it is closed.
+// pump delivers results from the egress link until it is closed. It
+// decodes straight from the slots, and the results of one batch share one
+// allocation.
 func (p *Pipeline) pump() {
 	defer close(p.pumpDone)
-	msgs := make([]p2pqueue.Message, 64)
-	for i := range msgs {
-		msgs[i].Payload = make([]byte, 0, p.egressLink.Config().PayloadCap())
-	}
+	const batch = 64
 	for {
-		n, err := p.egress.DequeueBatch(p.pumpCtx, msgs)
-		now := time.Now()
+		n, err := p.egress.PeekWait(p.pumpCtx, batch)
+		var now time.Time // read once a batch, and only for a sampled message
+		total := 0
 		for i := range n {
-			m := &msgs[i]
-			v, derr := kernels.DecodeFloats(nil, m.Payload)
-			if derr != nil {
-				p.deadLetter(DeadLetter{ID: m.ID, Stage: "egress", Device: p2pqueue.Host, Reason: "decode error", Err: derr})
+			if _, payload, rerr := p.egress.Read(i); rerr == nil {
+				total += len(payload) / 4
+			}
+		}
+		slab := make([]float32, total)
+		for i := range n {
+			h, payload, rerr := p.egress.Read(i)
+			var v []float32
+			if rerr == nil {
+				k := len(payload) / 4
+				v, rerr = kernels.DecodeFloats(slab[:k:k], payload)
+				slab = slab[k:]
+			}
+			if rerr != nil {
+				p.deadLetter(DeadLetter{ID: h.ID, Stage: "egress", Device: p2pqueue.Host, Reason: "decode error", Err: rerr})
 				continue
 			}
 			p.delivered.Add(1)
-			if m.Flags&p2pqueue.FlagSampled != 0 {
-				p.tele.end(m.ID, len(p.stages), now, nil)
+			if h.Flags&p2pqueue.FlagSampled != 0 {
+				if now.IsZero() {
+					now = time.Now()
+				}
+				p.tele.end(h.ID, len(p.stages), now, nil)
 			}
-			p.deliver(Result{ID: m.ID, Floats: v})
+			p.deliver(Result{ID: h.ID, Floats: v})
 		}
-		if err != nil && !errors.Is(err, p2pqueue.ErrCorruptSlot) {
+		if n > 0 {
+			if rerr := p.egress.Release(n); rerr != nil {
+				return
+			}
+		}
+		if err != nil {
 			return
 		}
 	}

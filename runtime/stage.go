@@ -100,7 +100,7 @@ func (s *stage) send(ctx context.Context, ds []Data) (int, error) {
 			return done, fmt.Errorf("ringactor: stage %q: %w", s.spec.Name, err)
 		}
 		w.reset()
-		now := time.Now()
+		var now time.Time // read only for sampled messages: a clock read costs as much as a copy
 		written := 0
 		for i := range k {
 			d := &ds[done+i]
@@ -119,6 +119,9 @@ func (s *stage) send(ctx context.Context, ds []Data) (int, error) {
 			}
 			h := p2pqueue.Header{ID: id}
 			if d.Sampled || p.sample(id) {
+				if now.IsZero() {
+					now = time.Now()
+				}
 				h.Flags |= p2pqueue.FlagSampled
 				h.Enqueued = uint64(now.UnixNano())
 				p.tele.begin(d.Context, id, s.idx, now)

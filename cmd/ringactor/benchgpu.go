@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 
+	"github.com/ringactor/ringactor/internal/bench"
 	"github.com/ringactor/ringactor/internal/gpubench"
 	rkcuda "github.com/ringactor/ringactor/ringkernel/cuda"
 )
@@ -39,6 +40,6 @@ func benchGPU(ctx context.Context, args []string, out, errOut io.Writer) error {
 		enc.SetIndent("", "  ")
 		return enc.Encode(rows)
 	}
-	gpubench.Print(out, rows)
+	bench.Print(out, rows)
 	return nil
 }

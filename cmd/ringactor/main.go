@@ -2,11 +2,14 @@
 //
 //	ringactor devices [-json] [-backend auto|sim|cuda]
 //	ringactor describe [-devices 0,1,2] [-backend ...]
+//	ringactor bench [-quick] [-json] [-only PREFIX] [-scale F]
 //	ringactor bench-gpu [-json] [-samples N] [-messages N]
 //
 // devices lists the devices found (NVML, else simulated) with their P2P
 // matrix; describe builds the main job's pipeline on the given device ids
-// and shows where each link lives, without running it.
+// and shows where each link lives, without running it; bench measures
+// ringactor beside protoactor-go actors, goroutines and channels (and, with
+// a GPU, a kernel launch per message) in one run, as ratios.
 package main
 
 import (
@@ -17,6 +20,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"os/signal"
 	"strconv"
 	"strings"
 	"text/tabwriter"
@@ -25,7 +29,10 @@ import (
 )
 
 func main() {
-	if err := run(context.Background(), os.Args[1:], os.Stdout, os.Stderr); err != nil {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
+	err := run(ctx, os.Args[1:], os.Stdout, os.Stderr)
+	stop()
+	if err != nil {
 		if !errors.Is(err, flag.ErrHelp) {
 			fmt.Fprintln(os.Stderr, "ringactor:", err)
 		}
@@ -38,6 +45,7 @@ const usage = `usage: ringactor <command> [flags]
 commands:
   devices    list devices and their P2P matrix (-json for JSON)
   describe   show the main job's pipeline placement on -devices 0,1,2
+  bench      every benchmark this machine can run, beside its baseline (-quick, -json, -only)
   bench-gpu  ring kernels on GPU 0 vs a kernel launch per message (needs a GPU)
 `
 
@@ -51,6 +59,8 @@ func run(ctx context.Context, args []string, out, errOut io.Writer) error {
 		return devices(args[1:], out, errOut)
 	case "describe":
 		return describe(ctx, args[1:], out, errOut)
+	case "bench":
+		return benchCmd(ctx, args[1:], out, errOut)
 	case "bench-gpu":
 		return benchGPU(ctx, args[1:], out, errOut)
 	case "help", "-h", "-help", "--help":

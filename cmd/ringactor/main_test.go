@@ -52,3 +52,46 @@ func TestDescribe(t *testing.T) {
 		}
 	}
 }
+
+func TestBenchJSON(t *testing.T) {
+	var out, errOut bytes.Buffer
+	if err := run(context.Background(), []string{"bench", "-quick", "-json", "-only", "link/", "-scale", "0.001"}, &out, &errOut); err != nil {
+		t.Fatal(err, errOut.String())
+	}
+	var rows []map[string]any
+	if err := json.Unmarshal(out.Bytes(), &rows); err != nil {
+		t.Fatalf("%v: %s", err, out.String())
+	}
+	if len(rows) != 4 {
+		t.Fatalf("%d rows, want 4: %s", len(rows), out.String())
+	}
+	keys := []string{"name", "backend", "msgs_per_sec", "p50_ns", "p99_ns", "baseline", "ratio"}
+	for _, r := range rows {
+		if len(r) != len(keys) {
+			t.Errorf("row has keys %v, want exactly %v", r, keys)
+		}
+		for _, k := range keys {
+			if _, ok := r[k]; !ok {
+				t.Errorf("row %v lacks %q", r, k)
+			}
+		}
+	}
+	if rows[0]["name"] != "link/64B-single" || rows[0]["baseline"] != "channel/64B-single" || rows[0]["ratio"].(float64) <= 0 {
+		t.Errorf("first row %v", rows[0])
+	}
+	if !strings.Contains(errOut.String(), "bench: [1/2] link/64B-single") {
+		t.Errorf("no progress line on stderr: %q", errOut.String())
+	}
+	out.Reset()
+	if err := run(context.Background(), []string{"bench", "-only", "link/64B-s", "-scale", "0.001", "-quiet"}, &out, &errOut); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(out.String(), "channel/64B-single") || !strings.Contains(out.String(), "ratio") {
+		t.Errorf("table: %s", out.String())
+	}
+	for _, bad := range [][]string{{"bench", "-scale", "0"}, {"bench", "-only", "nope"}, {"bench", "extra"}} {
+		if err := run(context.Background(), bad, &out, &errOut); err == nil {
+			t.Errorf("%v: no error", bad)
+		}
+	}
+}

@@ -13,28 +13,20 @@ import (
 	"io"
 	"slices"
 	"sync"
-	"text/tabwriter"
 	"time"
 
 	drv "github.com/ringactor/ringactor/cuda"
+	"github.com/ringactor/ringactor/internal/bench"
 	"github.com/ringactor/ringactor/kernels"
 	"github.com/ringactor/ringactor/p2pqueue"
 	rk "github.com/ringactor/ringactor/ringkernel"
 	rkcuda "github.com/ringactor/ringactor/ringkernel/cuda"
 )
 
-// Row is one measurement; Baseline names the row it is compared with and
-// Ratio is how many times better this row is (latency: baseline/this;
-// throughput: this/baseline).
-type Row struct {
-	Name       string  `json:"name"`
-	Backend    string  `json:"backend"`
-	MsgsPerSec float64 `json:"msgs_per_sec"`
-	P50        int64   `json:"p50_ns"`
-	P99        int64   `json:"p99_ns"`
-	Baseline   string  `json:"baseline"`
-	Ratio      float64 `json:"ratio"`
-}
+// Row is a benchmark row; Ratio is this row's msgs/s over its
+// baseline's (for latency rows msgs/s is 1/p50, so the ratio is the
+// baseline's p50 over this one's).
+type Row = bench.Row
 
 // Options sizes the run.
 type Options struct {
@@ -87,20 +79,6 @@ func Run(ctx context.Context, b *rkcuda.Backend, o Options) ([]Row, error) {
 	rows[1].MsgsPerSec = 1e9 / float64(rows[1].P50)
 	rows[0].Ratio = float64(rows[1].P50) / float64(rows[0].P50)
 	return rows, nil
-}
-
-// Print writes rows as a table.
-func Print(w io.Writer, rows []Row) {
-	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "name\tmsgs/s\tp50\tp99\tvs\tratio\t")
-	for _, r := range rows {
-		ratio := ""
-		if r.Baseline != "" {
-			ratio = fmt.Sprintf("%.2fx", r.Ratio)
-		}
-		fmt.Fprintf(tw, "%s\t%.3gM\t%v\t%v\t%s\t%s\t\n", r.Name, r.MsgsPerSec/1e6, time.Duration(r.P50), time.Duration(r.P99), r.Baseline, ratio)
-	}
-	tw.Flush()
 }
 
 type rig struct {

@@ -1,0 +1,81 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"runtime/pprof"
+
+	"github.com/ringactor/ringactor/internal/bench"
+	"github.com/ringactor/ringactor/internal/gpubench"
+	rkcuda "github.com/ringactor/ringactor/ringkernel/cuda"
+)
+
+// benchCmd runs the benchmark suite: one table, or JSON rows with -json.
+// Progress lines go to errOut, so -json output stays clean.
+func benchCmd(ctx context.Context, args []string, out, errOut io.Writer) error {
+	fs := flag.NewFlagSet("bench", flag.ContinueOnError)
+	fs.SetOutput(errOut)
+	asJSON := fs.Bool("json", false, "print a JSON array of rows: name, backend, msgs_per_sec, p50_ns, p99_ns, baseline, ratio")
+	quick := fs.Bool("quick", false, "fewer rounds of fewer messages: the whole suite within a minute on 2 cores")
+	only := fs.String("only", "", "run only the comparisons with a row whose name starts with this (e.g. link/, pipeline/, gpu/)")
+	scale := fs.Float64("scale", 1, "multiply every message count by this")
+	quiet := fs.Bool("quiet", false, "no progress lines")
+	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile of the run to this file")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if fs.NArg() > 0 {
+		return fmt.Errorf("bench: unexpected argument %q; flags go before nothing else (see -h)", fs.Arg(0))
+	}
+	if !(*scale > 0 && *scale <= 1000) {
+		return fmt.Errorf("bench: -scale %g: want a number above 0 and at most 1000", *scale)
+	}
+	progress := errOut
+	if *quiet {
+		progress = io.Discard
+	}
+	if *cpuProfile != "" {
+		f, err := os.Create(*cpuProfile)
+		if err != nil {
+			return fmt.Errorf("bench: -cpuprofile: %w", err)
+		}
+		defer f.Close()
+		if err := pprof.StartCPUProfile(f); err != nil {
+			return fmt.Errorf("bench: -cpuprofile: %w", err)
+		}
+		defer pprof.StopCPUProfile()
+	}
+	rows, err := bench.Run(ctx, bench.Options{Quick: *quick, Only: *only, Scale: *scale, Progress: progress, GPU: gpuRows})
+	if err != nil {
+		return err
+	}
+	if *asJSON {
+		enc := json.NewEncoder(out)
+		enc.SetIndent("", "  ")
+		return enc.Encode(rows)
+	}
+	bench.Print(out, rows)
+	return nil
+}
+
+// gpuRows measures the GPU rows on GPU 0, or says why there are none
+// (which fails the run instead under RINGACTOR_REQUIRE_GPU=1).
+func gpuRows(ctx context.Context, quick bool, progress io.Writer) ([]bench.Row, error) {
+	b, err := rkcuda.New(rkcuda.Options{})
+	if err != nil {
+		if os.Getenv("RINGACTOR_REQUIRE_GPU") == "1" {
+			return nil, fmt.Errorf("RINGACTOR_REQUIRE_GPU=1 but the CUDA backend cannot start: %w", err)
+		}
+		return nil, fmt.Errorf("%w: %v", bench.ErrNoGPU, err)
+	}
+	defer b.Close()
+	o := gpubench.Options{Progress: progress}
+	if quick {
+		o.Samples, o.Messages = 2000, 200_000
+	}
+	return gpubench.Run(ctx, b, o)
+}

@@ -1,0 +1,226 @@
+package bench
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"slices"
+	"strings"
+	"text/tabwriter"
+	"time"
+)
+
+// Row is one measured row. Ratio is MsgsPerSec over the baseline row's
+// MsgsPerSec, or 0 when Baseline is "".
+type Row struct {
+	Name       string  `json:"name"`
+	Backend    string  `json:"backend"`
+	MsgsPerSec float64 `json:"msgs_per_sec"`
+	P50        int64   `json:"p50_ns"`
+	P99        int64   `json:"p99_ns"`
+	Baseline   string  `json:"baseline"`
+	Ratio      float64 `json:"ratio"`
+}
+
+// Options sizes and selects a run.
+type Options struct {
+	// Quick runs fewer rounds of fewer messages: the whole suite within a
+	// minute on a 2-core machine.
+	Quick bool
+	// Only runs the comparisons any of whose row names start with it.
+	Only string
+	// Scale multiplies every message count (default 1); tests use a small
+	// one.
+	Scale float64
+	// Progress receives one line per measurement while the run goes on.
+	Progress io.Writer
+	// GPU, when set, measures the GPU rows; it returns ErrNoGPU (wrapped)
+	// on a machine without one, and those rows are then left out.
+	GPU func(ctx context.Context, quick bool, progress io.Writer) ([]Row, error)
+}
+
+// ErrNoGPU: the GPU rows cannot run here. Run reports it on Progress and
+// goes on without them.
+var ErrNoGPU = errors.New("bench: no GPU")
+
+// ErrNothingSelected: Only matched no row.
+var ErrNothingSelected = errors.New("bench: no benchmark matches")
+
+// runner runs one member of a comparison over n messages, recording the
+// latency of sampled messages, and returns the time it took.
+type runner func(ctx context.Context, n int, lat *latencies) (time.Duration, error)
+
+type member struct {
+	name, backend string
+	run           runner
+}
+
+// comparison is a candidate measured beside its baselines, round by
+// round, alternating which goes first so drift on a shared machine
+// cancels.
+type comparison struct {
+	candidate member
+	baselines []member
+	messages  int // per run, at full size
+	setup     func(ctx context.Context) (teardown func(), err error)
+}
+
+func (c comparison) names() []string {
+	n := []string{c.candidate.name}
+	for _, b := range c.baselines {
+		n = append(n, b.name)
+	}
+	return n
+}
+
+func (c comparison) selected(only string) bool {
+	for _, n := range c.names() {
+		if strings.HasPrefix(n, only) {
+			return true
+		}
+	}
+	return false
+}
+
+// Names lists every CPU row the suite measures, in order (the GPU rows
+// come from Options.GPU).
+func Names() []string {
+	var n []string
+	for _, c := range suite() {
+		n = append(n, c.names()...)
+	}
+	return n
+}
+
+// Run measures the selected comparisons and returns their rows: each
+// candidate row once per baseline (with that baseline's ratio), then the
+// baseline rows.
+func Run(ctx context.Context, o Options) ([]Row, error) {
+	if o.Scale <= 0 {
+		o.Scale = 1
+	}
+	say := func(f string, a ...any) {
+		if o.Progress != nil {
+			fmt.Fprintf(o.Progress, "bench: "+f+"\n", a...)
+		}
+	}
+	rounds := 5
+	scale := o.Scale
+	if o.Quick {
+		rounds, scale = 3, scale/2
+	}
+	var todo []comparison
+	for _, c := range suite() {
+		if c.selected(o.Only) {
+			todo = append(todo, c)
+		}
+	}
+	wantGPU := o.GPU != nil && (o.Only == "" || strings.HasPrefix("gpu/", o.Only) || strings.HasPrefix(o.Only, "gpu/"))
+	if len(todo) == 0 && !wantGPU {
+		return nil, fmt.Errorf("%w %q; rows: %s, gpu/...", ErrNothingSelected, o.Only, strings.Join(Names(), ", "))
+	}
+	var rows []Row
+	for i, c := range todo {
+		n := max(1000, int(float64(c.messages)*scale))
+		cr, err := c.measure(ctx, n, rounds, func(round int, m member) {
+			say("[%d/%d] %-26s round %d/%d, %d messages", i+1, len(todo), m.name, round+1, rounds, n)
+		})
+		if err != nil {
+			return rows, fmt.Errorf("%s: %w", c.candidate.name, err)
+		}
+		rows = append(rows, cr...)
+	}
+	if wantGPU {
+		say("GPU rows")
+		gr, err := o.GPU(ctx, o.Quick, o.Progress)
+		switch {
+		case errors.Is(err, ErrNoGPU):
+			say("GPU rows left out: %v", err)
+		case err != nil:
+			return rows, fmt.Errorf("GPU rows: %w", err)
+		default:
+			rows = append(rows, gr...)
+		}
+	}
+	return rows, nil
+}
+
+func (c comparison) measure(ctx context.Context, n, rounds int, progress func(int, member)) ([]Row, error) {
+	if c.setup != nil {
+		teardown, err := c.setup(ctx)
+		if err != nil {
+			return nil, err
+		}
+		defer teardown()
+	}
+	all := append([]member{c.candidate}, c.baselines...)
+	rates := make([][]float64, len(all))
+	lats := make([]*latencies, len(all))
+	for i := range lats {
+		lats[i] = newLatencies(n)
+	}
+	for r := range rounds {
+		for k := range all {
+			// Rotate who goes first each round.
+			i := (k + r) % len(all)
+			progress(r, all[i])
+			lats[i].reset(n)
+			el, err := all[i].run(ctx, n, lats[i])
+			if err != nil {
+				return nil, fmt.Errorf("%s: %w", all[i].name, err)
+			}
+			if el <= 0 {
+				el = time.Nanosecond
+			}
+			rates[i] = append(rates[i], float64(n)/el.Seconds())
+			lats[i].keep()
+		}
+	}
+	rows := make([]Row, len(all))
+	for i, m := range all {
+		p50, p99 := lats[i].percentiles()
+		rows[i] = Row{Name: m.name, Backend: m.backend, MsgsPerSec: median(rates[i]), P50: p50, P99: p99}
+	}
+	var out []Row
+	for i := range c.baselines {
+		r := rows[0]
+		r.Baseline = rows[i+1].Name
+		r.Ratio = r.MsgsPerSec / rows[i+1].MsgsPerSec
+		out = append(out, r)
+	}
+	return append(out, rows[1:]...), nil
+}
+
+func median(v []float64) float64 {
+	s := slices.Clone(v)
+	slices.Sort(s)
+	if len(s)%2 == 1 {
+		return s[len(s)/2]
+	}
+	return (s[len(s)/2-1] + s[len(s)/2]) / 2
+}
+
+// Print writes rows as a table.
+func Print(w io.Writer, rows []Row) {
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintln(tw, "name\tbackend\tmsgs/s\tp50\tp99\tvs\tratio\t")
+	for _, r := range rows {
+		ratio := ""
+		if r.Baseline != "" {
+			ratio = fmt.Sprintf("%.2fx", r.Ratio)
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%v\t%v\t%s\t%s\t\n", r.Name, r.Backend, rate(r.MsgsPerSec), time.Duration(r.P50), time.Duration(r.P99), r.Baseline, ratio)
+	}
+	tw.Flush()
+}
+
+func rate(v float64) string {
+	switch {
+	case v >= 1e6:
+		return fmt.Sprintf("%.2fM", v/1e6)
+	case v >= 1e3:
+		return fmt.Sprintf("%.1fk", v/1e3)
+	}
+	return fmt.Sprintf("%.0f", v)
+}

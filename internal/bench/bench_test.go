@@ -1,0 +1,147 @@
+package bench
+
+import (
+	"context"
+	"errors"
+	"io"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+)
+
+// small runs the suite at the least size: the rows' shape and their
+// accounting are checked, never their speed.
+func small(t *testing.T, o Options) []Row {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	o.Quick, o.Scale = true, 1e-6
+	rows, err := Run(ctx, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return rows
+}
+
+func TestRunRowsAndRatios(t *testing.T) {
+	var progress strings.Builder
+	rows := small(t, Options{Progress: &progress})
+	want := map[string][]string{ // candidate: its baselines
+		"link/64B-single":     {"channel/64B-single"},
+		"link/64B-batch32":    {"channel/64B-batch32"},
+		"pipeline/sim-3stage": {"protoactor/3-actors", "goroutines/3-stage-chan"},
+		"actor/send-to-stage": {"protoactor/send"},
+		"group/steal-skewed":  {"group/static-skewed"},
+	}
+	byName := map[string]Row{}
+	got := map[string][]string{}
+	for _, r := range rows {
+		if r.MsgsPerSec <= 0 || r.P50 <= 0 || r.P99 < r.P50 || r.Backend == "" {
+			t.Errorf("row %+v: want msgs/s > 0 and 0 < p50 <= p99 and a backend", r)
+		}
+		if r.Baseline == "" {
+			if r.Ratio != 0 {
+				t.Errorf("row %s has no baseline but ratio %g", r.Name, r.Ratio)
+			}
+			byName[r.Name] = r
+			continue
+		}
+		got[r.Name] = append(got[r.Name], r.Baseline)
+	}
+	for _, r := range rows {
+		if r.Baseline == "" {
+			continue
+		}
+		b, ok := byName[r.Baseline]
+		if !ok {
+			t.Errorf("row %s names baseline %s, which is not a row", r.Name, r.Baseline)
+			continue
+		}
+		if d := r.Ratio - r.MsgsPerSec/b.MsgsPerSec; d > 1e-9 || d < -1e-9 {
+			t.Errorf("%s vs %s: ratio %g, want %g", r.Name, r.Baseline, r.Ratio, r.MsgsPerSec/b.MsgsPerSec)
+		}
+	}
+	for c, bs := range want {
+		if !slices.Equal(got[c], bs) {
+			t.Errorf("%s compared with %v, want %v", c, got[c], bs)
+		}
+	}
+	if len(got) != len(want) {
+		t.Errorf("candidates %v, want %v", got, want)
+	}
+	for _, n := range Names() {
+		if !strings.Contains(progress.String(), n) {
+			t.Errorf("no progress line for %s", n)
+		}
+	}
+}
+
+func TestRunOnly(t *testing.T) {
+	rows := small(t, Options{Only: "link/64B-b"})
+	var names []string
+	for _, r := range rows {
+		names = append(names, r.Name)
+	}
+	if !slices.Equal(names, []string{"link/64B-batch32", "channel/64B-batch32"}) {
+		t.Fatalf("-only link/64B-b ran %v", names)
+	}
+	// A baseline's name selects its comparison too.
+	rows = small(t, Options{Only: "protoactor/send"})
+	if len(rows) != 2 || rows[0].Name != "actor/send-to-stage" {
+		t.Fatalf("-only protoactor/send ran %+v", rows)
+	}
+	if _, err := Run(context.Background(), Options{Only: "nope/"}); !errors.Is(err, ErrNothingSelected) || !strings.Contains(err.Error(), "link/64B-single") {
+		t.Fatalf("unknown prefix: %v", err)
+	}
+}
+
+func TestRunGPURows(t *testing.T) {
+	gpu := []Row{{Name: "gpu/x", Backend: "cuda", MsgsPerSec: 1, P50: 1, P99: 1}}
+	calls := 0
+	rows := small(t, Options{Only: "gpu/", GPU: func(_ context.Context, quick bool, _ io.Writer) ([]Row, error) {
+		calls++
+		if !quick {
+			t.Error("quick not passed on")
+		}
+		return gpu, nil
+	}})
+	if calls != 1 || !slices.Equal(rows, gpu) {
+		t.Fatalf("gpu rows: %d calls, %+v", calls, rows)
+	}
+	var progress strings.Builder
+	rows = small(t, Options{Only: "gpu/", Progress: &progress, GPU: func(context.Context, bool, io.Writer) ([]Row, error) {
+		return nil, errors.Join(ErrNoGPU, errors.New("no driver"))
+	}})
+	if len(rows) != 0 || !strings.Contains(progress.String(), "GPU rows left out") {
+		t.Fatalf("no GPU: rows %+v, progress %q", rows, progress.String())
+	}
+	boom := errors.New("boom")
+	if _, err := Run(context.Background(), Options{Only: "gpu/", GPU: func(context.Context, bool, io.Writer) ([]Row, error) { return nil, boom }}); !errors.Is(err, boom) {
+		t.Fatalf("a failing GPU run: %v", err)
+	}
+}
+
+func TestRunCancelled(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	if _, err := Run(ctx, Options{Quick: true, Only: "pipeline/"}); !errors.Is(err, context.Canceled) {
+		t.Fatalf("cancelled run: %v", err)
+	}
+}
+
+func TestMedianAndPercentiles(t *testing.T) {
+	if m := median([]float64{5, 1, 3}); m != 3 {
+		t.Errorf("median %g", m)
+	}
+	if m := median([]float64{4, 1, 3, 2}); m != 2.5 {
+		t.Errorf("median %g", m)
+	}
+	l := newLatencies(0)
+	for i := int64(1); i <= 100; i++ {
+		l.all = append(l.all, 101-i)
+	}
+	if p50, p99 := l.percentiles(); p50 != 51 || p99 != 99 {
+		t.Errorf("p50 %d p99 %d", p50, p99)
+	}
+}

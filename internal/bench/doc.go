@@ -1,0 +1,25 @@
+// Package bench is `ringactor bench`: every benchmark the machine can run,
+// each beside what a Go user would use instead, measured in the same run.
+//
+// A comparison runs its candidate and its baselines over the same number
+// of messages, round after round, rotating which goes first so that drift
+// on a shared machine falls on all of them alike. A row's msgs/s is the
+// median over its rounds; its ratio is that over the baseline row's. One
+// message in sampleEvery carries a send timestamp that its receiver turns
+// into a latency, and p50/p99 are percentiles of those, never averages.
+//
+// The rows:
+//
+//   - link/64B-single and link/64B-batch32: a p2pqueue host link against a
+//     buffered Go channel of the same depth, one message or a 32-message
+//     array per operation;
+//   - pipeline/sim-3stage: x*2 → sqrt → +1 through ring kernels on three
+//     simulated devices, against three plain protoactor-go actors and
+//     against three goroutines joined by buffered channels; it appears
+//     once per baseline;
+//   - actor/send-to-stage: one Send per message to a stage's PID, into its
+//     device mailbox, against protoactor/send to a plain actor;
+//   - group/steal-skewed: a stage group on four simulated devices, one of
+//     them four times slower, with work stealing, against the static split;
+//   - gpu/...: package gpubench's rows, when a GPU is present.
+package bench

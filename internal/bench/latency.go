@@ -1,0 +1,73 @@
+package bench
+
+import (
+	"slices"
+	"time"
+)
+
+// sampleEvery: one message in this many carries a timestamp. Every member
+// of a comparison pays the same, and it keeps the clock reads from being a
+// large share of a fast link's cost.
+const sampleEvery = 16
+
+// epoch is the zero of the benchmark clock: time.Since reads the
+// monotonic clock.
+var epoch = time.Now()
+
+func now() int64 { return int64(time.Since(epoch)) }
+
+// latencies records, for messages whose id is a multiple of sampleEvery,
+// when each was sent (by the sender) and how long it took to arrive (by
+// the receiver). The two sides touch a stamp only on either side of the
+// queue the message went through, which orders them.
+type latencies struct {
+	sent []int64
+	got  []int64 // this run
+	all  []int64 // every run so far
+}
+
+func newLatencies(n int) *latencies { return &latencies{sent: make([]int64, n/sampleEvery+1)} }
+
+func (l *latencies) reset(n int) {
+	if cap(l.sent) < n/sampleEvery+1 {
+		l.sent = make([]int64, n/sampleEvery+1)
+	}
+	l.sent = l.sent[:n/sampleEvery+1]
+	if cap(l.got) < len(l.sent) {
+		l.got = make([]int64, 0, len(l.sent))
+	}
+	l.got = l.got[:0]
+}
+
+// sampled reports whether message id carries a timestamp.
+func sampled(id uint64) bool { return id%sampleEvery == 0 }
+
+// send stamps message id as sent now, if it is sampled.
+func (l *latencies) send(id uint64) {
+	if sampled(id) {
+		if i := int(id / sampleEvery); i < len(l.sent) {
+			l.sent[i] = now()
+		}
+	}
+}
+
+// arrive records message id's latency, if it is sampled.
+func (l *latencies) arrive(id uint64) {
+	if sampled(id) {
+		if i := int(id / sampleEvery); i < len(l.sent) {
+			l.got = append(l.got, now()-l.sent[i])
+		}
+	}
+}
+
+func (l *latencies) keep() { l.all = append(l.all, l.got...) }
+
+func (l *latencies) percentiles() (p50, p99 int64) {
+	if len(l.all) == 0 {
+		return 0, 0
+	}
+	s := slices.Clone(l.all)
+	slices.Sort(s)
+	at := func(q float64) int64 { return s[int(q*float64(len(s)-1)+0.5)] }
+	return at(.50), at(.99)
+}

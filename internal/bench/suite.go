@@ -1,0 +1,57 @@
+package bench
+
+import (
+	"context"
+
+	ra "github.com/ringactor/ringactor/runtime"
+)
+
+// suite is every CPU comparison, in the order the table shows them. Each
+// runs against its baselines in the same run; messages is per run at full
+// size.
+func suite() []comparison {
+	var pipe, steal simRuntime
+	setup := func(s *simRuntime, opts ra.DeviceOptions) func(context.Context) (func(), error) {
+		return func(context.Context) (func(), error) {
+			r, err := newSimRuntime(opts)
+			if err != nil {
+				return nil, err
+			}
+			*s = *r
+			return r.rt.Close, nil
+		}
+	}
+	return []comparison{
+		{
+			candidate: member{"link/64B-single", "host", linkRun(1)},
+			baselines: []member{{"channel/64B-single", "go", chanSingle}},
+			messages:  2_000_000,
+		},
+		{
+			candidate: member{"link/64B-batch32", "host", linkRun(linkBatch)},
+			baselines: []member{{"channel/64B-batch32", "go", chanBatch}},
+			messages:  4_000_000,
+		},
+		{
+			candidate: member{"pipeline/sim-3stage", "sim", pipe.pipeline},
+			baselines: []member{
+				{"protoactor/3-actors", "go", pipe.protoactor3},
+				{"goroutines/3-stage-chan", "go", pipe.goroutines3},
+			},
+			messages: 800_000,
+			setup:    setup(&pipe, ra.DeviceOptions{SimDevices: 3}),
+		},
+		{
+			candidate: member{"actor/send-to-stage", "sim", pipe.sendToStage},
+			baselines: []member{{"protoactor/send", "go", pipe.sendToActor}},
+			messages:  800_000,
+			setup:     setup(&pipe, ra.DeviceOptions{SimDevices: 1}),
+		},
+		{
+			candidate: member{"group/steal-skewed", "sim", steal.group(true)},
+			baselines: []member{{"group/static-skewed", "sim", steal.group(false)}},
+			messages:  40_000,
+			setup:     setup(&steal, ra.DeviceOptions{SimDevices: stealDevices, SimCost: stealCosts()}),
+		},
+	}
+}
