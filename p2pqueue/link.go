@@ -301,3 +301,25 @@ func (p *Producer) Detach() { p.l.producerTaken.Store(false) }
 
 // Detach gives up the consumer claim, as Producer.Detach does.
 func (c *Consumer) Detach() { c.l.consumerTaken.Store(false) }
+
+// Queued returns the headers of the messages published and not yet
+// consumed, oldest first, without consuming them. It is an observer's
+// reading: exact only while neither side moves, which is when the host
+// takes over the account of a consumer that stopped (a hung stage whose
+// producers have ended). Slots that cannot be read are returned with what
+// could be read of their header. Links in device memory are not host
+// visible: it returns ErrNotHostVisible for them.
+func (l *Link) Queued() ([]Header, error) {
+	if l.dev != nil {
+		return nil, l.dev.hostUse(l, "read the queued headers of")
+	}
+	h := observe(l.head)
+	n := uint64(clampLen(observe(l.tail)-h, l.cfg.Capacity))
+	out := make([]Header, 0, n)
+	for i := range n {
+		var hd Header
+		readSlot(l.slot(h+i), &hd)
+		out = append(out, hd)
+	}
+	return out, nil
+}

@@ -580,3 +580,28 @@ func TestPeekWait(t *testing.T) {
 		t.Fatalf("closed and drained: %v", err)
 	}
 }
+
+func TestQueuedObservesWithoutConsuming(t *testing.T) {
+	l, err := NewHostQueue(ConfigFor(8, 16))
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, _ := l.Producer()
+	c, _ := l.Consumer()
+	for id := uint64(1); id <= 5; id++ {
+		if err := p.TryEnqueue(&Message{Header: Header{ID: id}, Payload: []byte{1}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var m Message
+	if err := c.TryDequeue(&m); err != nil || m.ID != 1 {
+		t.Fatal(m.ID, err)
+	}
+	hs, err := l.Queued()
+	if err != nil || len(hs) != 4 || hs[0].ID != 2 || hs[3].ID != 5 {
+		t.Fatalf("Queued = %+v, %v", hs, err)
+	}
+	if l.Len() != 4 {
+		t.Fatalf("Queued consumed: len %d", l.Len())
+	}
+}

@@ -25,6 +25,9 @@ const (
 	CodeCorruptSlot    ErrorCode = -6 // the slot header could not be read
 	CodeShutdown       ErrorCode = -7 // terminated without drain while queued
 	CodeCorruptQueue   ErrorCode = -8 // an in- or out-link's indices are corrupt: the kernel faults
+	// CodeHung is the host's, never a device's: the kernel stopped beating
+	// with work queued and was declared faulted (Kernel.Fault).
+	CodeHung ErrorCode = -100
 )
 
 func (c ErrorCode) String() string {
@@ -47,6 +50,8 @@ func (c ErrorCode) String() string {
 		return "shutdown without drain"
 	case CodeCorruptQueue:
 		return "corrupt queue"
+	case CodeHung:
+		return "stage hung"
 	}
 	return fmt.Sprintf("ErrorCode(%d)", int32(c))
 }
@@ -87,7 +92,7 @@ func reasonOf(c ErrorCode) Reason {
 		return ReasonDecode
 	case CodeShutdown:
 		return ReasonShutdown
-	case CodeCorruptQueue:
+	case CodeCorruptQueue, CodeHung:
 		return ReasonFaulted
 	}
 	return ReasonStageError

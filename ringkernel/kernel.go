@@ -28,6 +28,10 @@ type Kernel struct {
 
 	lastText atomic.Pointer[string]
 	freeOnce sync.Once
+
+	// hostFault is set by Fault: the host has taken the kernel's account
+	// over, and what the loop reports afterwards is not delivered.
+	hostFault atomic.Pointer[KernelError]
 }
 
 // ErrLaunch: the kernel could not be launched.
@@ -178,6 +182,9 @@ func (k *Kernel) command(ctx context.Context, c Command) error {
 }
 
 func (k *Kernel) commandLocked(ctx context.Context, c Command, arg uint64) error {
+	if err := k.faulted(); err != nil {
+		return err
+	}
 	s := k.cb.State()
 	if _, err := Next(s, c); err != nil {
 		return fmt.Errorf("stage %q: %w", k.spec.Stage.Name, err)
@@ -190,6 +197,10 @@ func (k *Kernel) commandLocked(ctx context.Context, c Command, arg uint64) error
 func (k *Kernel) awaitAck(ctx context.Context, seq uint32, c Command) error {
 	d := time.Microsecond
 	for k.cb.Acked() != seq {
+		if err := k.faulted(); err != nil {
+			k.postAbandon()
+			return err
+		}
 		select {
 		case <-k.loop.Done():
 			if k.cb.Acked() == seq {
@@ -214,6 +225,10 @@ func (k *Kernel) awaitAck(ctx context.Context, seq uint32, c Command) error {
 // that never returns) is reported as ErrHung. Terminating an ended kernel
 // returns nil, or the fault that ended it.
 func (k *Kernel) Terminate(ctx context.Context, drain bool) error {
+	if err := k.faulted(); err != nil {
+		// Abandoned: its memory stays with the loop, which may still run.
+		return err
+	}
 	c := CmdTerminate
 	if drain {
 		c = CmdTerminateDrain
@@ -231,6 +246,42 @@ func (k *Kernel) Terminate(ctx context.Context, drain bool) error {
 		return k.stopNow(fmt.Errorf("stage %q: drain did not finish, terminated without drain: %w", k.spec.Stage.Name, ctx.Err()))
 	}
 	return k.finish()
+}
+
+// ErrFaulted: the host declared the kernel faulted (Kernel.Fault).
+var ErrFaulted = errors.New("ringkernel: kernel faulted")
+
+// Fault declares the kernel faulted from the host, for a loop that stopped
+// beating with work queued (a stage function that never returns): a loop
+// cannot be killed, only abandoned. From now on Status reports Faulted with
+// cause as its last error, records the loop writes are no longer
+// delivered (the host owns the account of every message still in its
+// in-links: see p2pqueue.Link.Queued), and the loop is told to terminate
+// without drain, so that it ends if it ever comes back. Terminate then
+// returns at once. Fault is idempotent; the first cause stays.
+func (k *Kernel) Fault(cause string) {
+	if !k.hostFault.CompareAndSwap(nil, &KernelError{Code: CodeHung, Text: cause}) {
+		return
+	}
+	if k.cmdMu.TryLock() {
+		k.postAbandon()
+		k.cmdMu.Unlock()
+	} // else the command in flight sees the fault and posts it (awaitAck)
+}
+
+// postAbandon tells an abandoned loop to end if it comes back. No wait:
+// it may never read it. Called with cmdMu held.
+func (k *Kernel) postAbandon() {
+	k.cb.Post(CmdTerminate)
+	k.loop.Wake()
+}
+
+// faulted is the host-declared fault, or nil.
+func (k *Kernel) faulted() error {
+	if f := k.hostFault.Load(); f != nil {
+		return fmt.Errorf("stage %q: %w: %s", k.spec.Stage.Name, ErrFaulted, f.Text)
+	}
+	return nil
 }
 
 // hangGrace is how long a loop told to stop now may take before it is
@@ -308,6 +359,9 @@ func (k *Kernel) pump(ctx context.Context, c *p2pqueue.Consumer) {
 }
 
 func (k *Kernel) deliver(m *p2pqueue.Message) {
+	if k.hostFault.Load() != nil {
+		return // the host has accounted for this kernel's messages
+	}
 	deq, done, code, text, err := decodeRecord(m.Payload)
 	switch {
 	case err != nil:

@@ -91,5 +91,8 @@ func (k *Kernel) Status() Status {
 			st.LastError.Text = *t
 		}
 	}
+	if f := k.hostFault.Load(); f != nil {
+		st.State, st.LastError = Faulted, f
+	}
 	return st
 }

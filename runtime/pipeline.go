@@ -28,8 +28,22 @@ type PipelineSpec struct {
 	Deliver Sink
 	// OnDeadLetter receives every dead letter, from any stage or the ingress.
 	OnDeadLetter func(DeadLetter)
+	// DeadLetterChan and DeadLetterPID also receive every dead letter (a
+	// PID gets DeadLetter messages). A full channel holds up whoever
+	// reports the dead letter (a stage's record pump, a sender): keep it
+	// drained.
+	DeadLetterChan chan<- DeadLetter
+	DeadLetterPID  *actor.PID
 	// SampleRatio is the fraction of messages traced, 0 to 1.
 	SampleRatio float64
+	// HangAfter is the watchdog's limit: a stage with work queued whose
+	// loop has not gone round for this long is declared faulted and the
+	// pipeline torn down (see StageFaulted). 0 means DefaultHangAfter; a
+	// negative value turns the watchdog off. Set it above the longest time
+	// the stage function may take on one batch.
+	HangAfter time.Duration
+	// OnFault is told when a stage faults, before the teardown.
+	OnFault func(StageFaulted)
 
 	// Set by a stage group for its one-stage instances: links from the
 	// other instances' victims (extra in-links) and to their thieves.
@@ -80,6 +94,10 @@ type Pipeline struct {
 	sent, delivered, dropped atomic.Uint64
 	sampleEvery              uint64
 
+	faulted atomic.Pointer[StageFaulted]
+	stopDog context.CancelFunc
+	dogDone chan struct{}
+
 	startOnce, closeOnce sync.Once
 	pumpCtx              context.Context
 	stopPump             context.CancelFunc
@@ -97,7 +115,7 @@ func (rt *Runtime) Build(ctx context.Context, spec PipelineSpec) (*Pipeline, err
 	if err := rt.claimName(spec.Name); err != nil {
 		return nil, err
 	}
-	p := &Pipeline{rt: rt, spec: spec, byName: map[string]*stage{}, pumpDone: make(chan struct{})}
+	p := &Pipeline{rt: rt, spec: spec, byName: map[string]*stage{}, pumpDone: make(chan struct{}), dogDone: make(chan struct{})}
 	p.pumpCtx, p.stopPump = context.WithCancel(context.Background())
 	if spec.SampleRatio > 0 {
 		p.sampleEvery = uint64(math.Max(1, math.Round(1/spec.SampleRatio)))
@@ -161,6 +179,9 @@ func (rt *Runtime) check(spec *PipelineSpec) error {
 		if err := cfg.Validate(); err != nil {
 			return bad("stage %q: %v", s.Name, err)
 		}
+		if s.Backpressure != Block && s.Backpressure != Reject {
+			return bad("stage %q: Backpressure %d; use Block or Reject", s.Name, s.Backpressure)
+		}
 	}
 	return nil
 }
@@ -221,7 +242,7 @@ func (p *Pipeline) build(ctx context.Context) error {
 	if p.egress, err = p.egressLink.Consumer(); err != nil {
 		return err
 	}
-	if p.tele, err = newTelemetry(p.rt.tp, p.rt.mp, p.spec.Name, p.stages); err != nil {
+	if p.tele, err = newTelemetry(p.rt.tp, p.rt.mp, p.spec.Name, p.stages, p.account); err != nil {
 		return fmt.Errorf("ringactor: telemetry: %w", err)
 	}
 	for i, s := range p.stages {
@@ -243,7 +264,11 @@ func (p *Pipeline) build(ctx context.Context) error {
 			Stage: s.spec.kernelStage(), ID: uint32(i + 1), Device: s.spec.Device, In: in, Out: out, StealTo: stealTo,
 			OnTrace: func(r rk.TraceRecord) { p.tele.record(s, r) },
 			OnDeadLetter: func(d rk.DeadLetter) {
-				p.deadLetter(DeadLetter{ID: d.ID, Stage: s.spec.Name, Device: s.spec.Device, Reason: d.Reason.String(), Err: d.Err})
+				reason := d.Reason.String()
+				if d.Reason == rk.ReasonShutdown && p.faulted.Load() != nil {
+					reason = "stage faulted" // torn down because a stage faulted
+				}
+				p.deadLetter(DeadLetter{ID: d.ID, Stage: s.spec.Name, Device: s.spec.Device, Reason: reason, Err: d.Err})
 			},
 		}); err != nil {
 			return err
@@ -280,6 +305,13 @@ func (p *Pipeline) Start(ctx context.Context) error {
 	p.startOnce.Do(func() {
 		go p.pump()
 		p.started.Store(true)
+		if p.spec.HangAfter >= 0 {
+			var dogCtx context.Context
+			dogCtx, p.stopDog = context.WithCancel(context.Background())
+			go p.watchdog(dogCtx)
+		} else {
+			close(p.dogDone)
+		}
 		for _, s := range p.stages {
 			if err = s.kernel.Activate(ctx); err != nil {
 				err = fmt.Errorf("ringactor: start stage %q: %w", s.spec.Name, err)
@@ -327,6 +359,9 @@ func (p *Pipeline) SendBatch(ctx context.Context, ds []Data) (int, error) {
 func (p *Pipeline) sample(id uint64) bool { return p.sampleEvery != 0 && id%p.sampleEvery == 0 }
 
 func (p *Pipeline) rejectRest(s *stage, ds []Data, reason string) {
+	if reason == "" {
+		reason, _ = p.closedReason()
+	}
 	for _, d := range ds {
 		id := d.ID
 		if id == 0 {
@@ -346,6 +381,12 @@ func (p *Pipeline) deadLetter(d DeadLetter) {
 	p.tele.end(d.ID, at, time.Now(), &d)
 	if p.spec.OnDeadLetter != nil {
 		p.spec.OnDeadLetter(d)
+	}
+	if p.spec.DeadLetterChan != nil {
+		p.spec.DeadLetterChan <- d
+	}
+	if p.spec.DeadLetterPID != nil {
+		p.rt.system.Root.Send(p.spec.DeadLetterPID, d)
 	}
 }
 
@@ -392,6 +433,36 @@ func (p *Pipeline) pump() {
 			}
 		}
 		if err != nil {
+			if p.pumpCtx.Err() != nil && !errors.Is(err, p2pqueue.ErrClosed) {
+				p.sweep()
+			}
+			return
+		}
+	}
+}
+
+// sweep delivers what is left in the egress link when the pump is told to
+// stop: results that already passed the last stage are not lost.
+func (p *Pipeline) sweep() {
+	for {
+		n, err := p.egress.Peek(64)
+		if err != nil || n == 0 {
+			return
+		}
+		for i := range n {
+			h, payload, rerr := p.egress.Read(i)
+			var v []float32
+			if rerr == nil {
+				v, rerr = kernels.DecodeFloats(nil, payload)
+			}
+			if rerr != nil {
+				p.deadLetter(DeadLetter{ID: h.ID, Stage: "egress", Device: p2pqueue.Host, Reason: "decode error", Err: rerr})
+				continue
+			}
+			p.delivered.Add(1)
+			p.deliver(Result{ID: h.ID, Floats: v})
+		}
+		if p.egress.Release(n) != nil {
 			return
 		}
 	}
@@ -420,6 +491,10 @@ func (p *Pipeline) deliver(r Result) {
 // idempotent.
 func (p *Pipeline) Close(ctx context.Context, drain bool) error {
 	p.closeOnce.Do(func() {
+		if p.stopDog != nil {
+			p.stopDog()
+			<-p.dogDone
+		}
 		for _, s := range p.stages {
 			s.closed.Store(true) // senders waiting for room give up
 		}
@@ -429,10 +504,20 @@ func (p *Pipeline) Close(ctx context.Context, drain bool) error {
 			s.mu.Unlock()
 		}
 		var errs []error
+		f := p.faulted.Load()
 		for _, s := range p.stages {
-			if err := s.kernel.Terminate(ctx, drain); err != nil {
+			if err := s.kernel.Terminate(ctx, drain && f == nil); err != nil {
 				errs = append(errs, err)
 			}
+			if f != nil && s.spec.Name == f.Stage {
+				// The stages before it have ended: what it holds is ours to count.
+				if err := p.deadLetterAbandoned(s); err != nil {
+					errs = append(errs, err)
+				}
+			}
+		}
+		if f != nil && p.stages[len(p.stages)-1].spec.Name == f.Stage {
+			p.stopPump() // the abandoned loop holds the egress open: deliver what is there and stop
 		}
 		if !p.started.Load() {
 			close(p.pumpDone)
@@ -447,7 +532,9 @@ func (p *Pipeline) Close(ctx context.Context, drain bool) error {
 		}
 		p.stopPump()
 		for _, s := range p.stages {
-			p.rt.system.Root.StopFuture(s.pid).Wait()
+			if f == nil || s.spec.Name != f.Stage { // a faulted stage's actor is already stopped
+				p.rt.system.Root.StopFuture(s.pid).Wait()
+			}
 		}
 		p.tele.close()
 		p.rt.releaseName(p.spec.Name)
@@ -472,6 +559,14 @@ func (p *Pipeline) Wait(ctx context.Context) error {
 type PipelineStats struct {
 	Sent, Delivered, DeadLettered, InFlight uint64
 	Stages                                  []StageStats
+}
+
+// account is the pipeline's counters without the stages' status.
+func (p *Pipeline) account() PipelineStats {
+	st := PipelineStats{Delivered: p.delivered.Load(), DeadLettered: p.dropped.Load()}
+	st.Sent = p.sent.Load() // last: sent never trails what it accounts for
+	st.InFlight = st.Sent - min(st.Sent, st.Delivered+st.DeadLettered)
+	return st
 }
 
 // Stats reads the pipeline's counters and every stage's status.

@@ -36,7 +36,27 @@ type StageSpec struct {
 	SlotSize int
 	// Capacity is the slots per in-link, a power of two (default 1024).
 	Capacity int
+	// Backpressure is what a send does when the stage's mailbox (its
+	// ingress link) is full: Block (the default) waits for room until the
+	// sender's ctx ends; Reject dead-letters the messages that do not fit
+	// (reason "mailbox full") and returns ErrMailboxFull at once. A Send to
+	// the stage's PID has no ctx: under Block it waits while the stage
+	// runs.
+	Backpressure Backpressure
 }
+
+// Backpressure is a stage's answer to a full mailbox.
+type Backpressure int
+
+const (
+	// Block waits for room, bounded by the sender's ctx.
+	Block Backpressure = iota
+	// Reject refuses what does not fit, with ErrMailboxFull.
+	Reject
+)
+
+// ErrMailboxFull: a stage built with Reject had no room for a message.
+var ErrMailboxFull = errors.New("ringactor: stage mailbox full")
 
 func (s StageSpec) kernelStage() rk.Stage {
 	return rk.Stage{Name: s.Name, Op: s.Op, Params: s.Params, Stateful: s.Stateful, Workers: s.Workers, SlotSize: s.SlotSize}
@@ -80,10 +100,16 @@ func (s *stage) send(ctx context.Context, ds []Data) (int, error) {
 	var firstErr error
 	for done < len(ds) {
 		if s.closed.Load() {
-			p.rejectRest(s, ds[done:], "pipeline closed")
-			return done, fmt.Errorf("%w: %d of %d messages sent to stage %q", ErrClosed, done, len(ds), s.spec.Name)
+			reason, cause := p.closedReason()
+			p.rejectRest(s, ds[done:], reason)
+			return done, fmt.Errorf("%w: %d of %d messages sent to stage %q", cause, done, len(ds), s.spec.Name)
 		}
 		k, err := s.ingress.Reserve(len(ds) - done)
+		if errors.Is(err, p2pqueue.ErrFull) && s.spec.Backpressure == Reject {
+			p.rejectRest(s, ds[done:], "mailbox full")
+			return done, fmt.Errorf("%w: stage %q holds %d messages: %d of %d sent, the rest dead-lettered; send slower, raise its Capacity, or build it with Backpressure: Block",
+				ErrMailboxFull, s.spec.Name, s.spec.Capacity, done, len(ds))
+		}
 		if errors.Is(err, p2pqueue.ErrFull) {
 			if s.kernel.Status().State.Running() {
 				if werr := w.wait(ctx); werr != nil {

@@ -40,7 +40,7 @@ type msgTrace struct {
 	have, want int // stage spans made, and expected (-1 until it ends)
 }
 
-func newTelemetry(tp trace.TracerProvider, mp metric.MeterProvider, pipeline string, stages []*stage) (*telemetry, error) {
+func newTelemetry(tp trace.TracerProvider, mp metric.MeterProvider, pipeline string, stages []*stage, account func() PipelineStats) (*telemetry, error) {
 	t := &telemetry{tracer: tp.Tracer(scope), pipeline: pipeline, stages: stages, msgs: map[uint64]*msgTrace{}}
 	m := mp.Meter(scope)
 	var err error
@@ -64,6 +64,25 @@ func newTelemetry(tp trace.TracerProvider, mp metric.MeterProvider, pipeline str
 	if err != nil {
 		return nil, err
 	}
+	// The pipeline's account (DESIGN §7): sent = delivered + dead_lettered
+	// + in_flight, read together so the four agree.
+	sent, err := m.Int64ObservableCounter("ringactor.pipeline.sent", metric.WithDescription("messages that entered the pipeline"))
+	if err != nil {
+		return nil, err
+	}
+	delivered, err := m.Int64ObservableCounter("ringactor.pipeline.delivered", metric.WithDescription("results delivered"))
+	if err != nil {
+		return nil, err
+	}
+	dead, err := m.Int64ObservableCounter("ringactor.pipeline.dead_lettered", metric.WithDescription("messages dead-lettered, for any reason"))
+	if err != nil {
+		return nil, err
+	}
+	inFlight, err := m.Int64ObservableGauge("ringactor.pipeline.in_flight", metric.WithDescription("messages sent and not yet delivered or dead-lettered"))
+	if err != nil {
+		return nil, err
+	}
+	pattrs := metric.WithAttributeSet(attribute.NewSet(attribute.String("ringactor.pipeline", pipeline)))
 	t.reg, err = m.RegisterCallback(func(_ context.Context, o metric.Observer) error {
 		for _, s := range stages {
 			if s.kernel == nil {
@@ -75,8 +94,13 @@ func newTelemetry(tp trace.TracerProvider, mp metric.MeterProvider, pipeline str
 			o.ObserveInt64(dropped, int64(st.Dropped), opt)
 			o.ObserveInt64(depth, int64(st.Queued()), opt)
 		}
+		a := account()
+		o.ObserveInt64(sent, int64(a.Sent), pattrs)
+		o.ObserveInt64(delivered, int64(a.Delivered), pattrs)
+		o.ObserveInt64(dead, int64(a.DeadLettered), pattrs)
+		o.ObserveInt64(inFlight, int64(a.InFlight), pattrs)
 		return nil
-	}, processed, dropped, depth)
+	}, processed, dropped, depth, sent, delivered, dead, inFlight)
 	return t, err
 }
 

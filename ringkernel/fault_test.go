@@ -1,0 +1,96 @@
+package ringkernel_test
+
+import (
+	"errors"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/ringactor/ringactor/kernels"
+	"github.com/ringactor/ringactor/p2pqueue"
+	rk "github.com/ringactor/ringactor/ringkernel"
+)
+
+// hangOp blocks on a message whose first float is negative until release
+// is closed: a stage function that never returns, on purpose.
+var (
+	hangOnce    sync.Once
+	hangRelease = make(chan struct{})
+	hangEntered = make(chan struct{}, 16)
+)
+
+func registerHang(t *testing.T) {
+	hangOnce.Do(func() {
+		err := kernels.Register(kernels.Op{Name: "rk_test_hang", Go: func(_, _, in, out []float32) (int, error) {
+			if len(in) > 0 && in[0] < 0 {
+				hangEntered <- struct{}{}
+				<-hangRelease
+			}
+			return copy(out, in), nil
+		}})
+		if err != nil {
+			t.Fatal(err)
+		}
+	})
+}
+
+// A kernel stuck in its stage function stops beating; the host declares it
+// faulted, takes over the account of what is queued, and hears nothing more
+// from it, even once the function returns.
+func TestFaultAbandonsAHungKernel(t *testing.T) {
+	simOnly(t, "a Go stage function that hangs")
+	registerHang(t)
+	r := launch(t, rk.Stage{Name: "hang", Op: "rk_test_hang", Stateful: true}, 16, 4, true)
+	for id, v := range []float32{1, -1, 2, 3} {
+		if err := r.send.TryEnqueue(&p2pqueue.Message{Header: p2pqueue.Header{ID: uint64(id + 1)}, Payload: kernels.EncodeFloats(nil, []float32{v})}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	<-hangEntered
+	time.Sleep(20 * time.Millisecond)
+	if age := r.k.Status().HeartbeatAge; age < 10*time.Millisecond {
+		t.Fatalf("a hung loop still beats: heartbeat %v old", age)
+	}
+	r.k.Fault("heartbeat stopped with work queued")
+	st := r.k.Status()
+	if st.State != rk.Faulted || st.LastError == nil || st.LastError.Code != rk.CodeHung {
+		t.Fatalf("after Fault: %s, %v", st.State, st.LastError)
+	}
+	// The batch the function hangs in was never released nor its results
+	// published: all four are still in the in-link, for the host to
+	// account for.
+	hs, err := r.in.Queued()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ids []uint64
+	for _, h := range hs {
+		ids = append(ids, h.ID)
+	}
+	if len(ids) != 4 || ids[0] != 1 || ids[3] != 4 || r.out.Len() != 0 {
+		t.Fatalf("queued ids %v, want [1 2 3 4]; %d results out", ids, r.out.Len())
+	}
+	start := time.Now()
+	if err := r.k.Terminate(ctxT(t), true); !errors.Is(err, rk.ErrFaulted) {
+		t.Fatalf("Terminate of a faulted kernel: %v", err)
+	}
+	if err := r.k.Activate(ctxT(t)); !errors.Is(err, rk.ErrFaulted) {
+		t.Fatalf("Activate of a faulted kernel: %v", err)
+	}
+	if d := time.Since(start); d > time.Second {
+		t.Fatalf("Terminate of a faulted kernel took %v", d)
+	}
+	// Let the function return: the loop ends (told to terminate) and its
+	// dead letters are not delivered: the host already counted them.
+	close(hangRelease)
+	select {
+	case <-r.k.Done():
+	case <-time.After(10 * time.Second):
+		t.Fatal("the abandoned loop did not end once its function returned")
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if len(r.dead) != 0 {
+		t.Fatalf("dead letters delivered after Fault: %v", r.dead)
+	}
+}

@@ -1,0 +1,306 @@
+package runtime_test
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/asynkron/protoactor-go/actor"
+	"go.opentelemetry.io/otel/sdk/metric/metricdata"
+
+	"github.com/ringactor/ringactor/kernels"
+	rk "github.com/ringactor/ringactor/ringkernel"
+	ra "github.com/ringactor/ringactor/runtime"
+)
+
+// hang is a stage function that never returns on a message whose first
+// float is negative, until the test lets it (so the abandoned goroutine
+// ends before the leak check).
+type hang struct {
+	entered chan struct{}
+	release chan struct{}
+}
+
+var (
+	hangOnce sync.Once
+	hangOp   = &hang{entered: make(chan struct{}, 64), release: make(chan struct{})}
+)
+
+func registerHang(t *testing.T) *hang {
+	hangOnce.Do(func() {
+		if err := kernels.Register(kernels.Op{Name: "rt_test_hang", Go: func(_, _, in, out []float32) (int, error) {
+			if len(in) > 0 && in[0] < 0 {
+				hangOp.entered <- struct{}{}
+				<-hangOp.release
+			}
+			return copy(out, in), nil
+		}}); err != nil {
+			t.Fatal(err)
+		}
+	})
+	return hangOp
+}
+
+// account collects results and dead letters by id.
+type account struct {
+	mu        sync.Mutex
+	delivered map[uint64]int
+	dead      map[uint64]ra.DeadLetter
+	dups      []uint64
+}
+
+func newAccount() *account {
+	return &account{delivered: map[uint64]int{}, dead: map[uint64]ra.DeadLetter{}}
+}
+
+func (a *account) result(r ra.Result) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if _, ok := a.dead[r.ID]; ok || a.delivered[r.ID] > 0 {
+		a.dups = append(a.dups, r.ID)
+	}
+	a.delivered[r.ID]++
+}
+
+func (a *account) deadLetter(d ra.DeadLetter) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if _, ok := a.dead[d.ID]; ok || a.delivered[d.ID] > 0 {
+		a.dups = append(a.dups, d.ID)
+	}
+	a.dead[d.ID] = d
+}
+
+// check: every id in 1..n ended exactly once, and Stats agrees.
+func (a *account) check(t *testing.T, n uint64, st ra.PipelineStats) (reasons map[string]int) {
+	t.Helper()
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if len(a.dups) > 0 {
+		t.Fatalf("%d messages ended twice, e.g. %v", len(a.dups), a.dups[:min(5, len(a.dups))])
+	}
+	reasons = map[string]int{}
+	for id := uint64(1); id <= n; id++ {
+		_, ok := a.dead[id]
+		if ok == (a.delivered[id] > 0) {
+			t.Fatalf("message %d: delivered %d times, dead-lettered %v", id, a.delivered[id], ok)
+		}
+	}
+	for _, d := range a.dead {
+		reasons[d.Reason]++
+	}
+	if st.Sent != n || st.Delivered != uint64(len(a.delivered)) || st.DeadLettered != uint64(len(a.dead)) || st.InFlight != 0 {
+		t.Fatalf("stats %+v; callbacks saw %d delivered, %d dead of %d", st, len(a.delivered), len(a.dead), n)
+	}
+	return reasons
+}
+
+// A stage whose function hangs is declared faulted by the watchdog: its
+// Status says so, its actor stops (a watcher gets Terminated), OnFault
+// hears of it, the pipeline is torn down, and every message ends exactly
+// once, those it held as "stage faulted".
+func TestWatchdogFaultsAHungStage(t *testing.T) {
+	h := registerHang(t)
+	defer func() {
+		select {
+		case <-h.release:
+		default:
+			close(h.release)
+		}
+	}()
+	e := newEnv(t, "")
+	acc := newAccount()
+	faults := make(chan ra.StageFaulted, 4)
+	spec := guide("hung")
+	spec.Stages[1].Op, spec.Stages[1].Stateful = "rt_test_hang", true
+	spec.Deliver.Func, spec.OnDeadLetter = acc.result, acc.deadLetter
+	spec.HangAfter = 100 * time.Millisecond
+	spec.OnFault = func(f ra.StageFaulted) { faults <- f }
+	p, err := e.rt.Build(ctxT(t), spec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pid, _ := p.PID("root")
+	terminated := make(chan struct{})
+	watcher, _ := e.rt.System().Root.SpawnNamed(actor.PropsFromFunc(func(c actor.Context) {
+		switch m := c.Message().(type) {
+		case *actor.Started:
+			c.Watch(pid)
+		case *actor.Terminated:
+			if m.Who.Equal(pid) {
+				close(terminated)
+			}
+		}
+	}), "hung-watcher")
+	defer e.rt.System().Root.Stop(watcher)
+	if err := p.Start(ctxT(t)); err != nil {
+		t.Fatal(err)
+	}
+	const n = 2000
+	var sendErr error
+	for id := uint64(1); id <= n; id++ {
+		v := float32(id)
+		if id == 700 {
+			v = -1 // x*2 keeps it negative: the middle stage hangs on it
+		}
+		if err := p.Send(ctxT(t), ra.Data{ID: id, Floats: []float32{v}}); err != nil && sendErr == nil {
+			sendErr = err
+		}
+	}
+	var f ra.StageFaulted
+	select {
+	case f = <-faults:
+	case <-time.After(20 * time.Second):
+		t.Fatal("the watchdog did not fault the hung stage")
+	}
+	if f.Stage != "root" || !strings.Contains(f.Cause, "no heartbeat") {
+		t.Fatalf("fault %+v", f)
+	}
+	if st := p.Stats().Stages[1]; st.State != rk.Faulted || st.LastError == nil || st.LastError.Code != rk.CodeHung {
+		t.Fatalf("faulted stage's status: %s, %v", st.State, st.LastError)
+	}
+	select {
+	case <-terminated:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the faulted stage's watcher got no Terminated")
+	}
+	if err := p.Close(ctxT(t), true); !errors.Is(err, rk.ErrFaulted) {
+		t.Fatalf("Close after a fault: %v", err)
+	}
+	if err := p.Send(ctxT(t), ra.Data{ID: n + 1, Floats: []float32{1}}); !errors.Is(err, ra.ErrStageFaulted) {
+		t.Fatalf("send after the fault: %v", err)
+	}
+	reasons := acc.check(t, n+1, p.Stats())
+	if reasons["stage faulted"] == 0 || acc.dead[700].Reason != "stage faulted" {
+		t.Fatalf("dead-letter reasons %v; message 700: %+v", reasons, acc.dead[700])
+	}
+	t.Logf("hung at 700 of %d: %d delivered, dead letters by reason %v, first send error %v", n, len(acc.delivered), reasons, sendErr)
+}
+
+// Back-pressure: Reject dead-letters what does not fit and says so at
+// once; Block waits until the sender's ctx ends.
+func TestBackpressure(t *testing.T) {
+	e := newEnv(t, "")
+	for _, bp := range []ra.Backpressure{ra.Reject, ra.Block} {
+		acc := newAccount()
+		p, err := e.rt.Build(ctxT(t), ra.PipelineSpec{Name: "bp", Stages: []ra.StageSpec{
+			{Name: "s", Op: "identity", Capacity: 16, Backpressure: bp},
+		}, Deliver: ra.Sink{Func: acc.result}, OnDeadLetter: acc.deadLetter})
+		if err != nil {
+			t.Fatal(err)
+		}
+		// Built but not started: nothing drains the mailbox.
+		ds := make([]ra.Data, 20)
+		for i := range ds {
+			ds[i] = ra.Data{ID: uint64(i + 1), Floats: []float32{1}}
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
+		start := time.Now()
+		k, err := p.SendBatch(ctx, ds)
+		cancel()
+		switch bp {
+		case ra.Reject:
+			if k != 16 || !errors.Is(err, ra.ErrMailboxFull) || !strings.Contains(err.Error(), "raise its Capacity") {
+				t.Fatalf("reject: %d sent, %v", k, err)
+			}
+			if d := time.Since(start); d > 40*time.Millisecond {
+				t.Errorf("reject waited %v", d)
+			}
+		case ra.Block:
+			if k != 16 || !errors.Is(err, context.DeadlineExceeded) {
+				t.Fatalf("block: %d sent, %v", k, err)
+			}
+		}
+		p.Start(ctxT(t))
+		if err := p.Close(ctxT(t), true); err != nil {
+			t.Fatal(err)
+		}
+		reasons := acc.check(t, 20, p.Stats())
+		want := map[ra.Backpressure]string{ra.Reject: "mailbox full", ra.Block: "send cancelled"}[bp]
+		if reasons[want] != 4 || len(acc.delivered) != 16 {
+			t.Fatalf("%s: reasons %v, %d delivered", want, reasons, len(acc.delivered))
+		}
+	}
+	if _, err := e.rt.Build(ctxT(t), ra.PipelineSpec{Name: "bad", Stages: []ra.StageSpec{{Name: "s", Op: "identity", Backpressure: 7}}}); err == nil || !strings.Contains(err.Error(), "Block or Reject") {
+		t.Fatalf("bad backpressure: %v", err)
+	}
+}
+
+// Dead letters reach a channel and a PID as well as the callback, and the
+// account is exported as metrics.
+func TestDeadLetterSubscriptionsAndMetrics(t *testing.T) {
+	e := newEnv(t, "")
+	ch := make(chan ra.DeadLetter, 16)
+	got := make(chan ra.DeadLetter, 16)
+	sub, _ := e.rt.System().Root.SpawnNamed(actor.PropsFromFunc(func(c actor.Context) {
+		if d, ok := c.Message().(ra.DeadLetter); ok {
+			got <- d
+		}
+	}), "dl-sub")
+	defer e.rt.System().Root.Stop(sub)
+	spec := guide("dl")
+	spec.DeadLetterChan, spec.DeadLetterPID = ch, sub
+	p, err := e.rt.Build(ctxT(t), spec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p.Start(ctxT(t))
+	// -4 doubles to -8: sqrt of a negative number is a stage error.
+	for id, v := range []float32{1, -4, 2} {
+		p.Send(ctxT(t), ra.Data{ID: uint64(id + 1), Floats: []float32{v}})
+	}
+	for deadline := time.Now().Add(10 * time.Second); p.Stats().InFlight != 0; time.Sleep(time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("still in flight: %+v", p.Stats())
+		}
+	}
+	vals := collectAccount(t, e, "dl") // while the pipeline runs: Close unregisters its metrics
+	if err := p.Close(ctxT(t), true); err != nil {
+		t.Fatal(err)
+	}
+	if vals["ringactor.pipeline.sent"] != 3 || vals["ringactor.pipeline.delivered"] != 2 || vals["ringactor.pipeline.dead_lettered"] != 1 || vals["ringactor.pipeline.in_flight"] != 0 {
+		t.Fatalf("account metrics %v", vals)
+	}
+	for name, c := range map[string]chan ra.DeadLetter{"channel": ch, "PID": got} {
+		select {
+		case d := <-c:
+			if d.ID != 2 || d.Stage != "root" || d.Reason != "stage error" || d.Err == nil {
+				t.Errorf("%s got %+v", name, d)
+			}
+		case <-time.After(5 * time.Second):
+			t.Errorf("no dead letter on the %s", name)
+		}
+	}
+}
+
+// collectAccount reads the pipeline account metrics of one pipeline.
+func collectAccount(t *testing.T, e *env, pipeline string) map[string]int64 {
+	t.Helper()
+	var rm metricdata.ResourceMetrics
+	if err := e.mr.Collect(context.Background(), &rm); err != nil {
+		t.Fatal(err)
+	}
+	vals := map[string]int64{}
+	for _, sm := range rm.ScopeMetrics {
+		for _, m := range sm.Metrics {
+			switch d := m.Data.(type) {
+			case metricdata.Sum[int64]:
+				for _, dp := range d.DataPoints {
+					if v, _ := dp.Attributes.Value("ringactor.pipeline"); v.AsString() == pipeline {
+						vals[m.Name] += dp.Value
+					}
+				}
+			case metricdata.Gauge[int64]:
+				for _, dp := range d.DataPoints {
+					if v, _ := dp.Attributes.Value("ringactor.pipeline"); v.AsString() == pipeline {
+						vals[m.Name] += dp.Value
+					}
+				}
+			}
+		}
+	}
+	return vals
+}
