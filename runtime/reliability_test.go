@@ -3,8 +3,12 @@ package runtime_test
 import (
 	"context"
 	"errors"
+	"flag"
+	"io"
+	"math/rand/v2"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -18,30 +22,26 @@ import (
 
 // hang is a stage function that never returns on a message whose first
 // float is negative, until the test lets it (so the abandoned goroutine
-// ends before the leak check).
+// ends before the leak check). Each test registers its own.
 type hang struct {
+	op      string
 	entered chan struct{}
 	release chan struct{}
 }
 
-var (
-	hangOnce sync.Once
-	hangOp   = &hang{entered: make(chan struct{}, 64), release: make(chan struct{})}
-)
-
-func registerHang(t *testing.T) *hang {
-	hangOnce.Do(func() {
-		if err := kernels.Register(kernels.Op{Name: "rt_test_hang", Go: func(_, _, in, out []float32) (int, error) {
-			if len(in) > 0 && in[0] < 0 {
-				hangOp.entered <- struct{}{}
-				<-hangOp.release
-			}
-			return copy(out, in), nil
-		}}); err != nil {
-			t.Fatal(err)
+func newHang(t *testing.T, op string) *hang {
+	h := &hang{op: op, entered: make(chan struct{}, 64), release: make(chan struct{})}
+	if err := kernels.Register(kernels.Op{Name: op, Go: func(_, _, in, out []float32) (int, error) {
+		if len(in) > 0 && in[0] < 0 {
+			h.entered <- struct{}{}
+			<-h.release
 		}
-	})
-	return hangOp
+		return copy(out, in), nil
+	}}); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { close(h.release) })
+	return h
 }
 
 // account collects results and dead letters by id.
@@ -103,19 +103,12 @@ func (a *account) check(t *testing.T, n uint64, st ra.PipelineStats) (reasons ma
 // hears of it, the pipeline is torn down, and every message ends exactly
 // once, those it held as "stage faulted".
 func TestWatchdogFaultsAHungStage(t *testing.T) {
-	h := registerHang(t)
-	defer func() {
-		select {
-		case <-h.release:
-		default:
-			close(h.release)
-		}
-	}()
+	h := newHang(t, "rt_test_hang")
 	e := newEnv(t, "")
 	acc := newAccount()
 	faults := make(chan ra.StageFaulted, 4)
 	spec := guide("hung")
-	spec.Stages[1].Op, spec.Stages[1].Stateful = "rt_test_hang", true
+	spec.Stages[1].Op, spec.Stages[1].Stateful = h.op, true
 	spec.Deliver.Func, spec.OnDeadLetter = acc.result, acc.deadLetter
 	spec.HangAfter = 100 * time.Millisecond
 	spec.OnFault = func(f ra.StageFaulted) { faults <- f }
@@ -303,4 +296,140 @@ func collectAccount(t *testing.T, e *env, pipeline string) map[string]int64 {
 		}
 	}
 	return vals
+}
+
+var stress = flag.Bool("stress", false, "run the stress test at full size (1e6 messages)")
+
+// Stress: messages through the guide's pipeline while stages are
+// deactivated and reactivated at random, and the middle stage hangs
+// halfway through and is faulted by the watchdog. Every message ends
+// exactly once, the account balances, and it all ends in bounded time.
+// `make stress` (or -stress) runs 1e6 messages; make test runs 1e5.
+func TestStressTogglesAndAFault(t *testing.T) {
+	n := 100_000
+	if *stress {
+		n = 1_000_000
+	}
+	if testing.Short() {
+		n = 20_000
+	}
+	h := newHang(t, "rt_test_stress_hang")
+	e := newEnv(t, "")
+	acc := newAccount()
+	spec := guide("stress")
+	spec.Stages[1].Op = h.op
+	spec.Deliver.Func, spec.OnDeadLetter = acc.result, acc.deadLetter
+	spec.HangAfter = time.Second
+	faulted := make(chan ra.StageFaulted, 1)
+	spec.OnFault = func(f ra.StageFaulted) { faulted <- f }
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	p, err := e.rt.Build(ctx, spec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := p.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	start := time.Now()
+	stop := make(chan struct{})
+	var toggles atomic.Int64
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() { // deactivate and reactivate stages at random
+		defer wg.Done()
+		r := rand.New(rand.NewPCG(1, 2))
+		for {
+			select {
+			case <-stop:
+				return
+			case <-time.After(time.Duration(r.IntN(2000)) * time.Microsecond):
+			}
+			pid, _ := p.PID(p.StageNames()[r.IntN(3)])
+			// A stopped (faulted) stage's actor does not answer: that is fine.
+			e.rt.System().Root.RequestFuture(pid, ra.Deactivate{}, time.Second).Wait()
+			time.Sleep(time.Duration(r.IntN(500)) * time.Microsecond)
+			e.rt.System().Root.RequestFuture(pid, ra.Activate{}, time.Second).Wait()
+			toggles.Add(1)
+		}
+	}()
+	batch := make([]ra.Data, 64)
+	sendErrs := 0
+	for id := 1; id <= n; id += len(batch) {
+		k := min(len(batch), n+1-id)
+		for i := range k {
+			v := float32(id + i)
+			if id+i == n/2 {
+				v = -1 // the middle stage hangs here
+			}
+			batch[i] = ra.Data{ID: uint64(id + i), Floats: []float32{v}}
+		}
+		if _, err := p.SendBatch(ctx, batch[:k]); err != nil {
+			if !errors.Is(err, ra.ErrStageFaulted) && !errors.Is(err, ra.ErrClosed) {
+				t.Fatalf("send at %d: %v", id, err)
+			}
+			sendErrs++
+		}
+	}
+	select {
+	case <-faulted:
+	case <-ctx.Done():
+		t.Fatal("the hung stage was never faulted")
+	}
+	close(stop)
+	wg.Wait()
+	if err := p.Close(ctx, true); !errors.Is(err, rk.ErrFaulted) {
+		t.Fatalf("close: %v", err)
+	}
+	if err := p.Wait(ctx); err != nil {
+		t.Fatal(err)
+	}
+	reasons := acc.check(t, uint64(n), p.Stats())
+	if reasons["stage faulted"] == 0 {
+		t.Fatalf("reasons %v", reasons)
+	}
+	t.Logf("%d messages in %v: %d delivered, dead letters by reason %v; %d stage toggles; %d batches refused after the fault",
+		n, time.Since(start).Round(time.Millisecond), len(acc.delivered), reasons, toggles.Load(), sendErrs)
+}
+
+// Shutdown is bounded by ctx either way: a graceful Close whose drain
+// cannot finish in time stops without drain, dead-letters the rest, and
+// returns ctx's error; nothing is left running (TestMain's leak check).
+func TestGracefulCloseBoundedByContext(t *testing.T) {
+	rt, err := ra.New(ra.Config{Devices: ra.DeviceOptions{Backend: "sim", SimDevices: 3, Log: io.Discard,
+		SimCost: map[int]time.Duration{1: 500 * time.Microsecond}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rt.Close()
+	acc := newAccount()
+	spec := guide("slowdrain")
+	spec.Deliver.Func, spec.OnDeadLetter = acc.result, acc.deadLetter
+	p, err := rt.Build(ctxT(t), spec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p.Start(ctxT(t))
+	const n = 2000 // a second of work at the slow stage
+	for id := uint64(1); id <= n; id++ {
+		if err := p.Send(ctxT(t), ra.Data{ID: id, Floats: []float32{float32(id)}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
+	defer cancel()
+	start := time.Now()
+	err = p.Close(ctx, true)
+	took := time.Since(start)
+	if !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("a drain cut short: %v", err)
+	}
+	if took > 3*time.Second {
+		t.Fatalf("Close took %v with a 50ms ctx", took)
+	}
+	reasons := acc.check(t, n, p.Stats())
+	if reasons["shutdown without drain"] == 0 || len(acc.delivered) == n {
+		t.Fatalf("reasons %v, %d delivered", reasons, len(acc.delivered))
+	}
+	t.Logf("Close(drain) with 50ms: returned in %v; %d delivered, %v", took.Round(time.Millisecond), len(acc.delivered), reasons)
 }
