@@ -6,7 +6,7 @@ TEST_TIMEOUT ?= 15m
 FUZZTIME  ?= 10s
 BENCHTIME ?= 1s
 
-.PHONY: help run build test vet generate check-generate ptx check-ptx fuzz bench bench-go gpu-bundle
+.PHONY: help run build test vet generate check-generate ptx check-ptx fuzz bench bench-go stress gpu-bundle
 
 help:
 	@echo "make run             the main job: x*2 -> sqrt -> +1 on devices 0,1,2 (simulated without a GPU)"
@@ -14,6 +14,7 @@ help:
 	@echo "make test            go vet, then go test -race over every package (bounded by $(TEST_TIMEOUT))"
 	@echo "make bench           ringactor bench: every benchmark beside its baseline, one table (BENCHFLAGS=-quick, -json, -only PREFIX)"
 	@echo "make bench-go        the Go benchmarks of p2pqueue (link vs channel, more payload sizes)"
+	@echo "make stress          the reliability stress test at full size: 1e6 messages, stages toggled, one faulted"
 	@echo "make fuzz            run each fuzz target for $(FUZZTIME) (a duration, or a count like 200000x)"
 	@echo "make generate        regenerate kernels/include/ringactor_layout.h"
 	@echo "make check-generate  fail if generated files are stale"
@@ -45,10 +46,22 @@ ptx:
 check-ptx: ptx
 	@git diff --exit-code -- kernels/ptx && test -z "$$(git status --porcelain -- kernels/ptx)" || { echo "shipped PTX is stale: run 'make ptx' and commit"; exit 1; }
 
+# FuzzDecodeMessage's test binary links protoactor and OpenTelemetry, whose
+# coverage map makes each run about 8x dearer than the other targets' runs:
+# given a count (FUZZTIME=200000x) it runs a quarter of it, given a
+# duration the whole duration. Set MSG_FUZZTIME to choose.
+MSG_FUZZTIME ?= $(if $(filter %x,$(FUZZTIME)),$(shell expr \( $(patsubst %x,%,$(FUZZTIME)) + 3 \) / 4)x,$(FUZZTIME))
+
 fuzz:
 	$(GO) test -run '^$$' -fuzz '^FuzzAttach$$' -fuzztime $(FUZZTIME) ./p2pqueue
 	$(GO) test -run '^$$' -fuzz '^FuzzDecodeSlot$$' -fuzztime $(FUZZTIME) ./p2pqueue
 	$(GO) test -run '^$$' -fuzz '^FuzzAttach$$' -fuzztime $(FUZZTIME) ./barrier
+	$(GO) test -run '^$$' -fuzz '^FuzzDecodeFloats$$' -fuzztime $(FUZZTIME) ./kernels
+	$(GO) test -run '^$$' -fuzz '^FuzzDecodeRecord$$' -fuzztime $(FUZZTIME) ./ringkernel
+	$(GO) test -run '^$$' -fuzz '^FuzzDecodeMessage$$' -fuzztime $(MSG_FUZZTIME) ./runtime
+
+stress:
+	$(GO) test -race -count=1 -timeout $(TEST_TIMEOUT) -run '^TestStressTogglesAndAFault$$' -v ./runtime -args -stress
 
 bench:
 	$(GO) run ./cmd/ringactor bench $(BENCHFLAGS)

@@ -363,10 +363,15 @@ func (k *Kernel) deliver(m *p2pqueue.Message) {
 		return // the host has accounted for this kernel's messages
 	}
 	deq, done, code, text, err := decodeRecord(m.Payload)
+	if err != nil {
+		text = err.Error()
+		k.lastText.Store(&text)
+		if m.Type != RecordDeadLetter {
+			return // a trace or fault record: the message itself went on
+		}
+		code = CodeCorruptSlot
+	}
 	switch {
-	case err != nil:
-		code, text = CodeCorruptSlot, err.Error()
-		fallthrough
 	case m.Type == RecordDeadLetter:
 		if text != "" {
 			k.lastText.Store(&text)

@@ -22,6 +22,37 @@
 // every message ends delivered or dead-lettered with a reason, and Stats
 // shows sent = delivered + dead-lettered + in flight.
 //
+// # Nothing lost, hung stages contained
+//
+// Every message that enters a pipeline ends once, delivered or
+// dead-lettered with its id, stage and reason ("stage error", "decode
+// error", "oversize payload", "shutdown without drain", "stage faulted",
+// "pipeline closed", "send cancelled", "stage stopped", "mailbox full").
+// Dead letters go to OnDeadLetter, DeadLetterChan and DeadLetterPID; the
+// account is also exported as the metrics ringactor.pipeline.sent,
+// .delivered, .dead_lettered and .in_flight.
+//
+// A full mailbox is answered per stage (StageSpec.Backpressure): Block waits
+// for room until the sender's ctx ends; Reject dead-letters what does not
+// fit and returns ErrMailboxFull at once.
+//
+// A watchdog reads every stage's heartbeat: a stage with work queued that
+// has not gone round its loop for HangAfter is declared faulted (its Status
+// says Faulted; a kernel cannot be killed, so its loop is abandoned and
+// told to end if it ever returns). Its actor stops, so watchers get
+// Terminated; the other stage actors and OnFault get StageFaulted; the
+// pipeline is torn down without drain, and what the faulted stage held is
+// dead-lettered by the host as "stage faulted". Close, graceful or not, is
+// bounded by its ctx.
+//
+// # Messages that leave the process
+//
+// EncodeMessage and DecodeMessage carry Data, Result and DeadLetter as
+// msgpack in a versioned envelope (the format is in codec.go); a sampled
+// Data's span context travels as a W3C traceparent. Decoding bytes that are
+// not such a message returns an error wrapping ErrBadMessage that says what
+// was wrong, never a panic.
+//
 // # Stage groups, stealing, barriers and collectives
 //
 // Runtime.Group runs one stage on several devices behind one PID, split by
@@ -49,6 +80,6 @@
 // trace each: a root span from ingress to delivery, parented on the span in
 // Data.Context when there is one, and one span per stage whose times are
 // the kernel's own records (queue wait and service time as attributes).
-// Histograms of queue wait and service time, processed and dropped counters
-// and queue depth go to the MeterProvider.
+// Histograms of queue wait and service time, processed and dropped counters,
+// queue depth and the pipeline's account go to the MeterProvider.
 package runtime
