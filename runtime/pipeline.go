@@ -395,42 +395,10 @@ func (p *Pipeline) deadLetter(d DeadLetter) {
 // allocation.
 func (p *Pipeline) pump() {
 	defer close(p.pumpDone)
-	const batch = 64
 	for {
-		n, err := p.egress.PeekWait(p.pumpCtx, batch)
-		var now time.Time // read once a batch, and only for a sampled message
-		total := 0
-		for i := range n {
-			if _, payload, rerr := p.egress.Read(i); rerr == nil {
-				total += len(payload) / 4
-			}
-		}
-		slab := make([]float32, total)
-		for i := range n {
-			h, payload, rerr := p.egress.Read(i)
-			var v []float32
-			if rerr == nil {
-				k := len(payload) / 4
-				v, rerr = kernels.DecodeFloats(slab[:k:k], payload)
-				slab = slab[k:]
-			}
-			if rerr != nil {
-				p.deadLetter(DeadLetter{ID: h.ID, Stage: "egress", Device: p2pqueue.Host, Reason: "decode error", Err: rerr})
-				continue
-			}
-			p.delivered.Add(1)
-			if h.Flags&p2pqueue.FlagSampled != 0 {
-				if now.IsZero() {
-					now = time.Now()
-				}
-				p.tele.end(h.ID, len(p.stages), now, nil)
-			}
-			p.deliver(Result{ID: h.ID, Floats: v})
-		}
-		if n > 0 {
-			if rerr := p.egress.Release(n); rerr != nil {
-				return
-			}
+		n, err := p.egress.PeekWait(p.pumpCtx, egressBatch)
+		if n > 0 && !p.deliverPeeked(n) {
+			return
 		}
 		if err != nil {
 			if p.pumpCtx.Err() != nil && !errors.Is(err, p2pqueue.ErrClosed) {
@@ -445,27 +413,54 @@ func (p *Pipeline) pump() {
 // stop: results that already passed the last stage are not lost.
 func (p *Pipeline) sweep() {
 	for {
-		n, err := p.egress.Peek(64)
-		if err != nil || n == 0 {
-			return
-		}
-		for i := range n {
-			h, payload, rerr := p.egress.Read(i)
-			var v []float32
-			if rerr == nil {
-				v, rerr = kernels.DecodeFloats(nil, payload)
-			}
-			if rerr != nil {
-				p.deadLetter(DeadLetter{ID: h.ID, Stage: "egress", Device: p2pqueue.Host, Reason: "decode error", Err: rerr})
-				continue
-			}
-			p.delivered.Add(1)
-			p.deliver(Result{ID: h.ID, Floats: v})
-		}
-		if p.egress.Release(n) != nil {
+		n, err := p.egress.Peek(egressBatch)
+		if err != nil || n == 0 || !p.deliverPeeked(n) {
 			return
 		}
 	}
+}
+
+// egressBatch is the most results the pump takes at a time.
+const egressBatch = 64
+
+// deliverPeeked delivers the n peeked egress messages, decoded straight
+// from their slots into one allocation, and releases them. It reports
+// false if the link is corrupt. Only the pump goroutine calls it.
+func (p *Pipeline) deliverPeeked(n int) bool {
+	var (
+		hs    [egressBatch]p2pqueue.Header
+		ps    [egressBatch][]byte
+		errs  [egressBatch]error
+		total int
+		now   time.Time // read once a batch, and only for a sampled message
+	)
+	for i := range n {
+		hs[i], ps[i], errs[i] = p.egress.Read(i)
+		total += len(ps[i]) / 4
+	}
+	slab := make([]float32, total)
+	for i := range n {
+		h, err := &hs[i], errs[i]
+		var v []float32
+		if err == nil {
+			k := len(ps[i]) / 4
+			v, err = kernels.DecodeFloats(slab[:k:k], ps[i])
+			slab = slab[k:]
+		}
+		if err != nil {
+			p.deadLetter(DeadLetter{ID: h.ID, Stage: "egress", Device: p2pqueue.Host, Reason: "decode error", Err: err})
+			continue
+		}
+		p.delivered.Add(1)
+		if h.Flags&p2pqueue.FlagSampled != 0 {
+			if now.IsZero() {
+				now = time.Now()
+			}
+			p.tele.end(h.ID, len(p.stages), now, nil)
+		}
+		p.deliver(Result{ID: h.ID, Floats: v})
+	}
+	return p.egress.Release(n) == nil
 }
 
 func (p *Pipeline) deliver(r Result) {
