@@ -48,6 +48,11 @@ type PipelineSpec struct {
 	// Set by a stage group for its one-stage instances: links from the
 	// other instances' victims (extra in-links) and to their thieves.
 	stealIn, stealTo []*p2pqueue.Link
+	// Set by a cluster pipeline for a segment whose results go on to
+	// another process: forward takes each egress batch in place of Deliver
+	// (the payloads are the slots' bytes, valid until it returns) and ends
+	// every message in it, sent on or dead-lettered.
+	forward func(ctx context.Context, hs []p2pqueue.Header, ps [][]byte)
 }
 
 // Sink is where a pipeline's results go: a callback, a channel, or a PID
@@ -161,6 +166,9 @@ func (rt *Runtime) check(spec *PipelineSpec) error {
 		}
 		if s.Name == "" || strings.ContainsAny(s.Name, "/ ") {
 			return bad("stage %d: name %q: give it a name without spaces or slashes", i, s.Name)
+		}
+		if s.Node != "" {
+			return bad("stage %q names node %q: a pipeline across nodes is built with Node.Build, after Runtime.Join", s.Name, s.Node)
 		}
 		if seen[s.Name] {
 			return bad("two stages are named %q; stage names are unique", s.Name)
@@ -438,6 +446,9 @@ func (p *Pipeline) deliverPeeked(n int) bool {
 		hs[i], ps[i], errs[i] = p.egress.Read(i)
 		total += len(ps[i]) / 4
 	}
+	if p.spec.forward != nil {
+		return p.forwardPeeked(hs[:n], ps[:n], errs[:n])
+	}
 	slab := make([]float32, total)
 	for i := range n {
 		h, err := &hs[i], errs[i]
@@ -461,6 +472,23 @@ func (p *Pipeline) deliverPeeked(n int) bool {
 		p.deliver(Result{ID: h.ID, Floats: v})
 	}
 	return p.egress.Release(n) == nil
+}
+
+// forwardPeeked hands the good messages of a peeked batch to the spec's
+// forward, in place, then releases them.
+func (p *Pipeline) forwardPeeked(hs []p2pqueue.Header, ps [][]byte, errs []error) bool {
+	k := 0
+	for i := range hs {
+		if errs[i] != nil {
+			p.deadLetter(DeadLetter{ID: hs[i].ID, Stage: "egress", Device: p2pqueue.Host, Reason: "decode error", Err: errs[i]})
+			continue
+		}
+		hs[k], ps[k] = hs[i], ps[i]
+		k++
+	}
+	p.delivered.Add(uint64(k))
+	p.spec.forward(p.pumpCtx, hs[:k], ps[:k])
+	return p.egress.Release(len(hs)) == nil
 }
 
 func (p *Pipeline) deliver(r Result) {

@@ -40,6 +40,7 @@ type Runtime struct {
 
 	mu    sync.Mutex
 	names map[string]bool
+	node  *Node // set by Join
 }
 
 // New discovers devices and readies a backend for them.
@@ -82,7 +83,7 @@ func (rt *Runtime) Backend() rk.Backend { return rt.backend }
 // Close shuts down the actor system if the runtime made it. Close
 // pipelines first.
 func (rt *Runtime) Close() {
-	if rt.own {
+	if rt.own && !rt.system.IsStopped() { // a node's Leave may have stopped it
 		rt.system.Shutdown()
 	}
 }

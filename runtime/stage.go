@@ -27,6 +27,10 @@ type StageSpec struct {
 	Params []float32
 	// Device is the device id the stage's kernel runs on.
 	Device int
+	// Node is the cluster node that runs the stage ("" for this one): a
+	// pipeline that names other nodes is built with Node.Build, which
+	// places the stage on that node's device Device.
+	Node string
 	// Stateful: one consumer, messages in order (required for stateful ops).
 	Stateful bool
 	// Workers is a stateless stage's parallelism (see ringkernel.Stage).

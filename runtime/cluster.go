@@ -1,0 +1,667 @@
+package runtime
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/asynkron/protoactor-go/actor"
+	"google.golang.org/protobuf/types/known/wrapperspb"
+
+	"github.com/ringactor/ringactor/kernels"
+	"github.com/ringactor/ringactor/p2pqueue"
+)
+
+// ClusterOptions tune a cluster pipeline.
+type ClusterOptions struct {
+	// Window is the most messages out on other nodes at once per run of
+	// remote segments (default DefaultRemoteWindow): the local side waits
+	// for room, so a slow node slows the pipeline instead of filling its
+	// mailbox.
+	Window int
+	// Timeout bounds each remote request: placing and building a segment,
+	// closing one (default 10 s).
+	Timeout time.Duration
+}
+
+// ClusterPipeline is a pipeline whose stages run on several nodes. Stages
+// next to each other on one node form a segment, built there as a local
+// Pipeline; segments on different nodes are joined by batched links over
+// protoactor remote. The node that builds it (the origin) owns its count:
+// every message sent ends there, delivered or dead-lettered, exactly once,
+// including those on a node that died ("remote unreachable").
+type ClusterPipeline struct {
+	node    *Node
+	spec    PipelineSpec
+	opts    ClusterOptions
+	segs    []*segment
+	excs    []*excursion
+	byStage map[string]*segment
+	origin  *actor.PID
+
+	nextID                         atomic.Uint64
+	sent, delivered, dropped, late atomic.Uint64
+	sampleEvery                    uint64
+
+	closed    atomic.Bool
+	ctx       context.Context // ends when Close has finished
+	cancel    context.CancelFunc
+	closeOnce sync.Once
+	closeErr  error
+	rejoinMu  sync.Mutex
+}
+
+// segment is a run of stages on one node.
+type segment struct {
+	idx    int
+	node   string // "" for this node
+	stages []StageSpec
+	local  *Pipeline  // a segment on this node
+	exc    *excursion // a remote segment's run
+
+	mu       sync.Mutex
+	pid      *actor.PID // a remote segment's grain
+	identity string
+}
+
+func (s *segment) remotePID() *actor.PID {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.pid
+}
+
+// Build builds a pipeline whose stages may name other nodes of the
+// cluster (StageSpec.Node), places each remote segment on its node through
+// protoactor cluster, starts it, and returns it started. A spec whose
+// stages are all on this node builds like Runtime.Build.
+func (n *Node) Build(ctx context.Context, spec PipelineSpec, opts ClusterOptions) (*ClusterPipeline, error) {
+	if opts.Window == 0 {
+		opts.Window = DefaultRemoteWindow
+	}
+	if opts.Window < 1 {
+		return nil, fmt.Errorf("%w %q: window %d: want at least 1", ErrBadPipeline, spec.Name, opts.Window)
+	}
+	if opts.Timeout <= 0 {
+		opts.Timeout = 10 * time.Second
+	}
+	if spec.Name == "" || strings.ContainsAny(spec.Name, "/ @#") {
+		return nil, fmt.Errorf("%w: name %q: give the pipeline a name without spaces, '/', '@' or '#'", ErrBadPipeline, spec.Name)
+	}
+	if len(spec.Stages) == 0 {
+		return nil, fmt.Errorf("%w %q: no stages", ErrBadPipeline, spec.Name)
+	}
+	if spec.SampleRatio < 0 || spec.SampleRatio > 1 || math.IsNaN(spec.SampleRatio) {
+		return nil, fmt.Errorf("%w %q: sample ratio %g; want 0 to 1", ErrBadPipeline, spec.Name, spec.SampleRatio)
+	}
+	cp := &ClusterPipeline{node: n, spec: spec, opts: opts, byStage: map[string]*segment{}}
+	cp.ctx, cp.cancel = context.WithCancel(context.Background())
+	if spec.SampleRatio > 0 {
+		cp.sampleEvery = uint64(math.Max(1, math.Round(1/spec.SampleRatio)))
+	}
+	seen := map[string]bool{}
+	for i, s := range spec.Stages {
+		if seen[s.Name] {
+			return nil, fmt.Errorf("%w %q: two stages are named %q; stage names are unique", ErrBadPipeline, spec.Name, s.Name)
+		}
+		seen[s.Name] = true
+		node := s.Node
+		if node == n.cfg.Name {
+			node = ""
+		}
+		if node != "" && !validNodeName(node) {
+			return nil, fmt.Errorf("%w %q: stage %q: node %q: use a node's name (letters, digits, '-', '_', '.')", ErrBadPipeline, spec.Name, s.Name, s.Node)
+		}
+		s.Node = ""
+		if i == 0 || cp.segs[len(cp.segs)-1].node != node {
+			cp.segs = append(cp.segs, &segment{idx: len(cp.segs), node: node})
+		}
+		seg := cp.segs[len(cp.segs)-1]
+		seg.stages = append(seg.stages, s)
+		cp.byStage[s.Name] = seg
+	}
+	for i := 0; i < len(cp.segs); i++ {
+		if cp.segs[i].node == "" {
+			continue
+		}
+		j := i
+		for j+1 < len(cp.segs) && cp.segs[j+1].node != "" {
+			j++
+		}
+		e := newExcursion(cp, i, j, opts.Window)
+		for k := i; k <= j; k++ {
+			cp.segs[k].exc = e
+		}
+		cp.excs = append(cp.excs, e)
+		i = j
+	}
+	if err := cp.build(ctx); err != nil {
+		cp.abandon()
+		return nil, err
+	}
+	return cp, nil
+}
+
+func (cp *ClusterPipeline) build(ctx context.Context) error {
+	rt := cp.node.rt
+	var err error
+	props := actor.PropsFromProducer(func() actor.Actor { return &originActor{cp: cp} })
+	if cp.origin, err = rt.system.Root.SpawnNamed(props, cp.spec.Name+"/origin"); err != nil {
+		return fmt.Errorf("ringactor: cluster pipeline %q: %w", cp.spec.Name, err)
+	}
+	// Local segments first (a remote segment's Build names the PIDs it
+	// sends to, all of them the origin's), then the remote runs.
+	for k, s := range cp.segs {
+		if s.node != "" {
+			continue
+		}
+		spec := PipelineSpec{Name: fmt.Sprintf("%s.%d", cp.spec.Name, k), Stages: s.stages,
+			OnDeadLetter: cp.deadLetter, HangAfter: cp.spec.HangAfter, OnFault: cp.spec.OnFault}
+		if k == 0 {
+			spec.SampleRatio = cp.spec.SampleRatio
+		}
+		if k+1 < len(cp.segs) {
+			e := cp.segs[k+1].exc
+			spec.forward = func(ctx context.Context, hs []p2pqueue.Header, ps [][]byte) {
+				e.send(ctx, len(hs), func(i int) (uint64, p2pqueue.Flags, []byte) { return hs[i].ID, hs[i].Flags, ps[i] })
+			}
+		} else {
+			spec.Deliver = Sink{Func: cp.deliver}
+		}
+		if s.local, err = rt.Build(ctx, spec); err != nil {
+			return err
+		}
+	}
+	for _, e := range cp.excs {
+		if err := cp.place(ctx, e, 0); err != nil {
+			return err
+		}
+	}
+	for _, s := range cp.segs {
+		if s.local != nil {
+			if err := s.local.Start(ctx); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// place builds a remote run's segments on their nodes, last first (each
+// names the next), watches them, and marks the run up.
+func (cp *ClusterPipeline) place(ctx context.Context, e *excursion, gen int) error {
+	rt := cp.node.rt
+	next := cp.origin
+	var first *actor.PID
+	for k := e.last; k >= e.first; k-- {
+		s := cp.segs[k]
+		if _, ok := cp.node.has(s.node); !ok {
+			return fmt.Errorf("%w: stage %q is placed on node %q, which is not in cluster %q (members: %s): start it, or wait for it with Node.WaitFor",
+				ErrNode, s.stages[0].Name, s.node, cp.node.cfg.Cluster, strings.Join(cp.node.Members(), ", "))
+		}
+		identity := fmt.Sprintf("%s@%s#%d.%d", cp.spec.Name, cp.node.Address(), k, gen)
+		b, err := encodeBuild(buildMsg{Pipeline: cp.spec.Name, To: k, Next: pidRef{next.Address, next.Id},
+			Origin: pidRef{cp.origin.Address, cp.origin.Id}, Stages: s.stages})
+		if err != nil {
+			return err
+		}
+		pid, err := cp.grain(ctx, identity, s.node)
+		if err != nil {
+			return err
+		}
+		res, err := cp.request(ctx, pid, wrap(b))
+		if err == nil {
+			var text string
+			if text, err = decodeText(res, kindBuilt, "Built"); err == nil {
+				err = wireError(text)
+			}
+		}
+		if err != nil {
+			return fmt.Errorf("ringactor: build stage %q on node %q: %w", s.stages[0].Name, s.node, err)
+		}
+		if _, err := rt.system.Root.RequestFuture(cp.origin, watch{pid}, cp.opts.Timeout).Result(); err != nil {
+			return fmt.Errorf("ringactor: watch node %q: %w", s.node, err)
+		}
+		s.mu.Lock()
+		s.pid, s.identity = pid, identity
+		s.mu.Unlock()
+		next, first = pid, pid
+	}
+	e.up(first)
+	return nil
+}
+
+// grain activates the segment grain of identity on the named node.
+func (cp *ClusterPipeline) grain(ctx context.Context, identity, node string) (*actor.PID, error) {
+	done := make(chan *actor.PID, 1)
+	go func() { done <- cp.node.cluster.Get(identity, nodeKind(node)) }()
+	select {
+	case pid := <-done:
+		if pid == nil {
+			return nil, fmt.Errorf("%w: node %q did not activate a segment (is it up, and in cluster %q?)", ErrRemoteUnreachable, node, cp.node.cfg.Cluster)
+		}
+		return pid, nil
+	case <-ctx.Done():
+		return nil, fmt.Errorf("%w: placing a segment on node %q: %w", ErrRemoteUnreachable, node, ctx.Err())
+	}
+}
+
+// request asks a remote actor and returns the bytes it answered with.
+func (cp *ClusterPipeline) request(ctx context.Context, pid *actor.PID, m *wrapperspb.BytesValue) ([]byte, error) {
+	timeout := cp.opts.Timeout
+	if dl, ok := ctx.Deadline(); ok {
+		timeout = min(timeout, time.Until(dl))
+	}
+	if timeout <= 0 {
+		return nil, ctx.Err()
+	}
+	res, err := cp.node.rt.system.Root.RequestFuture(pid, m, timeout).Result()
+	if err != nil {
+		return nil, fmt.Errorf("%w: %s: %w", ErrRemoteUnreachable, pid, err)
+	}
+	bv, ok := res.(*wrapperspb.BytesValue)
+	if !ok {
+		return nil, fmt.Errorf("%w: %s answered %T", ErrRemoteUnreachable, pid, res)
+	}
+	return bv.Value, nil
+}
+
+// abandon tears down what a failed build made.
+func (cp *ClusterPipeline) abandon() {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	cp.closed.Store(true)
+	for _, s := range cp.segs {
+		if s.local != nil {
+			s.local.Close(ctx, false)
+		}
+		if pid := s.remotePID(); pid != nil {
+			cp.request(ctx, pid, wrap(encodeClose(closeMsg{Drain: false, Timeout: uint64(time.Second)})))
+		}
+	}
+	if cp.origin != nil {
+		cp.node.rt.system.Root.StopFuture(cp.origin).Wait()
+	}
+	cp.cancel()
+}
+
+func (cp *ClusterPipeline) sample(id uint64) bool {
+	return cp.sampleEvery != 0 && id%cp.sampleEvery == 0
+}
+
+// Send puts one message into the first stage, wherever it runs.
+func (cp *ClusterPipeline) Send(ctx context.Context, d Data) error {
+	_, err := cp.SendBatch(ctx, []Data{d})
+	return err
+}
+
+// SendBatch puts messages into the first stage and returns how many it
+// took; the rest have been dead-lettered (the error says why). Message
+// ids must be unique among the messages in flight; 0 takes the next one.
+func (cp *ClusterPipeline) SendBatch(ctx context.Context, ds []Data) (int, error) {
+	for i := range ds {
+		if ds[i].ID == 0 {
+			ds[i].ID = cp.nextID.Add(1)
+		}
+	}
+	cp.sent.Add(uint64(len(ds)))
+	first := cp.segs[0]
+	if first.local != nil {
+		return first.local.SendBatch(ctx, ds)
+	}
+	if cp.closed.Load() {
+		s := first.stages[0]
+		for _, d := range ds {
+			cp.deadLetter(DeadLetter{ID: d.ID, Stage: s.Name, Device: s.Device, Reason: "pipeline closed", Err: ErrClosed})
+		}
+		return 0, fmt.Errorf("%w: %d messages dead-lettered", ErrClosed, len(ds))
+	}
+	if err := first.exc.sendData(ctx, ds); err != nil {
+		return 0, err
+	}
+	return len(ds), nil
+}
+
+func (cp *ClusterPipeline) deadLetter(d DeadLetter) {
+	cp.dropped.Add(1)
+	if cp.spec.OnDeadLetter != nil {
+		cp.spec.OnDeadLetter(d)
+	}
+	if cp.spec.DeadLetterChan != nil {
+		cp.spec.DeadLetterChan <- d
+	}
+	if cp.spec.DeadLetterPID != nil {
+		cp.node.rt.system.Root.Send(cp.spec.DeadLetterPID, d)
+	}
+}
+
+func (cp *ClusterPipeline) deliver(r Result) {
+	cp.delivered.Add(1)
+	switch d := cp.spec.Deliver; {
+	case d.Func != nil:
+		d.Func(r)
+	case d.Chan != nil:
+		select {
+		case d.Chan <- r:
+		case <-cp.ctx.Done():
+		}
+	case d.PID != nil:
+		cp.node.rt.system.Root.Send(d.PID, r)
+	}
+}
+
+// Stats is the pipeline's account (Sent = Delivered + DeadLettered +
+// InFlight, where in flight includes messages on other nodes) and the
+// status of the stages on this node.
+func (cp *ClusterPipeline) Stats() PipelineStats {
+	st := PipelineStats{Delivered: cp.delivered.Load(), DeadLettered: cp.dropped.Load()}
+	for _, s := range cp.segs {
+		if s.local != nil {
+			st.Stages = append(st.Stages, s.local.Stats().Stages...)
+		}
+	}
+	st.Sent = cp.sent.Load()
+	st.InFlight = st.Sent - min(st.Sent, st.Delivered+st.DeadLettered)
+	return st
+}
+
+// Remote is how many messages are out on other nodes now.
+func (cp *ClusterPipeline) Remote() int {
+	n := 0
+	for _, e := range cp.excs {
+		n += e.outstanding()
+	}
+	return n
+}
+
+// Late is how many results or dead letters came back from a node after
+// their messages had been dead-lettered as unreachable (and were dropped).
+func (cp *ClusterPipeline) Late() uint64 { return cp.late.Load() }
+
+// Unreachable lists the nodes whose segments are down now; Rejoin places
+// them again.
+func (cp *ClusterPipeline) Unreachable() []string {
+	var out []string
+	for _, e := range cp.excs {
+		if e.isDown() != nil {
+			for k := e.first; k <= e.last; k++ {
+				out = append(out, cp.segs[k].node)
+			}
+		}
+	}
+	return out
+}
+
+// unreachable marks the run holding pid down: what is out on it is
+// dead-lettered "remote unreachable", and what is sent to it from now on.
+func (cp *ClusterPipeline) unreachable(pid *actor.PID, why string) {
+	for _, s := range cp.segs {
+		if p := s.remotePID(); p != nil && p.Equal(pid) {
+			s.exc.fail("remote unreachable", fmt.Errorf("%w: node %q (%s): %s; restart it, then call Rejoin", ErrRemoteUnreachable, s.node, pid.Address, why))
+			return
+		}
+	}
+}
+
+// Rejoin places the segments of every unreachable node again (on the node
+// of that name now in the cluster: a restarted one), and resumes sending
+// to them. Messages lost with the old node stay dead-lettered.
+func (cp *ClusterPipeline) Rejoin(ctx context.Context) error {
+	cp.rejoinMu.Lock()
+	defer cp.rejoinMu.Unlock()
+	if cp.closed.Load() {
+		return ErrClosed
+	}
+	var errs []error
+	for _, e := range cp.excs {
+		if e.isDown() == nil {
+			continue
+		}
+		var nodes []string
+		for k := e.first; k <= e.last; k++ {
+			nodes = append(nodes, cp.segs[k].node)
+		}
+		if err := cp.node.WaitFor(ctx, nodes...); err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		for k := e.first; k <= e.last; k++ { // the old grains, if their node lives on
+			if pid := cp.segs[k].remotePID(); pid != nil {
+				cp.node.rt.system.Root.Send(pid, wrap(encodeClose(closeMsg{Drain: false, Timeout: uint64(time.Second)})))
+			}
+		}
+		gen := int(time.Now().UnixNano() & math.MaxInt32)
+		if err := cp.place(ctx, e, gen); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// Close stops the pipeline segment by segment, in order: with drain each
+// finishes what it holds (and what arrives from the segment before it)
+// before the next is closed; without, each dead-letters what it holds.
+// Whatever is still out on other nodes at the end is dead-lettered ("remote
+// unreachable" for a node that is down or did not answer). Close is bounded
+// by ctx and idempotent.
+func (cp *ClusterPipeline) Close(ctx context.Context, drain bool) error {
+	cp.closeOnce.Do(func() {
+		cp.rejoinMu.Lock()
+		defer cp.rejoinMu.Unlock()
+		cp.closed.Store(true)
+		rt := cp.node.rt
+		var errs []error
+		flush := func() { // arrivals queued at the origin are handed on
+			if _, err := rt.system.Root.RequestFuture(cp.origin, flushReq{}, max(time.Until(deadline(ctx)), time.Millisecond)).Result(); err != nil {
+				errs = append(errs, fmt.Errorf("ringactor: origin of %q: %w", cp.spec.Name, err))
+			}
+		}
+		for k, s := range cp.segs {
+			if s.local != nil {
+				if k > 0 {
+					flush()
+				}
+				if err := s.local.Close(ctx, drain); err != nil {
+					errs = append(errs, err)
+				}
+				continue
+			}
+			pid := s.remotePID()
+			if pid == nil || s.exc.isDown() != nil {
+				continue
+			}
+			res, err := cp.request(ctx, pid, wrap(encodeClose(closeMsg{Drain: drain, Timeout: uint64(max(time.Until(deadline(ctx)), time.Millisecond))})))
+			if err == nil {
+				var text string
+				if text, err = decodeText(res, kindClosed, "Closed"); err == nil {
+					err = wireError(text)
+				}
+			}
+			if err != nil {
+				errs = append(errs, fmt.Errorf("ringactor: close stage %q on node %q: %w", s.stages[0].Name, s.node, err))
+				if errors.Is(err, ErrRemoteUnreachable) {
+					cp.unreachable(pid, "did not answer Close")
+				}
+			}
+		}
+		flush()
+		for _, e := range cp.excs {
+			reason, why := "shutdown without drain", fmt.Errorf("%w: still out on another node when the pipeline closed", ErrClosed)
+			if err := e.isDown(); err != nil {
+				reason, why = "remote unreachable", err
+			}
+			e.drain(reason, why)
+		}
+		rt.system.Root.StopFuture(cp.origin).Wait()
+		cp.cancel()
+		cp.closeErr = errors.Join(errs...)
+	})
+	return cp.closeErr
+}
+
+// deadline is ctx's deadline, or a minute from now.
+func deadline(ctx context.Context) time.Time {
+	if dl, ok := ctx.Deadline(); ok {
+		return dl
+	}
+	return time.Now().Add(time.Minute)
+}
+
+// Describe shows the segments: which node runs which stages.
+func (cp *ClusterPipeline) Describe() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "cluster pipeline %q from node %q (%s), %d segments\n", cp.spec.Name, cp.node.Name(), cp.node.Address(), len(cp.segs))
+	for k, s := range cp.segs {
+		var names []string
+		for _, st := range s.stages {
+			names = append(names, fmt.Sprintf("%s (%s on device %d)", st.Name, st.Op, st.Device))
+		}
+		where := "this node"
+		if s.node != "" {
+			where = fmt.Sprintf("node %q via protoactor remote", s.node)
+			if pid := s.remotePID(); pid != nil {
+				where += " at " + pid.Address
+			}
+			if s.exc.isDown() != nil {
+				where += " (unreachable)"
+			}
+		}
+		fmt.Fprintf(&b, "  segment %d on %s: %s\n", k, where, strings.Join(names, " -> "))
+		if k+1 < len(cp.segs) && (s.node != "" || cp.segs[k+1].node != "") {
+			fmt.Fprintf(&b, "     -> batched link (msgpack in protobuf BytesValue), window %d messages\n", cp.opts.Window)
+		}
+	}
+	return b.String()
+}
+
+// Control messages of the origin actor (local only).
+type (
+	watch    struct{ pid *actor.PID }
+	flushReq struct{}
+	gone     struct {
+		who *actor.PID
+		why actor.TerminatedReason
+	}
+)
+
+// originActor receives, for its cluster pipeline, the batches remote
+// segments send to a segment on this node or to the sink, the dead letters
+// they report, and the Terminated of a watched remote segment.
+type originActor struct {
+	cp   *ClusterPipeline
+	br   batchReader
+	keep []bool
+	ds   []Data
+	slab []float32
+}
+
+func (o *originActor) Receive(ctx actor.Context) {
+	switch m := ctx.Message().(type) {
+	case *wrapperspb.BytesValue:
+		kind, err := kindOf(m.Value)
+		if err != nil {
+			return
+		}
+		switch kind {
+		case kindBatch:
+			o.arrive(m.Value)
+		case kindDeadLetter:
+			o.reported(m.Value)
+		}
+	case watch:
+		ctx.Watch(m.pid)
+		ctx.Respond(true)
+	case flushReq:
+		ctx.Respond(true)
+	case *actor.Terminated:
+		// A system message, so it overtakes batches already queued from
+		// that node: requeue it behind them, so that they are counted as
+		// arrived rather than lost.
+		ctx.Send(ctx.Self(), gone{m.Who, m.Why})
+	case gone:
+		if m.why == actor.TerminatedReason_Stopped && o.cp.closed.Load() {
+			return // our own Close stopped it
+		}
+		o.cp.unreachable(m.who, fmt.Sprintf("its segment ended (%s)", m.why))
+	}
+}
+
+// arrive hands on a batch that came back from a remote run: into the
+// local segment it is for, or to the sink.
+func (o *originActor) arrive(b []byte) {
+	cp := o.cp
+	to, es, err := o.br.decode(b)
+	if err != nil || to == 0 || to > len(cp.segs) {
+		return // nothing attributable: its messages are counted when the pipeline closes
+	}
+	e := cp.segs[to-1].exc
+	if e == nil {
+		return
+	}
+	if cap(o.keep) < len(es) {
+		o.keep = make([]bool, len(es))
+	}
+	keep := o.keep[:len(es)]
+	e.arriveBatch(func(i int) uint64 { return es[i].ID }, keep)
+	total := 0
+	for i, en := range es {
+		if keep[i] {
+			total += len(en.Payload) / 4
+		} else {
+			cp.late.Add(1)
+		}
+	}
+	if to == len(cp.segs) { // results: the user keeps them, so they get their own memory
+		slab := make([]float32, total)
+		for i, en := range es {
+			if !keep[i] {
+				continue
+			}
+			k := len(en.Payload) / 4
+			v, _ := kernels.DecodeFloats(slab[:k:k], en.Payload)
+			slab = slab[k:]
+			cp.deliver(Result{ID: en.ID, Floats: v})
+		}
+		return
+	}
+	if cap(o.slab) < total {
+		o.slab = make([]float32, total)
+	}
+	slab := o.slab[:total]
+	o.ds = o.ds[:0]
+	for i, en := range es {
+		if !keep[i] {
+			continue
+		}
+		k := len(en.Payload) / 4
+		v, _ := kernels.DecodeFloats(slab[:k:k], en.Payload)
+		slab = slab[k:]
+		o.ds = append(o.ds, Data{ID: en.ID, Floats: v, Sampled: en.Flags&p2pqueue.FlagSampled != 0})
+	}
+	cp.segs[to].local.SendBatch(cp.ctx, o.ds) // each ends delivered or dead-lettered there
+}
+
+// reported ends a message a remote segment dead-lettered.
+func (o *originActor) reported(b []byte) {
+	m, err := DecodeMessage(b)
+	if err != nil {
+		return
+	}
+	d, ok := m.(DeadLetter)
+	if !ok {
+		return
+	}
+	s, ok := o.cp.byStage[d.Stage]
+	if !ok || s.exc == nil {
+		return
+	}
+	if !s.exc.arrive(d.ID) {
+		o.cp.late.Add(1)
+		return
+	}
+	o.cp.deadLetter(d)
+}

@@ -1,0 +1,278 @@
+package runtime
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/asynkron/protoactor-go/actor"
+	"github.com/asynkron/protoactor-go/cluster"
+	"github.com/asynkron/protoactor-go/cluster/clusterproviders/automanaged"
+	"github.com/asynkron/protoactor-go/cluster/identitylookup/disthash"
+	"github.com/asynkron/protoactor-go/eventstream"
+	"github.com/asynkron/protoactor-go/remote"
+)
+
+// NodeConfig makes a runtime a member of a protoactor cluster, so that
+// pipelines can place stages on other nodes (StageSpec.Node) and other
+// nodes can place stages on it.
+type NodeConfig struct {
+	// Name is the node's name in StageSpec.Node: unique in the cluster,
+	// letters, digits, '-', '_' and '.'.
+	Name string
+	// Cluster is the cluster's name (default "ringactor"); nodes join only
+	// their own cluster.
+	Cluster string
+	// Host and Port are where protoactor remote listens (default
+	// 127.0.0.1, and a free port).
+	Host string
+	Port int
+	// ManagePort and Peers configure protoactor's automanaged provider for
+	// a fixed host list: each node answers health checks on ManagePort
+	// (on every interface), and Peers lists every node's host:ManagePort,
+	// this one's included. Ignored when Provider is set.
+	ManagePort int
+	Peers      []string
+	// RefreshTTL is how often the automanaged provider checks its peers
+	// (default 500 ms): a node that stops answering leaves the topology
+	// within about this long.
+	RefreshTTL time.Duration
+	// Provider, when set, replaces the automanaged provider (tests use
+	// protoactor's in-memory test provider).
+	Provider cluster.ClusterProvider
+}
+
+// DefaultClusterName is the cluster a node joins when NodeConfig.Cluster is
+// empty.
+const DefaultClusterName = "ringactor"
+
+// ErrNode: a node that cannot join, or a node name that is not in the
+// cluster.
+var ErrNode = errors.New("ringactor: cluster node")
+
+// Node is a runtime's membership of a cluster. Pipelines built with
+// Node.Build may name other nodes in StageSpec.Node.
+type Node struct {
+	rt      *Runtime
+	cfg     NodeConfig
+	cluster *cluster.Cluster
+
+	mu      sync.Mutex
+	members map[string]string // node name -> member id, from the topology events
+	changed chan struct{}     // closed and replaced on every topology change
+	sub     *eventstream.Subscription
+
+	leaveOnce sync.Once
+}
+
+// nodeKindPrefix names the cluster kind every node registers under its own
+// name: a grain of kind nodeKindPrefix+name can only be activated on that
+// node, which is how a stage is placed on a node by name.
+const nodeKindPrefix = "ringactor.node."
+
+func nodeKind(name string) string { return nodeKindPrefix + name }
+
+func validNodeName(s string) bool {
+	if s == "" || len(s) > 128 {
+		return false
+	}
+	for _, c := range s {
+		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '-' || c == '_' || c == '.') {
+			return false
+		}
+	}
+	return true
+}
+
+// Join starts protoactor remote and cluster membership on the runtime's
+// actor system and returns once this node is a member, or when ctx ends.
+// A runtime joins at most one cluster. Leave ends the membership (and the
+// actor system with it).
+func (rt *Runtime) Join(ctx context.Context, cfg NodeConfig) (*Node, error) {
+	if !validNodeName(cfg.Name) {
+		return nil, fmt.Errorf("%w: name %q: use letters, digits, '-', '_' or '.', at most 128", ErrNode, cfg.Name)
+	}
+	if cfg.Cluster == "" {
+		cfg.Cluster = DefaultClusterName
+	}
+	if cfg.Host == "" {
+		cfg.Host = "127.0.0.1"
+	}
+	if cfg.RefreshTTL <= 0 {
+		cfg.RefreshTTL = 500 * time.Millisecond
+	}
+	if cfg.Port < 0 || cfg.Port > 65535 {
+		return nil, fmt.Errorf("%w %q: port %d out of range", ErrNode, cfg.Name, cfg.Port)
+	}
+	rt.mu.Lock()
+	joined := rt.node != nil
+	if !joined {
+		rt.node = &Node{} // claimed; filled below
+	}
+	rt.mu.Unlock()
+	if joined {
+		return nil, fmt.Errorf("%w %q: this runtime has already joined a cluster; one node per runtime", ErrNode, cfg.Name)
+	}
+	n, err := rt.join(ctx, cfg)
+	rt.mu.Lock()
+	rt.node = n
+	rt.mu.Unlock()
+	return n, err
+}
+
+func (rt *Runtime) join(ctx context.Context, cfg NodeConfig) (*Node, error) {
+	provider := cfg.Provider
+	if provider == nil {
+		if cfg.ManagePort <= 0 || cfg.ManagePort > 65535 || len(cfg.Peers) == 0 {
+			return nil, fmt.Errorf("%w %q: set ManagePort and Peers (every node's host:ManagePort) for the automanaged provider, or set Provider", ErrNode, cfg.Name)
+		}
+		if err := portFree("0.0.0.0", cfg.ManagePort); err != nil {
+			return nil, fmt.Errorf("%w %q: manage port: %v: pick another ManagePort", ErrNode, cfg.Name, err)
+		}
+		provider = automanaged.NewWithConfig(cfg.RefreshTTL, cfg.ManagePort, cfg.Peers...)
+	}
+	if cfg.Port != 0 {
+		if err := portFree(cfg.Host, cfg.Port); err != nil {
+			return nil, fmt.Errorf("%w %q: %v: pick another Port, or 0 for a free one", ErrNode, cfg.Name, err)
+		}
+	}
+	n := &Node{rt: rt, cfg: cfg, members: map[string]string{}, changed: make(chan struct{})}
+	kind := cluster.NewKind(nodeKind(cfg.Name), actor.PropsFromProducer(func() actor.Actor { return &segmentGrain{rt: rt} }))
+	ccfg := cluster.Configure(cfg.Cluster, provider, disthash.New(), remote.Configure(cfg.Host, cfg.Port),
+		cluster.WithKinds(kind), cluster.WithRequestTimeout(10*time.Second))
+	n.sub = rt.system.EventStream.Subscribe(func(evt any) {
+		if t, ok := evt.(*cluster.ClusterTopology); ok {
+			n.topology(t)
+		}
+	})
+	n.cluster = cluster.New(rt.system, ccfg)
+	started := make(chan error, 1)
+	go func() {
+		defer func() {
+			if r := recover(); r != nil { // protoactor panics where it cannot start
+				started <- fmt.Errorf("%w %q: protoactor cluster did not start: %v", ErrNode, cfg.Name, r)
+			}
+		}()
+		n.cluster.StartMember()
+		started <- nil
+	}()
+	select {
+	case err := <-started:
+		if err != nil {
+			return nil, err
+		}
+	case <-ctx.Done():
+		return nil, fmt.Errorf("%w %q: joining: %w", ErrNode, cfg.Name, ctx.Err())
+	}
+	if err := n.WaitFor(ctx, cfg.Name); err != nil {
+		return nil, err
+	}
+	return n, nil
+}
+
+// portFree reports whether host:port can be listened on now.
+func portFree(host string, port int) error {
+	l, err := net.Listen("tcp", net.JoinHostPort(host, strconv.Itoa(port)))
+	if err != nil {
+		return err
+	}
+	return l.Close()
+}
+
+func (n *Node) topology(t *cluster.ClusterTopology) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	clear(n.members)
+	for _, m := range t.Members {
+		for _, k := range m.Kinds {
+			if name, ok := strings.CutPrefix(k, nodeKindPrefix); ok {
+				n.members[name] = m.Id
+			}
+		}
+	}
+	close(n.changed)
+	n.changed = make(chan struct{})
+}
+
+// Name is the node's name.
+func (n *Node) Name() string { return n.cfg.Name }
+
+// Address is where the node's protoactor remote listens.
+func (n *Node) Address() string { return n.rt.system.Address() }
+
+// Runtime is the runtime the node belongs to.
+func (n *Node) Runtime() *Runtime { return n.rt }
+
+// Members lists the names of the nodes in the cluster now, sorted.
+func (n *Node) Members() []string {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	names := make([]string, 0, len(n.members))
+	for name := range n.members {
+		names = append(names, name)
+	}
+	slices.Sort(names)
+	return names
+}
+
+// has reports whether the named node is a member now, and its member id.
+func (n *Node) has(name string) (string, bool) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	id, ok := n.members[name]
+	return id, ok
+}
+
+// WaitFor returns once every named node is a member of the cluster, or
+// when ctx ends (naming the nodes still missing).
+func (n *Node) WaitFor(ctx context.Context, names ...string) error {
+	for {
+		n.mu.Lock()
+		var missing []string
+		for _, name := range names {
+			if _, ok := n.members[name]; !ok {
+				missing = append(missing, name)
+			}
+		}
+		changed := n.changed
+		n.mu.Unlock()
+		if len(missing) == 0 {
+			return nil
+		}
+		select {
+		case <-changed:
+		case <-ctx.Done():
+			return fmt.Errorf("%w: node(s) %s not in cluster %q (members: %s): start them with the same cluster name and peers: %w",
+				ErrNode, strings.Join(missing, ", "), n.cfg.Cluster, strings.Join(n.Members(), ", "), ctx.Err())
+		}
+	}
+}
+
+// Leave ends the node's membership and shuts down the runtime's actor
+// system (protoactor's cluster owns it from Join on); close the node's
+// pipelines first. Leave returns when ctx ends even if the shutdown has
+// not finished.
+func (n *Node) Leave(ctx context.Context) error {
+	var err error
+	n.leaveOnce.Do(func() {
+		n.rt.system.EventStream.Unsubscribe(n.sub)
+		done := make(chan struct{})
+		go func() {
+			defer close(done)
+			defer func() { _ = recover() }() // a half-started member may lack parts
+			n.cluster.Shutdown(true)
+		}()
+		select {
+		case <-done:
+		case <-ctx.Done():
+			err = fmt.Errorf("%w %q: leave: %w", ErrNode, n.cfg.Name, ctx.Err())
+		}
+	})
+	return err
+}

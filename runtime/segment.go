@@ -1,0 +1,192 @@
+package runtime
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/asynkron/protoactor-go/actor"
+	"google.golang.org/protobuf/types/known/wrapperspb"
+
+	"github.com/ringactor/ringactor/kernels"
+	"github.com/ringactor/ringactor/p2pqueue"
+)
+
+// segmentGrain hosts one segment of another node's cluster pipeline: a
+// protoactor cluster grain of this node's kind, so the origin places it
+// here by name. It builds the segment as a local Pipeline, writes the
+// batches it receives into the segment's first stage, sends the segment's
+// results on to the next segment (or the origin) in batches, and reports
+// dead letters to the origin. It watches the origin and drops the segment
+// if the origin goes away.
+type segmentGrain struct {
+	rt     *Runtime
+	p      *Pipeline
+	msg    buildMsg
+	next   *actor.PID
+	origin *actor.PID
+	last   string // the segment's last stage, named in its egress dead letters
+
+	w *batchWriter // used by the segment's egress pump only
+
+	br   batchReader
+	ds   []Data
+	slab []float32
+}
+
+func wrap(b []byte) *wrapperspb.BytesValue { return &wrapperspb.BytesValue{Value: b} }
+
+func (g *segmentGrain) Receive(ctx actor.Context) {
+	switch m := ctx.Message().(type) {
+	case *wrapperspb.BytesValue:
+		kind, err := kindOf(m.Value)
+		if err != nil {
+			return // not ours to answer: nothing in it can be attributed
+		}
+		switch kind {
+		case kindBuild:
+			err := g.build(m.Value)
+			text := ""
+			if err != nil {
+				text = err.Error()
+			} else {
+				ctx.Watch(g.origin)
+			}
+			ctx.Respond(wrap(encodeText(kindBuilt, text)))
+		case kindBatch:
+			g.ingest(m.Value)
+		case kindClose:
+			text := ""
+			if err := g.close(m.Value); err != nil {
+				text = err.Error()
+			}
+			ctx.Respond(wrap(encodeText(kindClosed, text)))
+			ctx.Stop(ctx.Self())
+		}
+	case *actor.Terminated:
+		if g.origin != nil && m.Who.Equal(g.origin) {
+			g.drop() // the origin counts what this segment held as unreachable
+			ctx.Stop(ctx.Self())
+		}
+	case *actor.Stopping:
+		g.drop()
+	}
+}
+
+func (g *segmentGrain) build(b []byte) error {
+	if g.p != nil {
+		return fmt.Errorf("segment %d of pipeline %q is built already", g.msg.To, g.msg.Pipeline)
+	}
+	m, err := decodeBuild(b)
+	if err != nil {
+		return err
+	}
+	if len(m.Stages) == 0 {
+		return fmt.Errorf("segment %d of pipeline %q has no stages", m.To, m.Pipeline)
+	}
+	g.msg = m
+	g.next = actor.NewPID(m.Next.Address, m.Next.ID)
+	g.origin = actor.NewPID(m.Origin.Address, m.Origin.ID)
+	g.last = m.Stages[len(m.Stages)-1].Name
+	g.w = newBatchWriter()
+	name := strings.NewReplacer("/", "_", " ", "_").Replace(fmt.Sprintf("%s@%s#%d", m.Pipeline, m.Origin.Address, m.To))
+	spec := PipelineSpec{Name: name, Stages: m.Stages, OnDeadLetter: g.report, forward: g.forward}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	p, err := g.rt.Build(ctx, spec)
+	if err != nil {
+		return err
+	}
+	if err := p.Start(ctx); err != nil {
+		p.Close(ctx, false)
+		return err
+	}
+	g.p = p
+	return nil
+}
+
+// forward sends one egress batch on to the next segment.
+func (g *segmentGrain) forward(_ context.Context, hs []p2pqueue.Header, ps [][]byte) {
+	if len(hs) == 0 {
+		return
+	}
+	g.w.begin(g.msg.To+1, len(hs))
+	for i := range hs {
+		g.w.add(hs[i].ID, hs[i].Flags, ps[i])
+	}
+	g.rt.system.Root.Send(g.next, wrap(g.w.bytes()))
+}
+
+// report sends a dead letter to the origin, which owns the count.
+func (g *segmentGrain) report(d DeadLetter) {
+	if d.Stage == "egress" {
+		d.Stage = g.last // the origin knows the segment by its stages
+	}
+	b, err := EncodeMessage(d)
+	if err != nil {
+		return // only a text over MaxText: the origin still counts it at close
+	}
+	g.rt.system.Root.Send(g.origin, wrap(b))
+}
+
+// ingest writes a batch into the segment's first stage. Its Data and
+// floats reuse the grain's buffers: the send copies them into the slots.
+func (g *segmentGrain) ingest(b []byte) {
+	_, es, err := g.br.decode(b)
+	if err != nil {
+		return // ids unknown: the origin counts the batch's messages at close
+	}
+	total := 0
+	for _, e := range es {
+		total += len(e.Payload) / 4
+	}
+	if cap(g.slab) < total {
+		g.slab = make([]float32, total)
+	}
+	slab := g.slab[:total]
+	g.ds = g.ds[:0]
+	for _, e := range es {
+		k := len(e.Payload) / 4
+		v, _ := kernels.DecodeFloats(slab[:k:k], e.Payload) // whole float32s, checked by decode
+		slab = slab[k:]
+		g.ds = append(g.ds, Data{ID: e.ID, Floats: v, Sampled: e.Flags&p2pqueue.FlagSampled != 0})
+	}
+	if g.p == nil {
+		for _, d := range g.ds {
+			g.report(DeadLetter{ID: d.ID, Stage: g.msg.Pipeline, Device: p2pqueue.Host, Reason: "pipeline closed", Err: ErrClosed})
+		}
+		return
+	}
+	g.p.SendBatch(context.Background(), g.ds) // each message ends sent or reported
+}
+
+func (g *segmentGrain) close(b []byte) error {
+	m, err := decodeClose(b)
+	if err != nil {
+		return err
+	}
+	if g.p == nil {
+		return nil
+	}
+	timeout := time.Duration(min(m.Timeout, uint64(time.Hour)))
+	if timeout <= 0 {
+		timeout = time.Minute
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	defer cancel()
+	err = g.p.Close(ctx, m.Drain)
+	g.p = nil
+	return err
+}
+
+// drop closes the segment without drain, when its origin or node goes.
+func (g *segmentGrain) drop() {
+	if g.p == nil {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	g.p.Close(ctx, false)
+	g.p = nil
+}

@@ -1,0 +1,400 @@
+package runtime
+
+import (
+	"bytes"
+	"fmt"
+	"io"
+
+	"github.com/vmihailenco/msgpack/v5"
+	"github.com/vmihailenco/msgpack/v5/msgpcode"
+
+	"github.com/ringactor/ringactor/p2pqueue"
+)
+
+// The messages of a cluster pipeline, in the codec's envelope (see
+// codec.go) with kinds of their own. protoactor remote sends only protobuf
+// messages, so each travels as the bytes of a wrapperspb.BytesValue.
+//
+//	kind 4  Batch:  [to uint, entries array]   entries: id uint, flags uint, payload bin, repeated
+//	kind 5  Build:  [pipeline str, to uint, next pid, origin pid, stages array]
+//	                pid: [address str, id str]; stage: [name, op, params floats, device int,
+//	                stateful bool, workers int, slot size int, capacity int, backpressure int]
+//	kind 6  Built:  [err str]            "" when the segment runs
+//	kind 7  Close:  [drain bool, timeout ns uint]
+//	kind 8  Closed: [err str]
+//
+// A Batch carries the slots of one egress batch as they are: the payload is
+// the slot's little-endian float32 bytes, so neither side converts floats,
+// and the payloads are sliced from the received bytes, not copied. to is
+// the index of the segment (or, past the last, the sink) the batch is for.
+const (
+	kindBatch  = 4
+	kindBuild  = 5
+	kindBuilt  = 6
+	kindClose  = 7
+	kindClosed = 8
+)
+
+// batchEntry is one message of a Batch. Payload aliases the decoded bytes.
+type batchEntry struct {
+	ID      uint64
+	Flags   p2pqueue.Flags
+	Payload []byte
+}
+
+// batchWriter encodes Batches into one reused buffer: nothing is allocated
+// per message, and one slice per batch (the bytes handed to remote, which
+// serialises them later on its own goroutine).
+type batchWriter struct {
+	buf bytes.Buffer
+	e   *msgpack.Encoder
+}
+
+func newBatchWriter() *batchWriter {
+	w := &batchWriter{}
+	w.e = msgpack.NewEncoder(&w.buf)
+	return w
+}
+
+func (w *batchWriter) begin(to, n int) {
+	w.buf.Reset()
+	w.e.EncodeArrayLen(3)
+	w.e.EncodeUint(CodecVersion)
+	w.e.EncodeUint(kindBatch)
+	w.e.EncodeArrayLen(2)
+	w.e.EncodeUint(uint64(to))
+	w.e.EncodeArrayLen(3 * n)
+}
+
+func (w *batchWriter) add(id uint64, flags p2pqueue.Flags, payload []byte) {
+	w.e.EncodeUint(id)
+	w.e.EncodeUint(uint64(flags))
+	w.e.EncodeBytes(payload)
+}
+
+// bytes returns a copy of the encoded batch.
+func (w *batchWriter) bytes() []byte { return bytes.Clone(w.buf.Bytes()) }
+
+// batchReader decodes Batches, reusing its entries between calls.
+type batchReader struct {
+	entries []batchEntry
+}
+
+// decode parses b (which must outlive the entries) and returns the target
+// index and the entries, or an error wrapping ErrBadMessage.
+func (br *batchReader) decode(b []byte) (to int, entries []batchEntry, err error) {
+	r := newReader(b)
+	if err := r.envelopeOf(kindBatch, "Batch"); err != nil {
+		return 0, nil, err
+	}
+	if err := r.fields("Batch", 2); err != nil {
+		return 0, nil, err
+	}
+	t, err := r.uint("Batch to")
+	if err != nil {
+		return 0, nil, err
+	}
+	if t > 1<<16 {
+		return 0, nil, r.bad("Batch to %d: no pipeline has that many segments", t)
+	}
+	n, err := r.arrayLen("Batch entries")
+	if err != nil {
+		return 0, nil, err
+	}
+	if n%3 != 0 {
+		return 0, nil, r.bad("Batch has %d entry fields, want a multiple of 3 (id, flags, payload)", n)
+	}
+	if 3*n > r.r.Len() { // each field takes at least one byte
+		return 0, nil, r.truncated("Batch entries")
+	}
+	br.entries = br.entries[:0]
+	for range n / 3 {
+		var e batchEntry
+		if e.ID, err = r.uint("Batch id"); err != nil {
+			return 0, nil, err
+		}
+		f, err := r.uint("Batch flags")
+		if err != nil {
+			return 0, nil, err
+		}
+		if f > 1<<32-1 {
+			return 0, nil, r.bad("Batch flags %#x do not fit 32 bits", f)
+		}
+		e.Flags = p2pqueue.Flags(f)
+		if e.Payload, err = r.bin("Batch payload"); err != nil {
+			return 0, nil, err
+		}
+		if len(e.Payload)%4 != 0 {
+			return 0, nil, r.bad("Batch payload of message %d is %d bytes, not whole float32s", e.ID, len(e.Payload))
+		}
+		br.entries = append(br.entries, e)
+	}
+	if left := r.r.Len(); left != 0 {
+		return 0, nil, r.bad("%d trailing bytes after the Batch", left)
+	}
+	return int(t), br.entries, nil
+}
+
+// envelopeOf reads an envelope header and checks it holds the given kind.
+func (r *reader) envelopeOf(kind uint64, what string) error {
+	n, err := r.arrayLen("envelope")
+	if err != nil {
+		return err
+	}
+	if n != 3 {
+		return r.bad("envelope has %d fields, want 3: [version, kind, body]", n)
+	}
+	ver, err := r.uint("envelope version")
+	if err != nil {
+		return err
+	}
+	if ver != CodecVersion {
+		return r.bad("unknown codec version %d (this decoder knows version %d only): is the sender a newer ringactor?", ver, CodecVersion)
+	}
+	k, err := r.uint("envelope kind")
+	if err != nil {
+		return err
+	}
+	if k != kind {
+		return r.bad("message kind %d where a %s (kind %d) was expected", k, what, kind)
+	}
+	return nil
+}
+
+// bin reads a bin (or str) value as a slice of the input, after checking
+// its length against what is left.
+func (r *reader) bin(what string) ([]byte, error) {
+	c, err := r.peek(what)
+	if err != nil {
+		return nil, err
+	}
+	if !msgpcode.IsBin(c) && !msgpcode.IsString(c) {
+		return nil, r.wrongType(what, "bin", c)
+	}
+	n, err := r.d.DecodeBytesLen()
+	if err != nil {
+		return nil, r.fail(what, err)
+	}
+	if n < 0 || n > r.r.Len() {
+		return nil, r.bad("truncated at byte %d of %d: %s claims %d bytes, %d left", r.off(), len(r.b), what, n, r.r.Len())
+	}
+	off := r.off()
+	if _, err := r.r.Seek(int64(n), io.SeekCurrent); err != nil {
+		return nil, r.fail(what, err)
+	}
+	return r.b[off : off+n : off+n], nil
+}
+
+// kindOf reads the kind of an envelope without decoding its body.
+func kindOf(b []byte) (uint64, error) {
+	r := newReader(b)
+	n, err := r.arrayLen("envelope")
+	if err != nil {
+		return 0, err
+	}
+	if n != 3 {
+		return 0, r.bad("envelope has %d fields, want 3: [version, kind, body]", n)
+	}
+	ver, err := r.uint("envelope version")
+	if err != nil {
+		return 0, err
+	}
+	if ver != CodecVersion {
+		return 0, r.bad("unknown codec version %d (this decoder knows version %d only)", ver, CodecVersion)
+	}
+	return r.uint("envelope kind")
+}
+
+// pidRef is a PID on the wire.
+type pidRef struct{ Address, ID string }
+
+// buildMsg asks a node to run a segment of a pipeline.
+type buildMsg struct {
+	Pipeline string
+	To       int // this segment's index in the pipeline
+	Next     pidRef
+	Origin   pidRef
+	Stages   []StageSpec
+}
+
+func encodeBuild(m buildMsg) ([]byte, error) {
+	w := newWriter(0, 256)
+	w.envelope(kindBuild, 5)
+	w.e.EncodeString(m.Pipeline)
+	w.e.EncodeUint(uint64(m.To))
+	for _, p := range []pidRef{m.Next, m.Origin} {
+		w.e.EncodeArrayLen(2)
+		w.e.EncodeString(p.Address)
+		w.e.EncodeString(p.ID)
+	}
+	w.e.EncodeArrayLen(len(m.Stages))
+	for _, s := range m.Stages {
+		if err := checkEncode(s.Params, "stage name", s.Name, "op", s.Op); err != nil {
+			return nil, err
+		}
+		w.e.EncodeArrayLen(9)
+		w.e.EncodeString(s.Name)
+		w.e.EncodeString(s.Op)
+		w.floats(s.Params)
+		w.e.EncodeInt(int64(s.Device))
+		w.e.EncodeBool(s.Stateful)
+		w.e.EncodeInt(int64(s.Workers))
+		w.e.EncodeInt(int64(s.SlotSize))
+		w.e.EncodeInt(int64(s.Capacity))
+		w.e.EncodeInt(int64(s.Backpressure))
+	}
+	return w.buf.Bytes(), nil
+}
+
+// maxWireStages bounds a Build's stage count before anything is allocated.
+const maxWireStages = 1024
+
+func decodeBuild(b []byte) (buildMsg, error) {
+	var m buildMsg
+	r := newReader(b)
+	if err := r.envelopeOf(kindBuild, "Build"); err != nil {
+		return m, err
+	}
+	if err := r.fields("Build", 5); err != nil {
+		return m, err
+	}
+	var err error
+	if m.Pipeline, err = r.string("Build pipeline"); err != nil {
+		return m, err
+	}
+	to, err := r.uint("Build to")
+	if err != nil {
+		return m, err
+	}
+	if to > maxWireStages {
+		return m, r.bad("Build to %d: past any pipeline's segments", to)
+	}
+	m.To = int(to)
+	for _, p := range []*pidRef{&m.Next, &m.Origin} {
+		if err := r.fields("Build pid", 2); err != nil {
+			return m, err
+		}
+		if p.Address, err = r.string("pid address"); err != nil {
+			return m, err
+		}
+		if p.ID, err = r.string("pid id"); err != nil {
+			return m, err
+		}
+	}
+	n, err := r.arrayLen("Build stages")
+	if err != nil {
+		return m, err
+	}
+	if n > maxWireStages {
+		return m, r.bad("Build names %d stages, at most %d", n, maxWireStages)
+	}
+	for range n {
+		var s StageSpec
+		if err := r.fields("Build stage", 9); err != nil {
+			return m, err
+		}
+		if s.Name, err = r.string("stage name"); err != nil {
+			return m, err
+		}
+		if s.Op, err = r.string("stage op"); err != nil {
+			return m, err
+		}
+		if s.Params, err = r.floats("stage params"); err != nil {
+			return m, err
+		}
+		ints := []*int{&s.Device, nil, &s.Workers, &s.SlotSize, &s.Capacity, nil}
+		for i, dst := range ints {
+			switch i {
+			case 1:
+				if s.Stateful, err = r.bool("stage stateful"); err != nil {
+					return m, err
+				}
+				continue
+			case 5:
+				v, err := r.int("stage backpressure")
+				if err != nil {
+					return m, err
+				}
+				s.Backpressure = Backpressure(v)
+				continue
+			}
+			v, err := r.int("stage field")
+			if err != nil {
+				return m, err
+			}
+			if int64(int32(v)) != v {
+				return m, r.bad("stage %q field %d is %d, out of range", s.Name, i, v)
+			}
+			*dst = int(v)
+		}
+		m.Stages = append(m.Stages, s)
+	}
+	if left := r.r.Len(); left != 0 {
+		return m, r.bad("%d trailing bytes after the Build", left)
+	}
+	return m, nil
+}
+
+// encodeText writes a one-string message (Built, Closed).
+func encodeText(kind uint64, text string) []byte {
+	w := newWriter(0, len(text))
+	w.envelope(kind, 1)
+	w.e.EncodeString(clip(text))
+	return w.buf.Bytes()
+}
+
+func decodeText(b []byte, kind uint64, what string) (string, error) {
+	r := newReader(b)
+	if err := r.envelopeOf(kind, what); err != nil {
+		return "", err
+	}
+	if err := r.fields(what, 1); err != nil {
+		return "", err
+	}
+	s, err := r.string(what + " text")
+	if err == nil && r.r.Len() != 0 {
+		err = r.bad("%d trailing bytes after the %s", r.r.Len(), what)
+	}
+	return s, err
+}
+
+// closeMsg asks a segment to close.
+type closeMsg struct {
+	Drain   bool
+	Timeout uint64 // ns
+}
+
+func encodeClose(m closeMsg) []byte {
+	w := newWriter(0, 0)
+	w.envelope(kindClose, 2)
+	w.e.EncodeBool(m.Drain)
+	w.e.EncodeUint(m.Timeout)
+	return w.buf.Bytes()
+}
+
+func decodeClose(b []byte) (closeMsg, error) {
+	var m closeMsg
+	r := newReader(b)
+	err := r.envelopeOf(kindClose, "Close")
+	if err == nil {
+		err = r.fields("Close", 2)
+	}
+	if err == nil {
+		m.Drain, err = r.bool("Close drain")
+	}
+	if err == nil {
+		m.Timeout, err = r.uint("Close timeout")
+	}
+	if err == nil && r.r.Len() != 0 {
+		err = r.bad("%d trailing bytes after the Close", r.r.Len())
+	}
+	return m, err
+}
+
+// wireError turns a Built/Closed text into an error.
+func wireError(text string) error {
+	if text == "" {
+		return nil
+	}
+	return fmt.Errorf("ringactor: remote: %s", text)
+}
