@@ -25,10 +25,12 @@ import (
 	"strings"
 	"text/tabwriter"
 
+	"github.com/ringactor/ringactor/internal/nodeproc"
 	ra "github.com/ringactor/ringactor/runtime"
 )
 
 func main() {
+	nodeproc.Main() // the remote benchmark starts this binary again as its peer node
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
 	err := run(ctx, os.Args[1:], os.Stdout, os.Stderr)
 	stop()

@@ -33,6 +33,7 @@ func TestRunRowsAndRatios(t *testing.T) {
 		"pipeline/sim-3stage": {"protoactor/3-actors", "goroutines/3-stage-chan"},
 		"actor/send-to-stage": {"protoactor/send"},
 		"group/steal-skewed":  {"group/static-skewed"},
+		"remote/batched-64B":  {"protoactor-remote/unbatched-64B"},
 	}
 	byName := map[string]Row{}
 	got := map[string][]string{}

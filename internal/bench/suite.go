@@ -11,6 +11,7 @@ import (
 // size.
 func suite() []comparison {
 	var pipe, steal simRuntime
+	var remote remoteBench
 	setup := func(s *simRuntime, opts ra.DeviceOptions) func(context.Context) (func(), error) {
 		return func(context.Context) (func(), error) {
 			r, err := newSimRuntime(opts)
@@ -52,6 +53,12 @@ func suite() []comparison {
 			baselines: []member{{"group/static-skewed", "sim", steal.group(false)}},
 			messages:  40_000,
 			setup:     setup(&steal, ra.DeviceOptions{SimDevices: stealDevices, SimCost: stealCosts()}),
+		},
+		{
+			candidate: member{"remote/batched-64B", "loopback", remote.batched},
+			baselines: []member{{"protoactor-remote/unbatched-64B", "loopback", remote.unbatched}},
+			messages:  200_000,
+			setup:     remote.setup,
 		},
 	}
 }
