@@ -11,7 +11,7 @@ BENCHTIME ?= 1s
 help:
 	@echo "make run             the main job: x*2 -> sqrt -> +1 on devices 0,1,2 (simulated without a GPU)"
 	@echo "make build           compile every package and command"
-	@echo "make test            go vet, then go test -race over every package (bounded by $(TEST_TIMEOUT))"
+	@echo "make test            go vet, then go test -race over every package (the two-process tests without -race; bounded by $(TEST_TIMEOUT))"
 	@echo "make bench           ringactor bench: every benchmark beside its baseline, one table (BENCHFLAGS=-quick, -json, -only PREFIX)"
 	@echo "make bench-go        the Go benchmarks of p2pqueue (link vs channel, more payload sizes)"
 	@echo "make stress          the reliability stress test at full size: 1e6 messages, stages toggled, one faulted"
@@ -31,8 +31,17 @@ build:
 vet:
 	$(GO) vet $(PKGS)
 
+# protoactor-go's cluster reads its member BlockList without the lock it
+# writes it under (upstream, in its latest version), so a test process that
+# holds a cluster node with a peer trips the race detector: those tests
+# skip under -race (package internal/racecheck says why) and run again
+# here without it. The cluster code's own logic is race-tested in runtime.
+REMOTE_TESTS ?= Remote
+REMOTE_PKGS  ?= ./internal/nodeproc ./examples/pipeline ./internal/bench
+
 test: vet
 	$(GO) test -race -timeout $(TEST_TIMEOUT) $(PKGS)
+	$(GO) test -timeout $(TEST_TIMEOUT) -run '$(REMOTE_TESTS)' $(REMOTE_PKGS)
 
 generate:
 	$(GO) generate ./kernels/...

@@ -369,6 +369,18 @@ func (cp *ClusterPipeline) Stats() PipelineStats {
 	return st
 }
 
+// Latency summarises the sampled queue waits and service times of the
+// stages on this node, in the order Stats lists them.
+func (cp *ClusterPipeline) Latency() []StageLatency {
+	var out []StageLatency
+	for _, s := range cp.segs {
+		if s.local != nil {
+			out = append(out, s.local.Latency()...)
+		}
+	}
+	return out
+}
+
 // Remote is how many messages are out on other nodes now.
 func (cp *ClusterPipeline) Remote() int {
 	n := 0

@@ -53,6 +53,30 @@
 // not such a message returns an error wrapping ErrBadMessage that says what
 // was wrong, never a panic.
 //
+// # Stages on other nodes
+//
+// Runtime.Join makes the runtime a node of a protoactor cluster
+// (NodeConfig: the automanaged provider for a fixed host list, or any
+// provider, such as the in-memory test provider). Node.Build builds a
+// ClusterPipeline whose StageSpec.Node names other nodes: consecutive
+// stages on one node form a segment, run there as a local Pipeline by a
+// cluster grain of the node's own kind ("ringactor.node.<name>"), so
+// placement by name is protoactor cluster's own placement. Segments on
+// different nodes are joined by batched links over protoactor remote: an
+// egress batch travels as one message, the slots' bytes in a msgpack Batch
+// inside a wrapperspb.BytesValue (wire.go has the format; encoders are
+// reused, so steady state allocates per batch, not per message).
+//
+// The origin (the node that built the pipeline) owns the account. A
+// message that leaves it is tracked until it comes back or a remote segment
+// reports its dead letter; whoever takes it off that list ends it, so a
+// result that arrives after its node was declared unreachable is dropped
+// (counted by Late), never counted twice. A dead node (its watched segment
+// terminates, or a request to it fails) turns what it held, and whatever is
+// sent to it afterwards, into dead letters with reason "remote
+// unreachable"; Rejoin places its segments again once a node of that name
+// is back. ClusterOptions.Window bounds what is out on other nodes.
+//
 // # Stage groups, stealing, barriers and collectives
 //
 // Runtime.Group runs one stage on several devices behind one PID, split by

@@ -59,9 +59,10 @@ var ErrNode = errors.New("ringactor: cluster node")
 // Node is a runtime's membership of a cluster. Pipelines built with
 // Node.Build may name other nodes in StageSpec.Node.
 type Node struct {
-	rt      *Runtime
-	cfg     NodeConfig
-	cluster *cluster.Cluster
+	rt       *Runtime
+	cfg      NodeConfig
+	cluster  *cluster.Cluster
+	provider cluster.ClusterProvider
 
 	mu      sync.Mutex
 	members map[string]string // node name -> member id, from the topology events
@@ -142,10 +143,16 @@ func (rt *Runtime) join(ctx context.Context, cfg NodeConfig) (*Node, error) {
 			return nil, fmt.Errorf("%w %q: %v: pick another Port, or 0 for a free one", ErrNode, cfg.Name, err)
 		}
 	}
-	n := &Node{rt: rt, cfg: cfg, members: map[string]string{}, changed: make(chan struct{})}
+	n := &Node{rt: rt, cfg: cfg, provider: provider, members: map[string]string{}, changed: make(chan struct{})}
 	kind := cluster.NewKind(nodeKind(cfg.Name), actor.PropsFromProducer(func() actor.Actor { return &segmentGrain{rt: rt} }))
 	ccfg := cluster.Configure(cfg.Cluster, provider, disthash.New(), remote.Configure(cfg.Host, cfg.Port),
-		cluster.WithKinds(kind), cluster.WithRequestTimeout(10*time.Second))
+		cluster.WithKinds(kind), cluster.WithRequestTimeout(10*time.Second),
+		// protoactor's BlockList is written under a lock but read without
+		// one (a data race with the provider's topology updates), so this
+		// node avoids blocking members: a dead node leaves the topology
+		// through the provider's health checks instead of an expired
+		// gossip heartbeat, and Leave does not gossip a graceful leave.
+		cluster.WithHeartbeatExpiration(24*time.Hour))
 	n.sub = rt.system.EventStream.Subscribe(func(evt any) {
 		if t, ok := evt.(*cluster.ClusterTopology); ok {
 			n.topology(t)
@@ -256,8 +263,10 @@ func (n *Node) WaitFor(ctx context.Context, names ...string) error {
 
 // Leave ends the node's membership and shuts down the runtime's actor
 // system (protoactor's cluster owns it from Join on); close the node's
-// pipelines first. Leave returns when ctx ends even if the shutdown has
-// not finished.
+// pipelines first. The node stops answering the provider's health checks
+// and its remote stops, so the other nodes see it leave within their
+// RefreshTTL (it does not gossip a graceful leave: see Join). Leave returns
+// when ctx ends even if the shutdown has not finished.
 func (n *Node) Leave(ctx context.Context) error {
 	var err error
 	n.leaveOnce.Do(func() {
@@ -266,7 +275,9 @@ func (n *Node) Leave(ctx context.Context) error {
 		go func() {
 			defer close(done)
 			defer func() { _ = recover() }() // a half-started member may lack parts
-			n.cluster.Shutdown(true)
+			n.provider.Shutdown(true)
+			n.cluster.Remote.Shutdown(false)
+			n.rt.system.Shutdown()
 		}()
 		select {
 		case <-done:

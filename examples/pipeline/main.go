@@ -4,6 +4,10 @@
 //
 //	go run ./examples/pipeline -devices 0,1,2 -messages 200000 -payload 16
 //
+// -remote-stage2 runs the middle stage in a second process on this machine
+// (the same program started again as cluster node "stage2"), joined over
+// loopback through protoactor remote and cluster.
+//
 // Without a GPU it runs on simulated devices (RINGACTOR_SIM_DEVICES,
 // RINGACTOR_SIM_P2P). -trace stdout prints sampled messages' spans; -trace
 // otlp exports them to the collector named by the standard OTEL_EXPORTER_OTLP_*
@@ -31,6 +35,7 @@ import (
 	"go.opentelemetry.io/otel/trace"
 	"go.opentelemetry.io/otel/trace/noop"
 
+	"github.com/ringactor/ringactor/internal/nodeproc"
 	"github.com/ringactor/ringactor/kernels"
 	ra "github.com/ringactor/ringactor/runtime"
 )
@@ -44,9 +49,21 @@ type options struct {
 	sample   float64
 	batch    int
 	quiet    bool
+	remote   bool
+}
+
+// job is what the main job drives: a Pipeline, or a ClusterPipeline when
+// stage 2 runs in another process.
+type job interface {
+	SendBatch(ctx context.Context, ds []ra.Data) (int, error)
+	Close(ctx context.Context, drain bool) error
+	Stats() ra.PipelineStats
+	Latency() []ra.StageLatency
+	Describe() string
 }
 
 func main() {
+	nodeproc.Main() // -remote-stage2 starts this program again as the stage-2 node
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
 	defer stop()
 	if err := run(ctx, os.Args[1:], os.Stdout, os.Stderr); err != nil {
@@ -67,6 +84,7 @@ func parse(args []string, errOut io.Writer) (options, error) {
 	fs.Float64Var(&o.sample, "sample", 0.01, "fraction of messages traced (0 to 1)")
 	fs.IntVar(&o.batch, "batch", 64, "messages per ingress publish")
 	fs.BoolVar(&o.quiet, "quiet", false, "no progress line")
+	fs.BoolVar(&o.remote, "remote-stage2", false, "run stage 2 in a second process (a cluster node over loopback)")
 	if err := fs.Parse(args); err != nil {
 		return o, err
 	}
@@ -198,15 +216,26 @@ func run(ctx context.Context, args []string, out, errOut io.Writer) error {
 			}
 		}
 	}}
-	p, err := rt.Build(ctx, spec)
-	if err != nil {
-		return err
+	var p job
+	if o.remote {
+		cp, leave, err := buildRemote(ctx, rt, spec, errOut)
+		if err != nil {
+			return err
+		}
+		defer leave()
+		p = cp
+	} else {
+		lp, err := rt.Build(ctx, spec)
+		if err != nil {
+			return err
+		}
+		if err := lp.Start(ctx); err != nil {
+			lp.Close(context.Background(), false)
+			return err
+		}
+		p = lp
 	}
 	fmt.Fprint(out, p.Describe())
-	if err := p.Start(ctx); err != nil {
-		p.Close(context.Background(), false)
-		return err
-	}
 
 	start := time.Now()
 	progressDone := make(chan struct{})
@@ -237,8 +266,49 @@ func run(ctx context.Context, args []string, out, errOut io.Writer) error {
 	return nil
 }
 
+// buildRemote makes this process cluster node "main", starts node "stage2"
+// in a second process, and builds the pipeline with stage 2 there. leave
+// stops the second process and leaves the cluster.
+func buildRemote(ctx context.Context, rt *ra.Runtime, spec ra.PipelineSpec, errOut io.Writer) (*ra.ClusterPipeline, func(), error) {
+	ports, err := nodeproc.FreePorts(2)
+	if err != nil {
+		return nil, nil, err
+	}
+	peers := []string{fmt.Sprintf("127.0.0.1:%d", ports[0]), fmt.Sprintf("127.0.0.1:%d", ports[1])}
+	jctx, cancel := context.WithTimeout(ctx, time.Minute)
+	defer cancel()
+	fmt.Fprintln(errOut, "joining cluster as node \"main\" and starting node \"stage2\" in a second process...")
+	node, err := rt.Join(jctx, ra.NodeConfig{Name: "main", ManagePort: ports[0], Peers: peers})
+	if err != nil {
+		return nil, nil, err
+	}
+	proc, err := nodeproc.Start(jctx, nodeproc.Config{Name: "stage2", ManagePort: ports[1], Peers: peers, SimDevices: len(rt.Registry().Devices())})
+	leave := func() { // this node first: a peer that leaves first is blocked by protoactor, racily (see Makefile)
+		lctx, lcancel := context.WithTimeout(context.Background(), 15*time.Second)
+		defer lcancel()
+		node.Leave(lctx)
+		if proc != nil {
+			proc.Stop(lctx)
+		}
+	}
+	if err == nil {
+		err = node.WaitFor(jctx, "stage2")
+	}
+	if err != nil {
+		leave()
+		return nil, nil, err
+	}
+	spec.Stages[1].Node = "stage2"
+	cp, err := node.Build(jctx, spec, ra.ClusterOptions{})
+	if err != nil {
+		leave()
+		return nil, nil, err
+	}
+	return cp, leave, nil
+}
+
 // send puts the messages into the first stage in batches.
-func send(ctx context.Context, p *ra.Pipeline, o options) error {
+func send(ctx context.Context, p job, o options) error {
 	batch := make([]ra.Data, o.batch)
 	for i := range batch {
 		batch[i].Floats = make([]float32, o.payload)
@@ -263,7 +333,7 @@ func send(ctx context.Context, p *ra.Pipeline, o options) error {
 	return nil
 }
 
-func progress(p *ra.Pipeline, total int, w io.Writer, done <-chan struct{}) {
+func progress(p job, total int, w io.Writer, done <-chan struct{}) {
 	t := time.NewTicker(time.Second)
 	defer t.Stop()
 	start, last, lastT := time.Now(), uint64(0), time.Now()
@@ -281,7 +351,7 @@ func progress(p *ra.Pipeline, total int, w io.Writer, done <-chan struct{}) {
 	}
 }
 
-func report(out io.Writer, p *ra.Pipeline, st ra.PipelineStats, elapsed time.Duration) {
+func report(out io.Writer, p job, st ra.PipelineStats, elapsed time.Duration) {
 	fmt.Fprintln(out)
 	tw := tabwriter.NewWriter(out, 0, 0, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprintln(tw, "stage\tdevice\tmessages\tsampled\twait p50\twait p90\twait p99\tservice p50\tservice p90\tservice p99\t")

@@ -3,9 +3,13 @@ package main
 import (
 	"bytes"
 	"context"
+	"os"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/ringactor/ringactor/internal/nodeproc"
+	"github.com/ringactor/ringactor/internal/racecheck"
 )
 
 // The main job runs end to end on simulated devices, verifies every result
@@ -47,6 +51,33 @@ func TestFlagsRefused(t *testing.T) {
 		var out, errOut bytes.Buffer
 		if err := run(context.Background(), args, &out, &errOut); err == nil {
 			t.Errorf("%v accepted", args)
+		}
+	}
+}
+
+// TestMain lets this test binary be the stage-2 node of -remote-stage2.
+func TestMain(m *testing.M) {
+	nodeproc.Main()
+	os.Exit(m.Run())
+}
+
+// With -remote-stage2 the middle stage runs in a second process, and every
+// result is still checked against the Go reference.
+func TestMainJobRemoteStage2(t *testing.T) {
+	if racecheck.Enabled {
+		t.Skip(racecheck.Reason)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	var out, errOut bytes.Buffer
+	err := run(ctx, []string{"-backend", "sim", "-messages", "5000", "-payload", "8", "-quiet", "-remote-stage2"}, &out, &errOut)
+	if err != nil {
+		t.Fatalf("%v\n%s\n%s", err, out.String(), errOut.String())
+	}
+	for _, want := range []string{`segment 1 on node "stage2" via protoactor remote`, "verified 5000 results against the Go reference: 0 mismatches",
+		"delivered 5000, dead-lettered 0"} {
+		if !strings.Contains(out.String(), want) {
+			t.Fatalf("output lacks %q:\n%s", want, out.String())
 		}
 	}
 }

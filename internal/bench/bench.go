@@ -64,6 +64,9 @@ type comparison struct {
 	baselines []member
 	messages  int // per run, at full size
 	setup     func(ctx context.Context) (teardown func(), err error)
+	// skip, when it returns a reason, leaves the comparison out of this run
+	// (said on Progress).
+	skip func() string
 }
 
 func (c comparison) names() []string {
@@ -122,6 +125,12 @@ func Run(ctx context.Context, o Options) ([]Row, error) {
 	}
 	var rows []Row
 	for i, c := range todo {
+		if c.skip != nil {
+			if why := c.skip(); why != "" {
+				say("%s left out: %s", c.candidate.name, why)
+				continue
+			}
+		}
 		n := max(1000, int(float64(c.messages)*scale))
 		cr, err := c.measure(ctx, n, rounds, func(round int, m member) {
 			say("[%d/%d] %-26s round %d/%d, %d messages", i+1, len(todo), m.name, round+1, rounds, n)

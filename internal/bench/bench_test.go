@@ -3,6 +3,7 @@ package bench
 import (
 	"context"
 	"errors"
+	"github.com/ringactor/ringactor/internal/racecheck"
 	"io"
 	"slices"
 	"strings"
@@ -34,6 +35,9 @@ func TestRunRowsAndRatios(t *testing.T) {
 		"actor/send-to-stage": {"protoactor/send"},
 		"group/steal-skewed":  {"group/static-skewed"},
 		"remote/batched-64B":  {"protoactor-remote/unbatched-64B"},
+	}
+	if racecheck.Enabled { // left out, and measured by TestRemoteRows without -race
+		delete(want, "remote/batched-64B")
 	}
 	byName := map[string]Row{}
 	got := map[string][]string{}
@@ -72,9 +76,27 @@ func TestRunRowsAndRatios(t *testing.T) {
 		t.Errorf("candidates %v, want %v", got, want)
 	}
 	for _, n := range Names() {
+		if racecheck.Enabled && strings.Contains(n, "remote") {
+			continue
+		}
 		if !strings.Contains(progress.String(), n) {
 			t.Errorf("no progress line for %s", n)
 		}
+	}
+}
+
+// TestRemoteRows measures the remote comparison at a small size: a peer
+// node in a second process (this test binary again), the candidate once
+// against its baseline.
+func TestRemoteRows(t *testing.T) {
+	if racecheck.Enabled {
+		t.Skip(racecheck.Reason)
+	}
+	var progress strings.Builder
+	rows := small(t, Options{Only: "remote/", Progress: &progress})
+	if len(rows) != 2 || rows[0].Name != "remote/batched-64B" || rows[0].Baseline != "protoactor-remote/unbatched-64B" ||
+		rows[1].Name != "protoactor-remote/unbatched-64B" || rows[0].Ratio <= 0 || rows[0].Backend != "loopback" {
+		t.Fatalf("remote rows: %+v", rows)
 	}
 }
 

@@ -3,6 +3,7 @@ package bench
 import (
 	"context"
 
+	"github.com/ringactor/ringactor/internal/racecheck"
 	ra "github.com/ringactor/ringactor/runtime"
 )
 
@@ -59,6 +60,12 @@ func suite() []comparison {
 			baselines: []member{{"protoactor-remote/unbatched-64B", "loopback", remote.unbatched}},
 			messages:  200_000,
 			setup:     remote.setup,
+			skip: func() string {
+				if racecheck.Enabled {
+					return racecheck.Reason
+				}
+				return ""
+			},
 		},
 	}
 }
