@@ -55,7 +55,7 @@ ptx:
 check-ptx: ptx
 	@git diff --exit-code -- kernels/ptx && test -z "$$(git status --porcelain -- kernels/ptx)" || { echo "shipped PTX is stale: run 'make ptx' and commit"; exit 1; }
 
-# FuzzDecodeMessage's test binary links protoactor and OpenTelemetry, whose
+# The runtime targets' (FuzzDecodeMessage, FuzzDecodeBatch) test binary links protoactor and OpenTelemetry, whose
 # coverage map makes each run about 8x dearer than the other targets' runs:
 # given a count (FUZZTIME=200000x) it runs a quarter of it, given a
 # duration the whole duration. Set MSG_FUZZTIME to choose.
@@ -68,6 +68,7 @@ fuzz:
 	$(GO) test -run '^$$' -fuzz '^FuzzDecodeFloats$$' -fuzztime $(FUZZTIME) ./kernels
 	$(GO) test -run '^$$' -fuzz '^FuzzDecodeRecord$$' -fuzztime $(FUZZTIME) ./ringkernel
 	$(GO) test -run '^$$' -fuzz '^FuzzDecodeMessage$$' -fuzztime $(MSG_FUZZTIME) ./runtime
+	$(GO) test -run '^$$' -fuzz '^FuzzDecodeBatch$$' -fuzztime $(MSG_FUZZTIME) ./runtime
 
 stress:
 	$(GO) test -race -count=1 -timeout $(TEST_TIMEOUT) -run '^TestStressTogglesAndAFault$$' -v ./runtime -args -stress

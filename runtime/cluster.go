@@ -67,6 +67,7 @@ type segment struct {
 	mu       sync.Mutex
 	pid      *actor.PID // a remote segment's grain
 	identity string
+	member   string // the cluster member id of its node when placed
 }
 
 func (s *segment) remotePID() *actor.PID {
@@ -199,7 +200,8 @@ func (cp *ClusterPipeline) place(ctx context.Context, e *excursion, gen int) err
 	var first *actor.PID
 	for k := e.last; k >= e.first; k-- {
 		s := cp.segs[k]
-		if _, ok := cp.node.has(s.node); !ok {
+		member, ok := cp.node.has(s.node)
+		if !ok {
 			return fmt.Errorf("%w: stage %q is placed on node %q, which is not in cluster %q (members: %s): start it, or wait for it with Node.WaitFor",
 				ErrNode, s.stages[0].Name, s.node, cp.node.cfg.Cluster, strings.Join(cp.node.Members(), ", "))
 		}
@@ -227,7 +229,7 @@ func (cp *ClusterPipeline) place(ctx context.Context, e *excursion, gen int) err
 			return fmt.Errorf("ringactor: watch node %q: %w", s.node, err)
 		}
 		s.mu.Lock()
-		s.pid, s.identity = pid, identity
+		s.pid, s.identity, s.member = pid, identity, member
 		s.mu.Unlock()
 		next, first = pid, pid
 	}
@@ -433,12 +435,16 @@ func (cp *ClusterPipeline) Rejoin(ctx context.Context) error {
 		if e.isDown() == nil {
 			continue
 		}
-		var nodes []string
-		for k := e.first; k <= e.last; k++ {
-			nodes = append(nodes, cp.segs[k].node)
+		var werr error
+		for k := e.first; k <= e.last && werr == nil; k++ { // a node that died comes back as a new member
+			s := cp.segs[k]
+			s.mu.Lock()
+			old := s.member
+			s.mu.Unlock()
+			werr = cp.node.waitForNew(ctx, s.node, old)
 		}
-		if err := cp.node.WaitFor(ctx, nodes...); err != nil {
-			errs = append(errs, err)
+		if werr != nil {
+			errs = append(errs, werr)
 			continue
 		}
 		for k := e.first; k <= e.last; k++ { // the old grains, if their node lives on

@@ -261,6 +261,34 @@ func (n *Node) WaitFor(ctx context.Context, names ...string) error {
 	}
 }
 
+// waitForNew returns once the named node is a member with an id other than
+// old (a restarted node), or once the old member has stayed in the
+// topology for a few health-check rounds (it lives: only its connection
+// broke), or when ctx ends.
+func (n *Node) waitForNew(ctx context.Context, name, old string) error {
+	grace := time.NewTimer(3*n.cfg.RefreshTTL + time.Second)
+	defer grace.Stop()
+	for {
+		n.mu.Lock()
+		id, ok := n.members[name]
+		changed := n.changed
+		n.mu.Unlock()
+		if ok && id != old {
+			return nil
+		}
+		select {
+		case <-grace.C:
+			if _, ok := n.has(name); ok {
+				return nil
+			}
+		case <-changed:
+		case <-ctx.Done():
+			return fmt.Errorf("%w: node %q has not come back (members: %s): restart it with the same name, cluster and peers: %w",
+				ErrNode, name, strings.Join(n.Members(), ", "), ctx.Err())
+		}
+	}
+}
+
 // Leave ends the node's membership and shuts down the runtime's actor
 // system (protoactor's cluster owns it from Join on); close the node's
 // pipelines first. The node stops answering the provider's health checks

@@ -69,6 +69,9 @@ func (w *batchWriter) begin(to, n int) {
 func (w *batchWriter) add(id uint64, flags p2pqueue.Flags, payload []byte) {
 	w.e.EncodeUint(id)
 	w.e.EncodeUint(uint64(flags))
+	if payload == nil {
+		payload = []byte{} // an empty bin: the encoder writes nil for a nil slice
+	}
 	w.e.EncodeBytes(payload)
 }
 
@@ -104,7 +107,7 @@ func (br *batchReader) decode(b []byte) (to int, entries []batchEntry, err error
 	if n%3 != 0 {
 		return 0, nil, r.bad("Batch has %d entry fields, want a multiple of 3 (id, flags, payload)", n)
 	}
-	if 3*n > r.r.Len() { // each field takes at least one byte
+	if n > r.r.Len() { // each field takes at least one byte
 		return 0, nil, r.truncated("Batch entries")
 	}
 	br.entries = br.entries[:0]

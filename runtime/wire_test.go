@@ -1,0 +1,607 @@
+package runtime
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"math"
+	"reflect"
+	"strings"
+	"testing"
+
+	"github.com/vmihailenco/msgpack/v5"
+
+	"github.com/ringactor/ringactor/p2pqueue"
+)
+
+// rawMsgpack writes whatever f encodes, for hand-made (and malformed)
+// messages.
+func rawMsgpack(f func(e *msgpack.Encoder)) []byte {
+	var buf bytes.Buffer
+	f(msgpack.NewEncoder(&buf))
+	return buf.Bytes()
+}
+
+// batchBytes encodes entries as a Batch for segment to.
+func batchBytes(to int, es []batchEntry) []byte {
+	w := newBatchWriter()
+	w.begin(to, len(es))
+	for _, e := range es {
+		w.add(e.ID, e.Flags, e.Payload)
+	}
+	return w.bytes()
+}
+
+// seqBytes is n bytes counting up from start.
+func seqBytes(n int, start byte) []byte {
+	b := make([]byte, n)
+	for i := range b {
+		b[i] = start + byte(i)
+	}
+	return b
+}
+
+// copyEntries copies decoded entries out of the reader's reused slice and
+// out of the input they alias.
+func copyEntries(es []batchEntry) []batchEntry {
+	out := make([]batchEntry, len(es))
+	for i, e := range es {
+		out[i] = batchEntry{ID: e.ID, Flags: e.Flags, Payload: bytes.Clone(e.Payload)}
+	}
+	return out
+}
+
+// aliases reports whether p is a slice of b.
+func aliases(b, p []byte) bool {
+	for i := range b {
+		if &b[i] == &p[0] {
+			return i+len(p) <= len(b)
+		}
+	}
+	return false
+}
+
+func checkEntries(t *testing.T, what string, got, want []batchEntry) {
+	t.Helper()
+	if len(got) != len(want) {
+		t.Fatalf("%s: %d entries, want %d", what, len(got), len(want))
+	}
+	for i := range want {
+		g, w := got[i], want[i]
+		if g.ID != w.ID || g.Flags != w.Flags || !bytes.Equal(g.Payload, w.Payload) {
+			t.Fatalf("%s: entry %d is {%d %#x %x}, want {%d %#x %x}", what, i, g.ID, g.Flags, g.Payload, w.ID, w.Flags, w.Payload)
+		}
+		if g.Payload == nil {
+			t.Fatalf("%s: entry %d has a nil payload, want an empty slice of the input", what, i)
+		}
+	}
+}
+
+func checkBad(t *testing.T, what string, err error, want string) {
+	t.Helper()
+	if err == nil {
+		t.Fatalf("%s: decoded without error", what)
+	}
+	if !errors.Is(err, ErrBadMessage) {
+		t.Fatalf("%s: error %v does not wrap ErrBadMessage", what, err)
+	}
+	if want != "" && !strings.Contains(err.Error(), want) {
+		t.Fatalf("%s: error %q does not say %q", what, err, want)
+	}
+}
+
+func TestWireBatchRoundTrip(t *testing.T) {
+	want := []batchEntry{
+		{ID: 0, Flags: 0, Payload: []byte{}},
+		{ID: math.MaxUint64, Flags: p2pqueue.FlagSampled, Payload: seqBytes(4, 1)},
+		{ID: 1 << 40, Flags: p2pqueue.FlagSampled | 1<<31, Payload: seqBytes(64, 10)},
+		{ID: 7, Flags: math.MaxUint32, Payload: seqBytes(4, 200)},
+		{ID: 300, Flags: 0, Payload: seqBytes(64, 100)},
+	}
+	b := batchBytes(3, want)
+
+	var br batchReader
+	to, got, err := br.decode(b)
+	if err != nil {
+		t.Fatalf("decode: %v", err)
+	}
+	if to != 3 {
+		t.Fatalf("to = %d, want 3", to)
+	}
+	checkEntries(t, "first decode", got, want)
+
+	// The payloads are slices of the input, not copies.
+	for i, e := range got {
+		if len(e.Payload) == 0 {
+			continue
+		}
+		if cap(e.Payload) != len(e.Payload) {
+			t.Fatalf("entry %d payload has cap %d past its length %d: an append would overwrite the next field", i, cap(e.Payload), len(e.Payload))
+		}
+		if !aliases(b, e.Payload) {
+			t.Fatalf("entry %d payload does not alias the input", i)
+		}
+	}
+	got[2].Payload[0] = 0xEE // writes through to b
+	if !bytes.Contains(b, append([]byte{0xEE}, want[2].Payload[1:]...)) {
+		t.Fatalf("a write to a decoded payload did not reach the input")
+	}
+	b2 := bytes.Clone(b)
+	b2[bytes.Index(b2, want[1].Payload)] ^= 0xFF
+	_, got2, err := br.decode(b2)
+	if err != nil {
+		t.Fatalf("decode of the mutated batch: %v", err)
+	}
+	if got2[1].Payload[0] != want[1].Payload[0]^0xFF {
+		t.Fatalf("mutated input byte not seen in the payload: %x", got2[1].Payload)
+	}
+	b2[bytes.Index(b2, want[4].Payload)] = 0x42 // after decoding: the payload follows
+	if got2[4].Payload[0] != 0x42 {
+		t.Fatalf("payload does not alias the input: %x after the input changed", got2[4].Payload)
+	}
+
+	// A second batch with the same reader: fewer entries, reused storage.
+	want3 := []batchEntry{
+		{ID: 99, Flags: p2pqueue.FlagSampled, Payload: seqBytes(64, 7)},
+		{ID: math.MaxUint64 - 1, Payload: seqBytes(4, 9)},
+	}
+	to, got3, err := br.decode(batchBytes(1<<16, want3))
+	if err != nil {
+		t.Fatalf("second decode: %v", err)
+	}
+	if to != 1<<16 {
+		t.Fatalf("second decode: to = %d, want %d", to, 1<<16)
+	}
+	checkEntries(t, "second decode", got3, want3)
+	if &got3[0] != &got[0] {
+		t.Fatalf("the reader did not reuse its entries")
+	}
+
+	// An empty batch.
+	to, got4, err := br.decode(batchBytes(0, nil))
+	if err != nil || to != 0 || len(got4) != 0 {
+		t.Fatalf("empty batch: to %d, %d entries, %v", to, len(got4), err)
+	}
+}
+
+// Entries of few bytes each: small ids with no payload or one float. Each
+// field takes at least one byte, and these take fewer than three.
+func TestWireBatchSmallEntries(t *testing.T) {
+	cases := map[string][]batchEntry{
+		"one float, id 1":     {{ID: 1, Payload: seqBytes(4, 1)}},
+		"empty payload, id 1": {{ID: 1, Payload: []byte{}}},
+		"ten one-float messages": func() []batchEntry {
+			es := make([]batchEntry, 10)
+			for i := range es {
+				es[i] = batchEntry{ID: uint64(i + 1), Payload: seqBytes(4, byte(i))}
+			}
+			return es
+		}(),
+		"empty payloads, ids up to 2^32": {{ID: 0, Payload: []byte{}}, {ID: 1 << 31, Flags: p2pqueue.FlagSampled, Payload: []byte{}}},
+	}
+	for name, want := range cases {
+		t.Run(name, func(t *testing.T) {
+			var br batchReader
+			to, got, err := br.decode(batchBytes(2, want))
+			if err != nil {
+				t.Fatalf("a batch batchWriter wrote does not decode: %v", err)
+			}
+			if to != 2 {
+				t.Fatalf("to = %d, want 2", to)
+			}
+			checkEntries(t, name, got, want)
+		})
+	}
+}
+
+func TestWireBatchRejectsGarbage(t *testing.T) {
+	big := uint64(math.MaxUint64) // a 9-byte id, so that short entries still pass the size check
+	valid := batchBytes(2, []batchEntry{
+		{ID: 5, Flags: p2pqueue.FlagSampled, Payload: seqBytes(8, 1)},
+		{ID: big, Payload: seqBytes(4, 50)},
+		{ID: 1 << 20, Payload: seqBytes(12, 90)},
+	})
+	var br batchReader
+	if _, _, err := br.decode(valid); err != nil {
+		t.Fatalf("the valid batch: %v", err)
+	}
+
+	for n := range len(valid) {
+		_, es, err := br.decode(valid[:n])
+		checkBad(t, fmt.Sprintf("prefix of %d of %d bytes", n, len(valid)), err, "")
+		if es != nil {
+			t.Fatalf("prefix of %d bytes: entries %v with the error", n, es)
+		}
+	}
+
+	build, err := encodeBuild(buildMsg{Pipeline: "p", Stages: []StageSpec{{Name: "a", Op: "scale", Params: []float32{2}}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// envelope writes [version, kind, [to, entries...]] by hand.
+	envelope := func(ver, kind uint64, body func(e *msgpack.Encoder)) []byte {
+		return rawMsgpack(func(e *msgpack.Encoder) {
+			e.EncodeArrayLen(3)
+			e.EncodeUint(ver)
+			e.EncodeUint(kind)
+			body(e)
+		})
+	}
+	batch := func(to uint64, fields int, body func(e *msgpack.Encoder)) []byte {
+		return envelope(CodecVersion, kindBatch, func(e *msgpack.Encoder) {
+			e.EncodeArrayLen(2)
+			e.EncodeUint(to)
+			e.EncodeArrayLen(fields)
+			body(e)
+		})
+	}
+	cases := []struct {
+		name string
+		b    []byte
+		want string
+	}{
+		{"empty", nil, "truncated"},
+		{"empty slice", []byte{}, "truncated"},
+		{"not an array", []byte{0x05}, "want an array"},
+		{"nil", []byte{0xc0}, "want an array"},
+		{"a Build", build, "kind 5"},
+		{"Built", encodeText(kindBuilt, ""), "kind 6"},
+		{"Close", encodeClose(closeMsg{Drain: true}), "kind 7"},
+		{"wrong version", envelope(2, kindBatch, func(e *msgpack.Encoder) {
+			e.EncodeArrayLen(2)
+			e.EncodeUint(1)
+			e.EncodeArrayLen(0)
+		}), "version 2"},
+		{"envelope of 2 fields", rawMsgpack(func(e *msgpack.Encoder) {
+			e.EncodeArrayLen(2)
+			e.EncodeUint(CodecVersion)
+			e.EncodeUint(kindBatch)
+		}), "envelope has 2 fields"},
+		{"body of 3 fields", envelope(CodecVersion, kindBatch, func(e *msgpack.Encoder) {
+			e.EncodeArrayLen(3)
+			e.EncodeUint(1)
+			e.EncodeArrayLen(0)
+			e.EncodeUint(1)
+		}), "3 fields"},
+		{"negative to", envelope(CodecVersion, kindBatch, func(e *msgpack.Encoder) {
+			e.EncodeArrayLen(2)
+			e.EncodeInt(-1)
+			e.EncodeArrayLen(0)
+		}), "unsigned"},
+		{"to past any pipeline", batch(1<<16+1, 0, func(*msgpack.Encoder) {}), "segments"},
+		{"entries not an array", envelope(CodecVersion, kindBatch, func(e *msgpack.Encoder) {
+			e.EncodeArrayLen(2)
+			e.EncodeUint(1)
+			e.EncodeBytes([]byte{1, 2, 3, 4})
+		}), "want an array"},
+		{"2 entry fields", batch(1, 2, func(e *msgpack.Encoder) {
+			e.EncodeUint(big)
+			e.EncodeUint(0)
+		}), "multiple of 3"},
+		{"4 entry fields", batch(1, 4, func(e *msgpack.Encoder) {
+			e.EncodeUint(big)
+			e.EncodeUint(0)
+			e.EncodeBytes(seqBytes(4, 0))
+			e.EncodeUint(big)
+		}), "multiple of 3"},
+		{"payload of 3 bytes", batch(1, 3, func(e *msgpack.Encoder) {
+			e.EncodeUint(big)
+			e.EncodeUint(0)
+			e.EncodeBytes(seqBytes(3, 0))
+		}), "whole float32s"},
+		{"payload of 65 bytes", batch(1, 3, func(e *msgpack.Encoder) {
+			e.EncodeUint(big)
+			e.EncodeUint(0)
+			e.EncodeBytes(seqBytes(65, 0))
+		}), "whole float32s"},
+		{"flags of 33 bits", batch(1, 3, func(e *msgpack.Encoder) {
+			e.EncodeUint(big)
+			e.EncodeUint(1 << 32)
+			e.EncodeBytes(seqBytes(4, 0))
+		}), "32 bits"},
+		{"negative id", batch(1, 3, func(e *msgpack.Encoder) {
+			e.EncodeInt(-5)
+			e.EncodeUint(big)
+			e.EncodeBytes(seqBytes(4, 0))
+		}), "unsigned"},
+		{"id a string", batch(1, 3, func(e *msgpack.Encoder) {
+			e.EncodeString("123456789")
+			e.EncodeUint(0)
+			e.EncodeBytes(seqBytes(4, 0))
+		}), "unsigned integer"},
+		{"payload an array", batch(1, 3, func(e *msgpack.Encoder) {
+			e.EncodeUint(big)
+			e.EncodeUint(0)
+			e.EncodeArrayLen(1)
+			e.EncodeFloat32(1)
+		}), "want bin"},
+		{"payload nil", batch(1, 3, func(e *msgpack.Encoder) {
+			e.EncodeUint(big)
+			e.EncodeUint(0)
+			e.EncodeNil()
+		}), "want bin"},
+		{"trailing byte", append(bytes.Clone(valid), 0x00), "trailing"},
+		{"two batches", append(bytes.Clone(valid), valid...), "trailing"},
+		{"forged entry count", rawMsgpack(func(e *msgpack.Encoder) {
+			e.EncodeArrayLen(3)
+			e.EncodeUint(CodecVersion)
+			e.EncodeUint(kindBatch)
+			e.EncodeArrayLen(2)
+			e.EncodeUint(1)
+			e.EncodeArrayLen(3 * (1 << 28)) // 805 million fields in a few bytes
+			e.EncodeUint(1)
+		}), "truncated"},
+		{"forged max entry count", append(rawMsgpack(func(e *msgpack.Encoder) {
+			e.EncodeArrayLen(3)
+			e.EncodeUint(CodecVersion)
+			e.EncodeUint(kindBatch)
+			e.EncodeArrayLen(2)
+			e.EncodeUint(1)
+		}), 0xdd, 0xff, 0xff, 0xff, 0xfc), ""}, // array32 of 2^32-4 fields
+		{"forged payload length", append(batch(1, 3, func(e *msgpack.Encoder) {
+			e.EncodeUint(big)
+			e.EncodeUint(0)
+		}), 0xc6, 0x7f, 0xff, 0xff, 0xfc, 1, 2, 3, 4), "claims"}, // bin32 of 2 GiB
+		{"forged max payload length", append(batch(1, 3, func(e *msgpack.Encoder) {
+			e.EncodeUint(big)
+			e.EncodeUint(0)
+		}), 0xc6, 0xff, 0xff, 0xff, 0xfc, 1, 2, 3, 4), ""},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			var br batchReader
+			to, es, err := br.decode(c.b)
+			checkBad(t, c.name, err, c.want)
+			if to != 0 || es != nil {
+				t.Fatalf("to %d and entries %v with the error", to, es)
+			}
+		})
+	}
+}
+
+func TestWireBuildRoundTrip(t *testing.T) {
+	want := buildMsg{
+		Pipeline: "pipe-ü",
+		To:       3,
+		Next:     pidRef{Address: "10.0.0.2:8090", ID: "pipe/seg-4"},
+		Origin:   pidRef{Address: "10.0.0.1:8090", ID: "origin$12"},
+		Stages: []StageSpec{
+			{Name: "scale", Op: "scale", Params: []float32{2.5, -1, float32(math.Inf(1))}, Device: 1,
+				Stateful: true, Workers: 4, SlotSize: 512, Capacity: 2048, Backpressure: Reject},
+			{Name: "sum", Op: "prefix_sum", Params: []float32{0}, Device: math.MaxInt32,
+				Stateful: false, Workers: -1, SlotSize: 256, Capacity: 1 << 20, Backpressure: Block},
+		},
+	}
+	b, err := encodeBuild(want)
+	if err != nil {
+		t.Fatalf("encode: %v", err)
+	}
+	got, err := decodeBuild(b)
+	if err != nil {
+		t.Fatalf("decode: %v", err)
+	}
+	if !reflect.DeepEqual(got, want) {
+		t.Fatalf("round trip:\n got %+v\nwant %+v", got, want)
+	}
+	if k, err := kindOf(b); err != nil || k != kindBuild {
+		t.Fatalf("kindOf = %d, %v; want %d", k, err, kindBuild)
+	}
+
+	// No stages, empty strings.
+	empty := buildMsg{}
+	b0, err := encodeBuild(empty)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got0, err := decodeBuild(b0)
+	if err != nil || !reflect.DeepEqual(got0, empty) {
+		t.Fatalf("empty Build: %+v, %v", got0, err)
+	}
+
+	for n := range len(b) {
+		m, err := decodeBuild(b[:n])
+		checkBad(t, fmt.Sprintf("prefix of %d of %d bytes", n, len(b)), err, "")
+		_ = m
+	}
+	checkBad(t, "trailing byte", func() error { _, err := decodeBuild(append(bytes.Clone(b), 0)); return err }(), "trailing")
+	checkBad(t, "a Batch", func() error { _, err := decodeBuild(batchBytes(1, nil)); return err }(), "kind 4")
+
+	// Ints past int32 are refused, in any of the checked fields.
+	for _, mut := range []func(s *StageSpec){
+		func(s *StageSpec) { s.Device = 1 << 31 },
+		func(s *StageSpec) { s.Device = -1<<31 - 1 },
+		func(s *StageSpec) { s.Workers = 1 << 40 },
+		func(s *StageSpec) { s.SlotSize = math.MaxInt64 },
+		func(s *StageSpec) { s.Capacity = math.MinInt64 },
+	} {
+		m := want
+		m.Stages = append([]StageSpec(nil), want.Stages...)
+		mut(&m.Stages[1])
+		b, err := encodeBuild(m)
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, err = decodeBuild(b)
+		checkBad(t, fmt.Sprintf("stage %+v", m.Stages[1]), err, "out of range")
+	}
+
+	// A forged stage count and to are refused before anything is read.
+	forged := func(to uint64, stages int) []byte {
+		return rawMsgpack(func(e *msgpack.Encoder) {
+			e.EncodeArrayLen(3)
+			e.EncodeUint(CodecVersion)
+			e.EncodeUint(kindBuild)
+			e.EncodeArrayLen(5)
+			e.EncodeString("p")
+			e.EncodeUint(to)
+			for range 2 {
+				e.EncodeArrayLen(2)
+				e.EncodeString("a")
+				e.EncodeString("b")
+			}
+			e.EncodeArrayLen(stages)
+		})
+	}
+	_, err = decodeBuild(forged(0, 1<<30))
+	checkBad(t, "forged stage count", err, "stages")
+	_, err = decodeBuild(forged(maxWireStages+1, 0))
+	checkBad(t, "forged to", err, "past")
+
+	// Params over MaxFloats cannot be encoded.
+	m := want
+	m.Stages = []StageSpec{{Name: "x", Params: make([]float32, MaxFloats+1)}}
+	if _, err := encodeBuild(m); !errors.Is(err, ErrNotEncodable) {
+		t.Fatalf("MaxFloats+1 params: %v, want ErrNotEncodable", err)
+	}
+}
+
+func TestWireTextAndClose(t *testing.T) {
+	for _, kind := range []uint64{kindBuilt, kindClosed} {
+		for _, text := range []string{"", "stage \"x\": no such op", "ünïcode ✓"} {
+			b := encodeText(kind, text)
+			got, err := decodeText(b, kind, "Text")
+			if err != nil || got != text {
+				t.Fatalf("kind %d %q: got %q, %v", kind, text, got, err)
+			}
+			if k, err := kindOf(b); err != nil || k != kind {
+				t.Fatalf("kindOf(kind %d) = %d, %v", kind, k, err)
+			}
+			other := uint64(kindBuilt)
+			if kind == kindBuilt {
+				other = kindClosed
+			}
+			_, err = decodeText(b, other, "Other")
+			checkBad(t, fmt.Sprintf("kind %d read as %d", kind, other), err, fmt.Sprintf("kind %d", kind))
+			for n := range len(b) {
+				_, err := decodeText(b[:n], kind, "Text")
+				checkBad(t, fmt.Sprintf("kind %d prefix %d", kind, n), err, "")
+			}
+			_, err = decodeText(append(bytes.Clone(b), 0xc0), kind, "Text")
+			checkBad(t, "text with a trailing byte", err, "trailing")
+		}
+	}
+	// Long texts are clipped, as errors quote them.
+	long := strings.Repeat("x", 200)
+	got, err := decodeText(encodeText(kindBuilt, long), kindBuilt, "Built")
+	if err != nil || got != clip(long) {
+		t.Fatalf("long text: %q, %v", got, err)
+	}
+
+	for _, m := range []closeMsg{{}, {Drain: true, Timeout: 1}, {Drain: false, Timeout: math.MaxUint64}, {Drain: true, Timeout: 30e9}} {
+		b := encodeClose(m)
+		got, err := decodeClose(b)
+		if err != nil || got != m {
+			t.Fatalf("Close %+v: got %+v, %v", m, got, err)
+		}
+		if k, err := kindOf(b); err != nil || k != kindClose {
+			t.Fatalf("kindOf(Close) = %d, %v", k, err)
+		}
+		for n := range len(b) {
+			_, err := decodeClose(b[:n])
+			checkBad(t, fmt.Sprintf("Close prefix %d", n), err, "")
+		}
+		_, err = decodeClose(append(bytes.Clone(b), 1))
+		checkBad(t, "Close with a trailing byte", err, "trailing")
+		_, err = decodeText(b, kindClosed, "Closed")
+		checkBad(t, "Close read as Closed", err, "kind 7")
+	}
+	_, err = decodeClose(encodeText(kindClosed, "x"))
+	checkBad(t, "Closed read as Close", err, "kind 8")
+
+	if err := wireError(""); err != nil {
+		t.Fatalf("wireError(\"\") = %v", err)
+	}
+	if err := wireError("no device 3"); err == nil || !strings.Contains(err.Error(), "no device 3") {
+		t.Fatalf("wireError = %v", err)
+	}
+
+	// kindOf on every message, and on garbage.
+	build, err := encodeBuild(buildMsg{Pipeline: "p"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	data, err := EncodeMessage(Data{ID: 1, Floats: []float32{1}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	dl, err := EncodeMessage(DeadLetter{ID: 1, Stage: "s", Reason: "r"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		b    []byte
+		kind uint64
+	}{
+		{batchBytes(1, []batchEntry{{ID: 1 << 40, Payload: seqBytes(4, 0)}}), kindBatch},
+		{build, kindBuild},
+		{encodeText(kindBuilt, "e"), kindBuilt},
+		{encodeClose(closeMsg{Drain: true}), kindClose},
+		{encodeText(kindClosed, ""), kindClosed},
+		{data, kindData},
+		{dl, kindDeadLetter},
+	} {
+		if k, err := kindOf(c.b); err != nil || k != c.kind {
+			t.Fatalf("kindOf = %d, %v; want %d", k, err, c.kind)
+		}
+	}
+	for _, b := range [][]byte{
+		nil,
+		{0x93},
+		{0x93, 0x01},
+		{0x92, 0x01, 0x04},
+		{0x93, 0x02, 0x04, 0x90},
+		{0x93, 0x01, 0xff, 0x90}, // kind -1
+		{0x93, 0x01, 0xa1, 'x', 0x90},
+		{0x05},
+		{0xc1},
+	} {
+		if k, err := kindOf(b); err == nil || !errors.Is(err, ErrBadMessage) {
+			t.Fatalf("kindOf(%x) = %d, %v; want ErrBadMessage", b, k, err)
+		}
+	}
+}
+
+// FuzzDecodeBatch: no input panics; an error wraps ErrBadMessage; a batch
+// that decodes re-encodes (with batchWriter, in its shortest form) into one
+// that decodes to the same target and entries.
+func FuzzDecodeBatch(f *testing.F) {
+	valid := batchBytes(2, []batchEntry{
+		{ID: 5, Flags: p2pqueue.FlagSampled, Payload: seqBytes(8, 1)},
+		{ID: math.MaxUint64, Payload: seqBytes(4, 50)},
+		{ID: 1 << 20, Flags: math.MaxUint32, Payload: seqBytes(64, 90)},
+	})
+	f.Add(valid)
+	f.Add(batchBytes(0, nil))
+	f.Add(batchBytes(1<<16, []batchEntry{{ID: 1 << 33, Payload: []byte{}}}))
+	f.Add(valid[:len(valid)/2])
+	f.Add(valid[:len(valid)-1])
+	f.Add(append(bytes.Clone(valid), 0))
+	mangled := bytes.Clone(valid)
+	mangled[2] = kindBuild
+	f.Add(mangled)
+	f.Add([]byte{})
+	f.Add([]byte{0x93, 0x01, 0x04, 0x92, 0x01, 0xdd, 0xff, 0xff, 0xff, 0xff})
+	f.Add([]byte{0x93, 0x01, 0x04, 0x92, 0x01, 0x93, 0xcf, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x00, 0xc6, 0x7f, 0xff, 0xff, 0xff})
+	f.Add([]byte{0x93, 0x02, 0x04, 0x92, 0x01, 0x90})
+	f.Fuzz(func(t *testing.T, b []byte) {
+		var br batchReader
+		to, es, err := br.decode(b)
+		if err != nil {
+			if !errors.Is(err, ErrBadMessage) || es != nil {
+				t.Fatalf("error %v (entries %v) does not wrap ErrBadMessage", err, es)
+			}
+			return
+		}
+		first := copyEntries(es)
+		again := batchBytes(to, first)
+		var br2 batchReader
+		to2, es2, err := br2.decode(again)
+		if err != nil {
+			t.Fatalf("batch (to %d, %d entries) decoded from %x re-encodes as %x, which does not decode: %v", to, len(first), b, again, err)
+		}
+		if to2 != to {
+			t.Fatalf("to %d re-decodes as %d", to, to2)
+		}
+		checkEntries(t, "re-decoded", es2, first)
+	})
+}
