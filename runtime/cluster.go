@@ -13,7 +13,6 @@ import (
 	"github.com/asynkron/protoactor-go/actor"
 	"google.golang.org/protobuf/types/known/wrapperspb"
 
-	"github.com/ringactor/ringactor/kernels"
 	"github.com/ringactor/ringactor/p2pqueue"
 )
 
@@ -37,6 +36,7 @@ type ClusterOptions struct {
 // including those on a node that died ("remote unreachable").
 type ClusterPipeline struct {
 	node    *Node
+	rt      *Runtime // node.rt
 	spec    PipelineSpec
 	opts    ClusterOptions
 	segs    []*segment
@@ -99,7 +99,7 @@ func (n *Node) Build(ctx context.Context, spec PipelineSpec, opts ClusterOptions
 	if spec.SampleRatio < 0 || spec.SampleRatio > 1 || math.IsNaN(spec.SampleRatio) {
 		return nil, fmt.Errorf("%w %q: sample ratio %g; want 0 to 1", ErrBadPipeline, spec.Name, spec.SampleRatio)
 	}
-	cp := &ClusterPipeline{node: n, spec: spec, opts: opts, byStage: map[string]*segment{}}
+	cp := &ClusterPipeline{node: n, rt: n.rt, spec: spec, opts: opts, byStage: map[string]*segment{}}
 	cp.ctx, cp.cancel = context.WithCancel(context.Background())
 	if spec.SampleRatio > 0 {
 		cp.sampleEvery = uint64(math.Max(1, math.Round(1/spec.SampleRatio)))
@@ -330,30 +330,12 @@ func (cp *ClusterPipeline) SendBatch(ctx context.Context, ds []Data) (int, error
 
 func (cp *ClusterPipeline) deadLetter(d DeadLetter) {
 	cp.dropped.Add(1)
-	if cp.spec.OnDeadLetter != nil {
-		cp.spec.OnDeadLetter(d)
-	}
-	if cp.spec.DeadLetterChan != nil {
-		cp.spec.DeadLetterChan <- d
-	}
-	if cp.spec.DeadLetterPID != nil {
-		cp.node.rt.system.Root.Send(cp.spec.DeadLetterPID, d)
-	}
+	cp.rt.tellDeadLetter(&cp.spec, d)
 }
 
 func (cp *ClusterPipeline) deliver(r Result) {
 	cp.delivered.Add(1)
-	switch d := cp.spec.Deliver; {
-	case d.Func != nil:
-		d.Func(r)
-	case d.Chan != nil:
-		select {
-		case d.Chan <- r:
-		case <-cp.ctx.Done():
-		}
-	case d.PID != nil:
-		cp.node.rt.system.Root.Send(d.PID, r)
-	}
+	cp.rt.deliverTo(cp.spec.Deliver, cp.ctx, r)
 }
 
 // Stats is the pipeline's account (Sent = Delivered + DeadLettered +
@@ -625,41 +607,19 @@ func (o *originActor) arrive(b []byte) {
 	}
 	keep := o.keep[:len(es)]
 	e.arriveBatch(func(i int) uint64 { return es[i].ID }, keep)
-	total := 0
-	for i, en := range es {
-		if keep[i] {
-			total += len(en.Payload) / 4
-		} else {
+	for i := range es {
+		if !keep[i] {
 			cp.late.Add(1)
 		}
 	}
-	if to == len(cp.segs) { // results: the user keeps them, so they get their own memory
-		slab := make([]float32, total)
-		for i, en := range es {
-			if !keep[i] {
-				continue
-			}
-			k := len(en.Payload) / 4
-			v, _ := kernels.DecodeFloats(slab[:k:k], en.Payload)
-			slab = slab[k:]
-			cp.deliver(Result{ID: en.ID, Floats: v})
+	if to == len(cp.segs) { // results: the user keeps them, so they get fresh memory
+		ds, _ := entriesToData(es, keep, nil, nil)
+		for _, d := range ds {
+			cp.deliver(Result{ID: d.ID, Floats: d.Floats})
 		}
 		return
 	}
-	if cap(o.slab) < total {
-		o.slab = make([]float32, total)
-	}
-	slab := o.slab[:total]
-	o.ds = o.ds[:0]
-	for i, en := range es {
-		if !keep[i] {
-			continue
-		}
-		k := len(en.Payload) / 4
-		v, _ := kernels.DecodeFloats(slab[:k:k], en.Payload)
-		slab = slab[k:]
-		o.ds = append(o.ds, Data{ID: en.ID, Floats: v, Sampled: en.Flags&p2pqueue.FlagSampled != 0})
-	}
+	o.ds, o.slab = entriesToData(es, keep, o.ds, o.slab)
 	cp.segs[to].local.SendBatch(cp.ctx, o.ds) // each ends delivered or dead-lettered there
 }
 

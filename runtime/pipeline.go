@@ -387,14 +387,20 @@ func (p *Pipeline) deadLetter(d DeadLetter) {
 		at = s.idx
 	}
 	p.tele.end(d.ID, at, time.Now(), &d)
-	if p.spec.OnDeadLetter != nil {
-		p.spec.OnDeadLetter(d)
+	p.rt.tellDeadLetter(&p.spec, d)
+}
+
+// tellDeadLetter hands a dead letter to every subscriber a spec names (rt
+// is used only for a PID).
+func (rt *Runtime) tellDeadLetter(spec *PipelineSpec, d DeadLetter) {
+	if spec.OnDeadLetter != nil {
+		spec.OnDeadLetter(d)
 	}
-	if p.spec.DeadLetterChan != nil {
-		p.spec.DeadLetterChan <- d
+	if spec.DeadLetterChan != nil {
+		spec.DeadLetterChan <- d
 	}
-	if p.spec.DeadLetterPID != nil {
-		p.rt.system.Root.Send(p.spec.DeadLetterPID, d)
+	if spec.DeadLetterPID != nil {
+		rt.system.Root.Send(spec.DeadLetterPID, d)
 	}
 }
 
@@ -491,17 +497,21 @@ func (p *Pipeline) forwardPeeked(hs []p2pqueue.Header, ps [][]byte, errs []error
 	return p.egress.Release(len(hs)) == nil
 }
 
-func (p *Pipeline) deliver(r Result) {
-	switch d := p.spec.Deliver; {
-	case d.Func != nil:
-		d.Func(r)
-	case d.Chan != nil:
+func (p *Pipeline) deliver(r Result) { p.rt.deliverTo(p.spec.Deliver, p.pumpCtx, r) }
+
+// deliverTo hands a result to a sink; a channel send gives up when done
+// ends.
+func (rt *Runtime) deliverTo(sink Sink, done context.Context, r Result) {
+	switch {
+	case sink.Func != nil:
+		sink.Func(r)
+	case sink.Chan != nil:
 		select {
-		case d.Chan <- r:
-		case <-p.pumpCtx.Done():
+		case sink.Chan <- r:
+		case <-done.Done():
 		}
-	case d.PID != nil:
-		p.rt.system.Root.Send(d.PID, r)
+	case sink.PID != nil:
+		rt.system.Root.Send(sink.PID, r)
 	}
 }
 

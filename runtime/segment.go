@@ -137,21 +137,7 @@ func (g *segmentGrain) ingest(b []byte) {
 	if err != nil {
 		return // ids unknown: the origin counts the batch's messages at close
 	}
-	total := 0
-	for _, e := range es {
-		total += len(e.Payload) / 4
-	}
-	if cap(g.slab) < total {
-		g.slab = make([]float32, total)
-	}
-	slab := g.slab[:total]
-	g.ds = g.ds[:0]
-	for _, e := range es {
-		k := len(e.Payload) / 4
-		v, _ := kernels.DecodeFloats(slab[:k:k], e.Payload) // whole float32s, checked by decode
-		slab = slab[k:]
-		g.ds = append(g.ds, Data{ID: e.ID, Floats: v, Sampled: e.Flags&p2pqueue.FlagSampled != 0})
-	}
+	g.ds, g.slab = entriesToData(es, nil, g.ds, g.slab)
 	if g.p == nil {
 		for _, d := range g.ds {
 			g.report(DeadLetter{ID: d.ID, Stage: g.msg.Pipeline, Device: p2pqueue.Host, Reason: "pipeline closed", Err: ErrClosed})
@@ -159,6 +145,34 @@ func (g *segmentGrain) ingest(b []byte) {
 		return
 	}
 	g.p.SendBatch(context.Background(), g.ds) // each message ends sent or reported
+}
+
+// entriesToData turns a batch's entries (those keep marks, or all when keep
+// is nil) into Data in ds, their floats in slab: both are reused and
+// returned, so a steady stream allocates nothing per message. The Data are
+// valid until the next call.
+func entriesToData(es []batchEntry, keep []bool, ds []Data, slab []float32) ([]Data, []float32) {
+	total := 0
+	for i, e := range es {
+		if keep == nil || keep[i] {
+			total += len(e.Payload) / 4
+		}
+	}
+	if cap(slab) < total {
+		slab = make([]float32, total)
+	}
+	free := slab[:total]
+	ds = ds[:0]
+	for i, e := range es {
+		if keep != nil && !keep[i] {
+			continue
+		}
+		k := len(e.Payload) / 4
+		v, _ := kernels.DecodeFloats(free[:k:k], e.Payload) // whole float32s, checked by decode
+		free = free[k:]
+		ds = append(ds, Data{ID: e.ID, Floats: v, Sampled: e.Flags&p2pqueue.FlagSampled != 0})
+	}
+	return ds, slab
 }
 
 func (g *segmentGrain) close(b []byte) error {

@@ -140,28 +140,30 @@ func (br *batchReader) decode(b []byte) (to int, entries []batchEntry, err error
 
 // envelopeOf reads an envelope header and checks it holds the given kind.
 func (r *reader) envelopeOf(kind uint64, what string) error {
+	k, err := r.envelopeKind()
+	if err == nil && k != kind {
+		err = r.bad("message kind %d where a %s (kind %d) was expected", k, what, kind)
+	}
+	return err
+}
+
+// envelopeKind reads an envelope header and returns its kind.
+func (r *reader) envelopeKind() (uint64, error) {
 	n, err := r.arrayLen("envelope")
 	if err != nil {
-		return err
+		return 0, err
 	}
 	if n != 3 {
-		return r.bad("envelope has %d fields, want 3: [version, kind, body]", n)
+		return 0, r.bad("envelope has %d fields, want 3: [version, kind, body]", n)
 	}
 	ver, err := r.uint("envelope version")
 	if err != nil {
-		return err
+		return 0, err
 	}
 	if ver != CodecVersion {
-		return r.bad("unknown codec version %d (this decoder knows version %d only): is the sender a newer ringactor?", ver, CodecVersion)
+		return 0, r.bad("unknown codec version %d (this decoder knows version %d only): is the sender a newer ringactor?", ver, CodecVersion)
 	}
-	k, err := r.uint("envelope kind")
-	if err != nil {
-		return err
-	}
-	if k != kind {
-		return r.bad("message kind %d where a %s (kind %d) was expected", k, what, kind)
-	}
-	return nil
+	return r.uint("envelope kind")
 }
 
 // bin reads a bin (or str) value as a slice of the input, after checking
@@ -189,24 +191,7 @@ func (r *reader) bin(what string) ([]byte, error) {
 }
 
 // kindOf reads the kind of an envelope without decoding its body.
-func kindOf(b []byte) (uint64, error) {
-	r := newReader(b)
-	n, err := r.arrayLen("envelope")
-	if err != nil {
-		return 0, err
-	}
-	if n != 3 {
-		return 0, r.bad("envelope has %d fields, want 3: [version, kind, body]", n)
-	}
-	ver, err := r.uint("envelope version")
-	if err != nil {
-		return 0, err
-	}
-	if ver != CodecVersion {
-		return 0, r.bad("unknown codec version %d (this decoder knows version %d only)", ver, CodecVersion)
-	}
-	return r.uint("envelope kind")
-}
+func kindOf(b []byte) (uint64, error) { return newReader(b).envelopeKind() }
 
 // pidRef is a PID on the wire.
 type pidRef struct{ Address, ID string }
