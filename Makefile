@@ -84,9 +84,9 @@ bench-go:
 # `bash .gpu/run.sh OUTDIR`.
 gpu-bundle:
 	rm -rf .gpu && mkdir -p .gpu
-	CGO_ENABLED=1 $(GO) test -c -o .gpu/cuda.test ./cuda
-	CGO_ENABLED=1 $(GO) test -c -o .gpu/ringkernel.test ./ringkernel
-	CGO_ENABLED=1 $(GO) test -c -o .gpu/ringkernel-cuda.test ./ringkernel/cuda
-	CGO_ENABLED=1 $(GO) build -o .gpu/ringactor ./cmd/ringactor
+	CGO_ENABLED=1 $(GO) test -c -ldflags="-s -w" -o .gpu/cuda.test ./cuda
+	CGO_ENABLED=1 $(GO) test -c -ldflags="-s -w" -o .gpu/ringkernel.test ./ringkernel
+	CGO_ENABLED=1 $(GO) test -c -ldflags="-s -w" -o .gpu/ringkernel-cuda.test ./ringkernel/cuda
+	CGO_ENABLED=1 $(GO) build -ldflags="-s -w" -o .gpu/ringactor ./cmd/ringactor
 	cp scripts/gpu-run.sh .gpu/run.sh
 	@du -sh .gpu
