@@ -155,9 +155,28 @@ var (
 // libcuda.so), resolves every function this package calls and runs
 // cuInit(0). The error wraps ErrNoDriver when no library could be loaded,
 // or is the *Error of cuInit (such as CUDA_ERROR_NO_DEVICE) when one was.
+//
+// Before cuInit it sets CUDA_MODULE_LOADING=EAGER unless the variable is
+// already set: under lazy loading (the default from CUDA 12.2) a module's
+// kernels are loaded at their first use, which may wait for the device,
+// and a device running persistent ring kernels never becomes idle.
 func LoadDriver() (*Driver, error) {
-	driverOnce.Do(func() { driverLib, driverErr = loadDriverFrom(driverCandidates()) })
+	driverOnce.Do(func() {
+		eagerModuleLoading()
+		driverLib, driverErr = loadDriverFrom(driverCandidates())
+	})
 	return driverLib, driverErr
+}
+
+// ModuleLoadingEnv is the driver's variable that chooses lazy or eager
+// module loading; it is read once, by cuInit.
+const ModuleLoadingEnv = "CUDA_MODULE_LOADING"
+
+// eagerModuleLoading sets CUDA_MODULE_LOADING=EAGER where it is unset.
+func eagerModuleLoading() {
+	if _, ok := os.LookupEnv(ModuleLoadingEnv); !ok {
+		os.Setenv(ModuleLoadingEnv, "EAGER")
+	}
 }
 
 // driverCandidates lists the libraries to try, best first.

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"os"
 	"strings"
 	"testing"
 )
@@ -216,4 +217,19 @@ func TestNilHandlesAreErrorsNotPanics(t *testing.T) {
 	_, err = e.Elapsed(nil)
 	ok(err)
 	ok(e.Destroy())
+}
+
+// Eager module loading is chosen before cuInit unless the user chose.
+func TestEagerModuleLoadingUnlessSet(t *testing.T) {
+	t.Setenv(ModuleLoadingEnv, "")
+	os.Unsetenv(ModuleLoadingEnv)
+	eagerModuleLoading()
+	if v := os.Getenv(ModuleLoadingEnv); v != "EAGER" {
+		t.Fatalf("unset: %s=%q, want EAGER", ModuleLoadingEnv, v)
+	}
+	t.Setenv(ModuleLoadingEnv, "LAZY")
+	eagerModuleLoading()
+	if v := os.Getenv(ModuleLoadingEnv); v != "LAZY" {
+		t.Fatalf("set by the user: %s=%q, want it kept", ModuleLoadingEnv, v)
+	}
 }

@@ -2,6 +2,9 @@ package cuda
 
 import (
 	"errors"
+	"fmt"
+	"os"
+	"os/exec"
 	"strings"
 	"testing"
 
@@ -25,15 +28,27 @@ func TestRefusesLaunchBlocking(t *testing.T) {
 	}
 }
 
-// Without a driver New says so, wrapping cuda.ErrNoDriver.
+// Without a driver New says so, wrapping cuda.ErrNoDriver. The driver is
+// loaded once per process, so a wrong path set here would poison every
+// later test of the process (the GPU tests among them): the check runs in
+// a child process of its own.
 func TestNoDriverIsAnError(t *testing.T) {
-	t.Setenv(drv.DriverEnv, "/nonexistent/libcuda.so.1")
-	_, err := New(Options{})
-	if err == nil {
-		t.Skip("a driver loaded although the path is wrong: the process loaded one earlier")
+	if os.Getenv("RINGACTOR_TEST_CHILD") == "no-driver" {
+		_, err := New(Options{})
+		if !errors.Is(err, drv.ErrNoDriver) {
+			fmt.Printf("New without a driver: %v, want ErrNoDriver\n", err)
+			os.Exit(1)
+		}
+		os.Exit(0)
 	}
-	if !errors.Is(err, drv.ErrNoDriver) {
-		t.Fatalf("New without a driver: %v, want ErrNoDriver", err)
+	cmd := exec.Command(os.Args[0], "-test.run", "^TestNoDriverIsAnError$")
+	cmd.Env = append(os.Environ(), "RINGACTOR_TEST_CHILD=no-driver", drv.DriverEnv+"=/nonexistent/libcuda.so.1")
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("%v\n%s", err, out)
+	}
+	// This process can still load the real driver afterwards.
+	if _, err := drv.LoadDriver(); err != nil && !errors.Is(err, drv.ErrNoDriver) {
+		t.Logf("driver here: %v", err)
 	}
 }
 
