@@ -100,6 +100,7 @@ type Attribute int
 const (
 	AttrMaxThreadsPerBlock          Attribute = 1
 	AttrMultiprocessorCount         Attribute = 16
+	AttrKernelExecTimeout           Attribute = 17 // a watchdog ends long kernels (display GPUs)
 	AttrCanMapHostMemory            Attribute = 19
 	AttrPCIBusID                    Attribute = 33
 	AttrPCIDeviceID                 Attribute = 34

@@ -28,6 +28,11 @@ const (
 	CtrlOffCommandSeq = 12 // u32, bumped after each command (store-release)
 	CtrlOffStageID    = 16 // u32, the stage id the kernel stamps on its output
 	CtrlOffCommandArg = 24 // u64, the command's argument (CmdSteal: count | link<<32); before CommandSeq
+	// CtrlOffClockOffset: i64, host ns minus device clock ns. A device
+	// kernel adds it to every time it writes (heartbeat, trace records,
+	// slot stamps), so the wire carries host time only; the host may
+	// update it (recalibration) and the kernel re-reads it now and then.
+	CtrlOffClockOffset = 32
 
 	// Device line: written by the kernel only.
 	CtrlOffDeviceLine = 128
@@ -57,7 +62,7 @@ type ControlBlock struct {
 	r                                                   p2pqueue.Region
 	command, seq, stage, state, ack                     *uint32
 	heartbeat, processed, dropped, errs, lastID, traced *uint64
-	arg, stolen                                         *uint64
+	arg, stolen, clockOffset                            *uint64
 	lastErr                                             *int32
 }
 
@@ -110,7 +115,7 @@ func viewControlBlock(r p2pqueue.Region) (*ControlBlock, error) {
 		state: w32(CtrlOffState), ack: w32(CtrlOffCommandAck),
 		heartbeat: w64(CtrlOffHeartbeat), processed: w64(CtrlOffProcessed), dropped: w64(CtrlOffDropped),
 		errs: w64(CtrlOffErrors), lastID: w64(CtrlOffLastErrID), traced: w64(CtrlOffTraced),
-		arg: w64(CtrlOffCommandArg), stolen: w64(CtrlOffStolen),
+		arg: w64(CtrlOffCommandArg), stolen: w64(CtrlOffStolen), clockOffset: w64(CtrlOffClockOffset),
 		lastErr: (*int32)(unsafe.Pointer(&b[CtrlOffLastError])),
 	}, nil
 }
@@ -132,6 +137,14 @@ func (cb *ControlBlock) PostArg(c Command, arg uint64) uint32 {
 	atomic.StoreUint32(cb.seq, seq) // after the command: the kernel reads seq first
 	return seq
 }
+
+// SetClockOffset tells a device kernel the host-minus-device clock offset
+// in ns, which it adds to every time it writes. A backend whose kernels
+// read the host's clock (sim) leaves it 0.
+func (cb *ControlBlock) SetClockOffset(ns int64) { atomic.StoreUint64(cb.clockOffset, uint64(ns)) }
+
+// ClockOffset is the offset last set.
+func (cb *ControlBlock) ClockOffset() int64 { return int64(atomic.LoadUint64(cb.clockOffset)) }
 
 // Acked is the sequence number of the last command the kernel applied.
 func (cb *ControlBlock) Acked() uint32 { return atomic.LoadUint32(cb.ack) }

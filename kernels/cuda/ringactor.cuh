@@ -76,6 +76,14 @@ __device__ __forceinline__ ra_u64 ra_globaltimer() {
     return t;
 }
 
+// ra_clock_offset reads the host's current estimate of host ns minus
+// device globaltimer ns from the control block. Every time a kernel writes
+// is globaltimer + this offset: the wire carries host time only (the host
+// stamps enqueue times with its own clock).
+__device__ __forceinline__ ra_u64 ra_clock_offset(const unsigned char *ctrl) {
+    return *(const volatile ra_u64 *)(ctrl + RA_CB_OFF_CLOCK_OFFSET);
+}
+
 __device__ __forceinline__ void ra_backoff(unsigned *ns) {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 700
     __nanosleep(*ns);
@@ -206,13 +214,21 @@ __device__ __forceinline__ void ra_write_header(unsigned char *s, ra_u64 id, ra_
     *(ra_u64 *)(s + RA_SLOT_OFF_ENQUEUED) = enq;
 }
 
-// ra_record writes one trace-ring record, waiting (with backoff, reading the
-// command word) while the host pump catches up: records are never dropped.
-__device__ void ra_record(ra_link_end *tr, ra_u32 kind, const unsigned char *msg,
+// ra_record writes one trace-ring record, waiting (with backoff) while the
+// host pump catches up: records are never dropped while the host listens.
+// It returns false, writing nothing, on a trace ring no correct pump leaves
+// (a corrupt head) or when the host posts a new command (seq moves past
+// ack) while it waits: a stopped pump must not make the kernel unkillable.
+// The caller faults.
+__device__ bool ra_record(ra_link_end *tr, const unsigned char *ctrl, ra_u32 ack, ra_u32 kind, const unsigned char *msg,
                           ra_u32 stage, ra_u64 deq, ra_u64 done, int code) {
     unsigned ns = 0;
-    while (ra_free(tr, 1) < 1) {
+    for (;;) {
+        long long fr = ra_free(tr, 1);
+        if (fr < 0) return false;
+        if (fr >= 1) break;
         ra_store_release(ra_q_word(tr->q, RA_Q_OFF_TAIL), tr->own, true);
+        if (ra_load_acquire_sys32((const ra_u32 *)(ctrl + RA_CB_OFF_COMMAND_SEQ)) != ack) return false;
         ra_backoff(&ns);
     }
     unsigned char *s = ra_q_slot(tr->q, tr->own);
@@ -224,6 +240,26 @@ __device__ void ra_record(ra_link_end *tr, ra_u32 kind, const unsigned char *msg
     *(int *)(p + RA_REC_OFF_CODE) = code;
     *(ra_u32 *)(p + RA_REC_OFF_TEXT_LEN) = 0;  // device code has codes, not text
     tr->own++;
+    return true;
+}
+
+// ra_fault ends the loop on a link no correct peer leaves as it is: the
+// cause goes into the control block and, if the trace ring is attached and
+// has room, a fault record (never waited for: the kernel is stopping).
+__device__ void ra_fault(unsigned char *ctrl, ra_link_end *tr, ra_u32 stage, ra_u64 clk, ra_u32 *life) {
+    *life = RA_STATE_FAULTED;
+    *(volatile int *)(ctrl + RA_CB_OFF_LAST_ERROR) = RA_CODE_CORRUPT_QUEUE;
+    if (tr->q.base && ra_free(tr, 1) >= 1) {
+        ra_u64 now = ra_globaltimer() + clk;
+        unsigned char *s = ra_q_slot(tr->q, tr->own);
+        ra_write_header(s, 0, RA_REC_FAULT, RA_REC_OFF_TEXT, 0, stage, 0);
+        unsigned char *p = s + RA_SLOT_HEADER_SIZE;
+        *(ra_u64 *)(p + RA_REC_OFF_DEQUEUED) = now;
+        *(ra_u64 *)(p + RA_REC_OFF_DONE) = now;
+        *(int *)(p + RA_REC_OFF_CODE) = RA_CODE_CORRUPT_QUEUE;
+        *(ra_u32 *)(p + RA_REC_OFF_TEXT_LEN) = 0;
+        tr->own++;
+    }
 }
 
 typedef int (*ra_stage_fn)(const float *, float *, const float *, int, float *, int);
@@ -233,7 +269,7 @@ __device__ void ra_ring_loop(const ra_ring_args &a) {
     __shared__ ra_link_end ins[RA_MAX_IN_LINKS], out, tr;
     __shared__ ra_u32 life, ack, n, stop, cur, next;
     __shared__ bool drain, sink;
-    __shared__ ra_u64 deq;
+    __shared__ ra_u64 deq, clk;
     __shared__ int res[RA_BATCH];
     __shared__ ra_u64 t0[RA_BATCH], t1[RA_BATCH];
     unsigned char *ctrl = ra_arg_ptr(a, RA_ARG_OFF_CTRL);
@@ -247,9 +283,12 @@ __device__ void ra_ring_loop(const ra_ring_args &a) {
     ra_u32 *seq = (ra_u32 *)(ctrl + RA_CB_OFF_COMMAND_SEQ);
     ra_u32 stage = *(const volatile ra_u32 *)(ctrl + RA_CB_OFF_STAGE_ID);
     ra_u64 processed = 0, dropped = 0, errors = 0, traced = 0;
+    ra_u64 published_tr = 0;  // trace tail last published
+    ra_u32 iter = 0;
     unsigned ns = 0;
     if (threadIdx.x == 0) {
         stop = 0; n = 0; cur = 0; next = 0; drain = false; sink = out_base == 0;
+        clk = ra_clock_offset(ctrl);
         out.q.base = 0; tr.q.base = 0;
         life = RA_STATE_LAUNCHED;
         ack = ra_load_acquire_sys32((const ra_u32 *)(ctrl + RA_CB_OFF_COMMAND_ACK));
@@ -264,9 +303,18 @@ __device__ void ra_ring_loop(const ra_ring_args &a) {
         ra_store_release_sys32((ra_u32 *)(ctrl + RA_CB_OFF_STATE), life);
     }
     __syncthreads();
-    while (!stop) {
+    // Every thread leaves through the `if (stop) break` after a barrier, so
+    // no warp reads stop while thread 0 may write it.
+    for (;;) {
+        if (stop) break;
         if (threadIdx.x == 0) {
-            ra_store_release_sys((ra_u64 *)(ctrl + RA_CB_OFF_HEARTBEAT), ra_globaltimer());
+            // The heartbeat is a .sys release across PCIe: beat every 64th
+            // busy iteration and on every idle one (the watchdog's scale is
+            // milliseconds); re-read the clock offset on the same beat.
+            if ((iter++ & 63u) == 0 || n == 0) {
+                clk = ra_clock_offset(ctrl);
+                ra_store_release_sys((ra_u64 *)(ctrl + RA_CB_OFF_HEARTBEAT), ra_globaltimer() + clk);
+            }
             // Commands: the lifecycle table of ringkernel.Next.
             ra_u32 s = ra_load_acquire_sys32(seq);
             if (s != ack) {
@@ -285,12 +333,15 @@ __device__ void ra_ring_loop(const ra_ring_args &a) {
                 // Dead-letter what is queued on every in-link, then stop.
                 for (ra_u32 k = 0; k < nin; k++) {
                     long long av = ra_avail(&ins[k]);
-                    if (av < 0) { life = RA_STATE_FAULTED; continue; }
-                    for (ra_u64 i = 0; i < (ra_u64)av; i++) {
-                        ra_record(&tr, RA_REC_DEAD_LETTER, ra_q_slot(ins[k].q, ins[k].own + i), stage, 0, ra_globaltimer(), RA_CODE_SHUTDOWN);
+                    if (av < 0) { ra_fault(ctrl, &tr, stage, clk, &life); continue; }
+                    ra_u64 i = 0;
+                    for (; i < (ra_u64)av; i++) {
+                        if (!ra_record(&tr, ctrl, ack, RA_REC_DEAD_LETTER, ra_q_slot(ins[k].q, ins[k].own + i), stage, 0, ra_globaltimer() + clk, RA_CODE_SHUTDOWN)) break;
                         dropped++;
                     }
-                    ins[k].own += av;
+                    // The pump stopped: what is left stays queued, the host's to account for.
+                    if (i < (ra_u64)av) life = RA_STATE_FAULTED;
+                    ins[k].own += i;
                     ra_store_release(ra_q_word(ins[k].q, RA_Q_OFF_HEAD), ins[k].own, ins[k].sys);
                 }
                 if (life != RA_STATE_FAULTED) life = RA_STATE_TERMINATED;
@@ -302,7 +353,7 @@ __device__ void ra_ring_loop(const ra_ring_args &a) {
                 for (ra_u32 j = 0; j < nin && n == 0 && !stop; j++) {
                     ra_u32 k = (next + j) % nin;
                     long long av = ra_avail(&ins[k]);
-                    if (av < 0) { life = RA_STATE_FAULTED; stop = 1; break; }
+                    if (av < 0) { ra_fault(ctrl, &tr, stage, clk, &life); stop = 1; break; }
                     if (av == 0) {
                         // closed is set after the last publish: re-read tail after seeing it
                         if (!(ra_closed(&ins[k]) && ra_avail(&ins[k]) == 0)) done = false;
@@ -310,14 +361,14 @@ __device__ void ra_ring_loop(const ra_ring_args &a) {
                     }
                     done = false;
                     long long fr = sink ? RA_BATCH : ra_free(&out, 1);
-                    if (fr < 0) { life = RA_STATE_FAULTED; stop = 1; break; }
+                    if (fr < 0) { ra_fault(ctrl, &tr, stage, clk, &life); stop = 1; break; }
                     n = (ra_u32)min(min(av, fr), (long long)RA_BATCH);
                     cur = k;
                     next = (k + 1) % nin;
                 }
                 if (!stop && n == 0 && done) { life = RA_STATE_TERMINATED; stop = 1; }
             }
-            deq = ra_globaltimer();
+            deq = ra_globaltimer() + clk;
         }
         __syncthreads();
         if (stop) break;
@@ -331,14 +382,14 @@ __device__ void ra_ring_loop(const ra_ring_args &a) {
                 float *o; int cap;
                 if (sink) { o = sink_buf + i * ((in->q.slot_size - RA_SLOT_HEADER_SIZE) / 4); cap = (in->q.slot_size - RA_SLOT_HEADER_SIZE) / 4; }
                 else { o = (float *)(ra_q_slot(out.q, out.own + i) + RA_SLOT_HEADER_SIZE); cap = (out.q.slot_size - RA_SLOT_HEADER_SIZE) / 4; }
-                t0[i] = ra_globaltimer();
+                t0[i] = ra_globaltimer() + clk;
                 if (len > in->q.slot_size - RA_SLOT_HEADER_SIZE) res[i] = RA_CODE_CORRUPT_SLOT;
                 else if (len % 4) res[i] = RA_CODE_NOT_FLOATS;
                 else {
                     int r = STAGE(params, state, (const float *)(m + RA_SLOT_HEADER_SIZE), (int)(len / 4), o, cap);
                     res[i] = r > cap ? RA_CODE_BAD_RESULT : r;
                 }
-                t1[i] = ra_globaltimer();
+                t1[i] = ra_globaltimer() + clk;
             }
         }
         __syncthreads();
@@ -347,7 +398,7 @@ __device__ void ra_ring_loop(const ra_ring_args &a) {
             for (ra_u32 i = 0; i < n; i++) {
                 const unsigned char *m = ra_q_slot(in->q, in->own + i);
                 if (res[i] < 0) {
-                    ra_record(&tr, RA_REC_DEAD_LETTER, m, stage, deq, t1[i], res[i]);
+                    if (!ra_record(&tr, ctrl, ack, RA_REC_DEAD_LETTER, m, stage, deq, t1[i], res[i])) { life = RA_STATE_FAULTED; stop = 1; }
                     dropped++;
                     if (res[i] != RA_CODE_NOT_FLOATS && res[i] != RA_CODE_CORRUPT_SLOT) errors++;
                     *(int *)(ctrl + RA_CB_OFF_LAST_ERROR) = res[i];
@@ -367,9 +418,9 @@ __device__ void ra_ring_loop(const ra_ring_args &a) {
                     j++;
                 }
                 processed++;
-                if (flags & RA_FLAG_SAMPLED) {
-                    ra_record(&tr, RA_REC_TRACE, m, stage, t0[i], t1[i], 0);
-                    traced++;
+                if ((flags & RA_FLAG_SAMPLED) && !stop) {
+                    if (ra_record(&tr, ctrl, ack, RA_REC_TRACE, m, stage, t0[i], t1[i], 0)) traced++;
+                    else { life = RA_STATE_FAULTED; stop = 1; }
                 }
             }
             if (!sink && j) {
@@ -379,15 +430,21 @@ __device__ void ra_ring_loop(const ra_ring_args &a) {
             if (n) {
                 in->own += n;
                 ra_store_release(ra_q_word(in->q, RA_Q_OFF_HEAD), in->own, in->sys);  // done reading them
-                ra_store_release_sys(ra_q_word(tr.q, RA_Q_OFF_TAIL), tr.own);
+                // Counters before the trace tail: a host that has seen a
+                // dead letter finds it counted (the trace pump reads the
+                // tail, then the records).
+                *(volatile ra_u64 *)(ctrl + RA_CB_OFF_PROCESSED) = processed;
+                *(volatile ra_u64 *)(ctrl + RA_CB_OFF_DROPPED) = dropped;
+                *(volatile ra_u64 *)(ctrl + RA_CB_OFF_ERRORS) = errors;
+                *(volatile ra_u64 *)(ctrl + RA_CB_OFF_TRACED) = traced;
+                if (tr.own != published_tr) {
+                    ra_store_release_sys(ra_q_word(tr.q, RA_Q_OFF_TAIL), tr.own);
+                    published_tr = tr.own;
+                }
                 ns = 0;
             } else {
                 ra_backoff(&ns);  // idle: sleep a little, then look at the command word again
             }
-            *(volatile ra_u64 *)(ctrl + RA_CB_OFF_PROCESSED) = processed;
-            *(volatile ra_u64 *)(ctrl + RA_CB_OFF_DROPPED) = dropped;
-            *(volatile ra_u64 *)(ctrl + RA_CB_OFF_ERRORS) = errors;
-            *(volatile ra_u64 *)(ctrl + RA_CB_OFF_TRACED) = traced;
         }
         __syncthreads();
     }

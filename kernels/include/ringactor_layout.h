@@ -51,6 +51,7 @@
 #define RA_CB_OFF_COMMAND_SEQ      0xcu      // u32, host: bumped after each command
 #define RA_CB_OFF_STAGE_ID         0x10u     // u32, host: stamped on output
 #define RA_CB_OFF_COMMAND_ARG      0x18u     // u64, host: the command's argument
+#define RA_CB_OFF_CLOCK_OFFSET     0x20u     // i64, host: host ns minus device clock ns
 #define RA_CB_OFF_DEVICE_LINE      0x80u     // written by the kernel only
 #define RA_CB_OFF_STATE            0x80u     // u32, kernel: the state
 #define RA_CB_OFF_COMMAND_ACK      0x84u     // u32, kernel: seq applied, after state

@@ -17,6 +17,13 @@ var ErrLaunchBlocking = errors.New("ringkernel/cuda: CUDA_LAUNCH_BLOCKING=1 woul
 // running on the device, so it might never be scheduled.
 var ErrNoFit = errors.New("ringkernel/cuda: kernel would not be co-resident")
 
+// ErrExecTimeout: the GPU has a kernel run-time limit (it drives a
+// display), which would end every persistent kernel.
+var ErrExecTimeout = errors.New("ringkernel/cuda: the GPU has a kernel run-time limit")
+
+// ErrTooManyKernels: the device runs as many ring kernels as it may.
+var ErrTooManyKernels = errors.New("ringkernel/cuda: too many ring kernels on the device")
+
 // Options tunes the backend. The zero value is sensible.
 type Options struct {
 	// Threads per block of a stateless stage (default 256: eight warps,
@@ -27,6 +34,11 @@ type Options struct {
 	// device at first use, for links in device memory and for control
 	// blocks, trace rings and host-facing links (defaults 64 MiB, 32 MiB).
 	DeviceArena, PinnedArena int
+	// MaxKernels caps the ring kernels on one device (default 120). A GPU
+	// runs at most 128 grids at once (compute capability 7.0 to 9.0); a
+	// launch past that is queued and never starts, so a pipeline would
+	// hang. The rest is left for the clock kernel and other work.
+	MaxKernels int
 }
 
 // Backend runs ring kernels on the GPUs the CUDA driver reports.
@@ -70,6 +82,9 @@ func New(opts Options) (*Backend, error) {
 	}
 	if opts.PinnedArena <= 0 {
 		opts.PinnedArena = 32 << 20
+	}
+	if opts.MaxKernels <= 0 {
+		opts.MaxKernels = 120
 	}
 	return &Backend{drv: d, opts: opts, devs: map[int]*device{}}, nil
 }

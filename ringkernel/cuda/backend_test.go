@@ -55,13 +55,13 @@ func TestNoDriverIsAnError(t *testing.T) {
 // The co-residency budget refuses the block that would not fit and says
 // how many fit.
 func TestReserveRefusesWhatWouldNotBeCoResident(t *testing.T) {
-	d := &device{id: 3, sms: 2}
+	d := &device{id: 3, sms: 2, live: map[*loop]struct{}{}}
 	for i := range 4 {
-		if err := d.reserve("s", 256, 2); err != nil {
+		if err := d.reserve(nil, "s", 256, 2); err != nil {
 			t.Fatalf("block %d of 4 that fit: %v", i, err)
 		}
 	}
-	err := d.reserve("fifth", 256, 2)
+	err := d.reserve(nil, "fifth", 256, 2)
 	if !errors.Is(err, ErrNoFit) {
 		t.Fatalf("fifth block: %v, want ErrNoFit", err)
 	}
@@ -70,8 +70,8 @@ func TestReserveRefusesWhatWouldNotBeCoResident(t *testing.T) {
 			t.Errorf("error %q lacks %q", err, want)
 		}
 	}
-	d.kernelEnded()
-	if err := d.reserve("again", 256, 2); err != nil {
+	d.kernelEnded(nil)
+	if err := d.reserve(nil, "again", 256, 2); err != nil {
 		t.Fatalf("after one ended: %v", err)
 	}
 }

@@ -3,7 +3,10 @@ package cuda
 import (
 	"errors"
 	"fmt"
+	"os"
+	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	drv "github.com/ringactor/ringactor/cuda"
@@ -12,18 +15,24 @@ import (
 
 // device is one GPU as the backend uses it.
 type device struct {
-	id     int
-	dev    *drv.Device
-	ctx    *drv.Context
-	sms    int
-	offset int64 // host ns - device globaltimer ns
+	id        int
+	dev       *drv.Device
+	ctx       *drv.Context
+	sms       int
+	cc        [2]int       // compute capability
+	offset    atomic.Int64 // host ns - device globaltimer ns, recalibrated while kernels run
+	clock     *drv.Function
+	stopClock chan struct{}
+	clockDone chan struct{}
 
 	devArena *deviceArena
 	pinArena *pinnedArena
 
-	mu      sync.Mutex
-	modules map[string]*drv.Module // by op name and PTX hash
-	blocks  int                    // ring kernels running (one block each)
+	mu         sync.Mutex
+	modules    map[string]*drv.Module // by PTX hash
+	blocks     int                    // ring kernels running (one block each)
+	maxKernels int
+	live       map[*loop]struct{} // their loops, for clock offset updates
 }
 
 func openDevice(b *Backend, id int) (*device, error) {
@@ -38,11 +47,21 @@ func openDevice(b *Backend, id int) (*device, error) {
 	if mapped, err := dv.Attribute(drv.AttrCanMapHostMemory); err != nil || mapped == 0 {
 		return nil, fmt.Errorf("cannot map host memory (attribute %d, %v): ring kernels need mapped pinned memory for their control blocks", mapped, err)
 	}
+	// A kernel run-time limit (a GPU that drives a display) would end every
+	// persistent kernel after a few seconds.
+	if t, err := dv.Attribute(drv.AttrKernelExecTimeout); err != nil || t != 0 {
+		return nil, fmt.Errorf("%w (attribute %d, %v): the driver ends kernels that run more than a few seconds, so ring kernels cannot run here; use a GPU that drives no display", ErrExecTimeout, t, err)
+	}
+	major, minor, err := dv.ComputeCapability()
+	if err != nil {
+		return nil, err
+	}
 	ctx, err := dv.PrimaryContext()
 	if err != nil {
 		return nil, err
 	}
-	d := &device{id: id, dev: dv, ctx: ctx, sms: sms, modules: map[string]*drv.Module{}}
+	d := &device{id: id, dev: dv, ctx: ctx, sms: sms, cc: [2]int{major, minor},
+		modules: map[string]*drv.Module{}, live: map[*loop]struct{}{}, maxKernels: b.opts.MaxKernels}
 	fail := func(err error) (*device, error) {
 		d.close()
 		return nil, err
@@ -53,10 +72,29 @@ func openDevice(b *Backend, id int) (*device, error) {
 	if d.pinArena, err = newPinnedArena(ctx, b.opts.PinnedArena, false); err != nil {
 		return fail(err)
 	}
-	if d.offset, err = calibrate(d); err != nil {
+	if err := d.preload(); err != nil {
+		return fail(err)
+	}
+	if err := d.startClock(); err != nil {
 		return fail(fmt.Errorf("clock calibration: %w", err))
 	}
 	return d, nil
+}
+
+// preload loads the module of every built-in op before any ring kernel
+// runs on the device: loading a module may wait for the device, which a
+// device with persistent kernels never is (see liveModuleLoad).
+func (d *device) preload() error {
+	for _, name := range kernels.ShippedPTXNames() {
+		ptx, ok := kernels.ShippedPTX(strings.TrimSuffix(strings.TrimPrefix(name, "ra_"), ".ptx"))
+		if !ok {
+			continue
+		}
+		if _, err := d.loadModule(name, ptx); err != nil {
+			return fmt.Errorf("loading the shipped %s: %w", name, err)
+		}
+	}
+	return nil
 }
 
 // running is the number of ring kernels on the device.
@@ -67,21 +105,53 @@ func (d *device) running() int {
 }
 
 // kernelEnded accounts for an ended kernel.
-func (d *device) kernelEnded() {
+func (d *device) kernelEnded(l *loop) {
 	d.mu.Lock()
 	d.blocks--
+	delete(d.live, l)
 	d.mu.Unlock()
 }
 
+// ErrModuleWhileRunning: a module not loaded yet was needed while ring
+// kernels run on the device, and loading it could wait for them forever.
+var ErrModuleWhileRunning = errors.New("ringkernel/cuda: loading a new module while ring kernels run on the device could wait for them forever")
+
+// LiveModuleLoadEnv, set to 1, allows loading a new module (a user stage's)
+// on a device whose ring kernels are running. Off by default: whether the
+// driver waits for the device then depends on the driver and on
+// CUDA_MODULE_LOADING, and a wait there never ends.
+const LiveModuleLoadEnv = "RINGACTOR_LIVE_MODULE_LOAD"
+
+func liveModuleLoad() bool { return os.Getenv(LiveModuleLoadEnv) == "1" }
+
 // module returns the loaded module of op's ring kernel, loading it once.
+// Built-in ops were loaded when the device opened; a user op's module is
+// loaded at its first launch, which is refused while other ring kernels
+// run on the device (unless LiveModuleLoadEnv allows it).
 func (d *device) module(op kernels.Op, ptx []byte) (*drv.Module, error) {
-	key := op.Name + "\x00" + fmt.Sprint(len(ptx)) + "\x00" + hashPTX(ptx)
+	d.mu.Lock()
+	m, ok := d.modules[hashPTX(ptx)]
+	running := d.blocks
+	d.mu.Unlock()
+	if ok {
+		return m, nil
+	}
+	if running > 0 && !liveModuleLoad() {
+		return nil, fmt.Errorf("%w: op %s on device %d (%d ring kernels run); launch stages with user ops before the others, or terminate those first, or set %s=1 if this driver is known to load modules without waiting (see the GPU notes in docs)",
+			ErrModuleWhileRunning, op.Name, d.id, running, LiveModuleLoadEnv)
+	}
+	return d.loadModule(kernels.Symbol(op.Name)+".ptx", ptx)
+}
+
+// loadModule loads ptx once per distinct text.
+func (d *device) loadModule(name string, ptx []byte) (*drv.Module, error) {
+	key := hashPTX(ptx)
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	if m, ok := d.modules[key]; ok {
 		return m, nil
 	}
-	m, err := d.ctx.LoadModule(kernels.Symbol(op.Name)+".ptx", ptx)
+	m, err := d.ctx.LoadModule(name, ptx)
 	if err != nil {
 		return nil, err
 	}
@@ -90,6 +160,7 @@ func (d *device) module(op kernels.Op, ptx []byte) (*drv.Module, error) {
 }
 
 func (d *device) close() error {
+	d.stopClockLoop()
 	var errs []error
 	for _, m := range d.modules {
 		errs = append(errs, m.Unload())
@@ -107,5 +178,6 @@ func (d *device) close() error {
 	return errors.Join(errs...)
 }
 
-// hostTime converts a device globaltimer reading to host time.
-func (d *device) hostTime(ns uint64) time.Time { return time.Unix(0, int64(ns)+d.offset) }
+// hostTime converts a time a kernel wrote: kernels add the calibrated
+// offset to every globaltimer reading, so these are host ns already.
+func (d *device) hostTime(ns uint64) time.Time { return time.Unix(0, int64(ns)) }

@@ -54,6 +54,20 @@ func link(t *testing.T, b *rkcuda.Backend, kind p2pqueue.MemoryKind, capacity ui
 	return l
 }
 
+// launch is rk.Launch with a cleanup that terminates the kernel before the
+// cleanups registered earlier free its links.
+func launch(t *testing.T, ctx context.Context, b *rkcuda.Backend, spec rk.Spec) (*rk.Kernel, error) {
+	k, err := launch(t, ctx, b, spec)
+	if err == nil {
+		t.Cleanup(func() {
+			c, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+			defer cancel()
+			k.Terminate(c, false)
+		})
+	}
+	return k, err
+}
+
 func ctxFor(t *testing.T, d time.Duration) context.Context {
 	ctx, cancel := context.WithTimeout(context.Background(), d)
 	t.Cleanup(cancel)
@@ -71,12 +85,12 @@ func TestGPUTwoStagesOverADeviceMemoryLink(t *testing.T) {
 	var mu sync.Mutex
 	var dead []rk.DeadLetter
 	onDead := func(d rk.DeadLetter) { mu.Lock(); dead = append(dead, d); mu.Unlock() }
-	k1, err := rk.Launch(ctx, b, rk.Spec{Stage: rk.Stage{Name: "double", Op: "scale", Params: []float32{2}}, ID: 1,
+	k1, err := launch(t, ctx, b, rk.Spec{Stage: rk.Stage{Name: "double", Op: "scale", Params: []float32{2}}, ID: 1,
 		In: []*p2pqueue.Link{in}, Out: mid, OutLocal: true, OnDeadLetter: onDead})
 	if err != nil {
 		t.Fatal(err)
 	}
-	k2, err := rk.Launch(ctx, b, rk.Spec{Stage: rk.Stage{Name: "plus1", Op: "offset", Params: []float32{1}}, ID: 2,
+	k2, err := launch(t, ctx, b, rk.Spec{Stage: rk.Stage{Name: "plus1", Op: "offset", Params: []float32{1}}, ID: 2,
 		In: []*p2pqueue.Link{mid}, InLocal: []bool{true}, Out: out, OnDeadLetter: onDead})
 	if err != nil {
 		t.Fatal(err)
@@ -147,7 +161,7 @@ func TestGPUStressMillionMessages(t *testing.T) {
 	in := link(t, b, p2pqueue.MappedPinnedMemory, 4096, 16)
 	out := link(t, b, p2pqueue.MappedPinnedMemory, 4096, 16)
 	ctx := ctxFor(t, 5*time.Minute)
-	k, err := rk.Launch(ctx, b, rk.Spec{Stage: rk.Stage{Name: "id", Op: "identity"}, In: []*p2pqueue.Link{in}, Out: out})
+	k, err := launch(t, ctx, b, rk.Spec{Stage: rk.Stage{Name: "id", Op: "identity"}, In: []*p2pqueue.Link{in}, Out: out})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -202,7 +216,7 @@ func TestGPUStressMillionMessages(t *testing.T) {
 func TestGPUTerminateWithin100ms(t *testing.T) {
 	b := gpu(t)
 	in := link(t, b, p2pqueue.MappedPinnedMemory, 64, 16)
-	k, err := rk.Launch(ctxFor(t, time.Minute), b, rk.Spec{Stage: rk.Stage{Name: "sink", Op: "identity"}, In: []*p2pqueue.Link{in}})
+	k, err := launch(t, ctxFor(t, time.Minute), b, rk.Spec{Stage: rk.Stage{Name: "sink", Op: "identity"}, In: []*p2pqueue.Link{in}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -226,7 +240,7 @@ func TestGPUTraceTimesAreCalibrated(t *testing.T) {
 	in := link(t, b, p2pqueue.MappedPinnedMemory, 64, 16)
 	ctx := ctxFor(t, time.Minute)
 	recs := make(chan rk.TraceRecord, 16)
-	k, err := rk.Launch(ctx, b, rk.Spec{Stage: rk.Stage{Name: "sink", Op: "identity"}, In: []*p2pqueue.Link{in},
+	k, err := launch(t, ctx, b, rk.Spec{Stage: rk.Stage{Name: "sink", Op: "identity"}, In: []*p2pqueue.Link{in},
 		OnTrace: func(r rk.TraceRecord) { recs <- r }})
 	if err != nil {
 		t.Fatal(err)

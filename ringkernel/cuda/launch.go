@@ -37,7 +37,7 @@ func (b *Backend) Start(job *rk.Job) (rk.Loop, error) {
 	if err != nil {
 		return nil, err
 	}
-	ptx, err := kernels.Build(nvrtcOrNil(), job.Op, kernels.ShippedArch)
+	ptx, err := d.ptx(b, job.Op)
 	if err != nil {
 		return nil, fmt.Errorf("ringkernel/cuda: PTX for stage %q (op %s): %w", spec.Stage.Name, job.Op.Name, err)
 	}
@@ -57,21 +57,31 @@ func (b *Backend) Start(job *rk.Job) (rk.Loop, error) {
 	if err != nil {
 		return nil, err
 	}
-	l := &loop{dev: d, done: make(chan struct{})}
-	if err := d.reserve(spec.Stage.Name, threads, perSM); err != nil {
+	l := &loop{dev: d, cb: job.Control, done: make(chan struct{})}
+	if err := d.reserve(l, spec.Stage.Name, threads, perSM); err != nil {
 		return nil, err
 	}
 	fail := func(err error) (rk.Loop, error) {
 		l.freeOwned()
-		d.kernelEnded()
+		d.kernelEnded(l)
 		return nil, err
 	}
+	// Kernels stamp host time: globaltimer plus this offset, kept fresh
+	// by the device's clock loop while the kernel runs.
+	job.Control.SetClockOffset(d.offset.Load())
 	args, err := l.args(job)
 	if err != nil {
 		return fail(err)
 	}
 	if l.stream, err = d.ctx.NewStream(); err != nil {
 		return fail(err)
+	}
+	// Setup (arena memsets, queue formatting, params) went through the
+	// legacy default stream, which the kernel's non-blocking stream is not
+	// ordered after: wait for it, and only for it.
+	if err := d.setupFence(); err != nil {
+		l.stream.Destroy()
+		return fail(fmt.Errorf("ringkernel/cuda: stage %q: waiting for its setup copies: %w", spec.Stage.Name, err))
 	}
 	one := drv.Dim3{X: 1, Y: 1, Z: 1}
 	if err := d.ctx.Launch(fn, one, drv.Dim3{X: uint32(threads), Y: 1, Z: 1}, 0, l.stream, args); err != nil {
@@ -82,22 +92,66 @@ func (b *Backend) Start(job *rk.Job) (rk.Loop, error) {
 	return l, nil
 }
 
-// reserve takes one block of the device's co-residency budget.
-func (d *device) reserve(stage string, threads, perSM int) error {
+// reserve takes one block of the device's co-residency budget for l.
+func (d *device) reserve(l *loop, stage string, threads, perSM int) error {
 	d.mu.Lock()
 	defer d.mu.Unlock()
+	if d.maxKernels > 0 && d.blocks+1 > d.maxKernels {
+		return fmt.Errorf("%w: stage %q on device %d: %d ring kernels run, the most this backend starts on one device (Options.MaxKernels; a GPU runs at most 128 grids at once); use fewer stages per device",
+			ErrTooManyKernels, stage, d.id, d.blocks)
+	}
 	fit := perSM * d.sms
 	if d.blocks+1 > fit {
 		return fmt.Errorf("%w: stage %q on device %d: %d blocks of %d threads fit at once (%d per SM x %d SMs) and %d ring kernels already run; use fewer stages per device or fewer threads (Options.Threads)",
 			ErrNoFit, stage, d.id, fit, threads, perSM, d.sms, d.blocks)
 	}
 	d.blocks++
+	if l != nil {
+		d.live[l] = struct{}{}
+	}
 	return nil
+}
+
+// setupFence waits for the work queued on the legacy default stream: an
+// event recorded there completes once that work has, whatever runs on the
+// non-blocking streams of ring kernels (so never cuCtxSynchronize).
+func (d *device) setupFence() error {
+	e, err := d.ctx.NewEvent()
+	if err != nil {
+		return err
+	}
+	defer e.Destroy()
+	if err := e.Record(nil); err != nil {
+		return err
+	}
+	return e.Synchronize()
+}
+
+// ptx is op's ring kernel for this device: a built-in's shipped PTX
+// (compute_70, JIT-compiled by the driver for any later GPU), or a user
+// op compiled by NVRTC for the device's own virtual architecture (CUDA 13's
+// NVRTC no longer targets compute_70). An NVRTC newer than the driver
+// would emit PTX the driver cannot load, so that is refused up front.
+func (d *device) ptx(b *Backend, op kernels.Op) ([]byte, error) {
+	if ptx, err := kernels.Build(nil, op, kernels.ShippedArch); err == nil {
+		return ptx, nil // a built-in: no compiler needed
+	}
+	n, err := drv.LoadNVRTC()
+	if err != nil {
+		return kernels.Build(nil, op, kernels.ShippedArch) // the error names the missing compiler
+	}
+	major, minor := n.Version()
+	if dv := b.drv.Version(); dv > 0 && 1000*major+10*minor > dv {
+		return nil, fmt.Errorf("ringkernel/cuda: NVRTC %d.%d (%s) is newer than the driver (CUDA %d.%d): its PTX would not load; set %s to an NVRTC of CUDA %d.%d or older, or update the driver",
+			major, minor, n.Path(), dv/1000, dv%1000/10, drv.NVRTCEnv, dv/1000, dv%1000/10)
+	}
+	return kernels.Build(n, op, fmt.Sprintf("compute_%d%d", d.cc[0], d.cc[1]))
 }
 
 // loop is a running device kernel.
 type loop struct {
 	dev    *device
+	cb     *rk.ControlBlock
 	stream *drv.Stream
 	done   chan struct{}
 	owned  []int // device-arena offsets of params, state and sink
@@ -199,7 +253,7 @@ func (l *loop) watch(cb *rk.ControlBlock) {
 	}
 	l.stream.Destroy()
 	l.freeOwned()
-	l.dev.kernelEnded()
+	l.dev.kernelEnded(l)
 	close(l.done)
 }
 
@@ -230,14 +284,4 @@ func (l *loop) Err() error {
 func hashPTX(ptx []byte) string {
 	h := sha256.Sum256(ptx)
 	return hex.EncodeToString(h[:8])
-}
-
-// nvrtcOrNil is NVRTC where installed, for user stages; built-in stages
-// use the shipped PTX and need no compiler.
-func nvrtcOrNil() kernels.Compiler {
-	n, err := drv.LoadNVRTC()
-	if err != nil {
-		return nil
-	}
-	return n
 }

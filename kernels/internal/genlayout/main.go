@@ -67,6 +67,7 @@ func defs() []def {
 		{"RA_CB_OFF_COMMAND_SEQ", rk.CtrlOffCommandSeq, "u32, host: bumped after each command"},
 		{"RA_CB_OFF_STAGE_ID", rk.CtrlOffStageID, "u32, host: stamped on output"},
 		{"RA_CB_OFF_COMMAND_ARG", rk.CtrlOffCommandArg, "u64, host: the command's argument"},
+		{"RA_CB_OFF_CLOCK_OFFSET", rk.CtrlOffClockOffset, "i64, host: host ns minus device clock ns"},
 		{"RA_CB_OFF_DEVICE_LINE", rk.CtrlOffDeviceLine, "written by the kernel only"},
 		{"RA_CB_OFF_STATE", rk.CtrlOffState, "u32, kernel: the state"},
 		{"RA_CB_OFF_COMMAND_ACK", rk.CtrlOffCommandAck, "u32, kernel: seq applied, after state"},

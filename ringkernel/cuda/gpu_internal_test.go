@@ -1,0 +1,282 @@
+package cuda
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"sort"
+	"sync"
+	"testing"
+	"time"
+
+	drv "github.com/ringactor/ringactor/cuda"
+	"github.com/ringactor/ringactor/cuda/cudatest"
+	"github.com/ringactor/ringactor/kernels"
+	"github.com/ringactor/ringactor/p2pqueue"
+	rk "github.com/ringactor/ringactor/ringkernel"
+)
+
+// These tests settle on a real GPU what reading the driver's documentation
+// cannot: they skip without one (fail under RINGACTOR_REQUIRE_GPU=1), and
+// log what they measured for the GPU notes in docs/BENCHMARKS.md.
+
+func gpuBackend(t *testing.T, opts Options) *Backend {
+	t.Helper()
+	cudatest.Driver(t)
+	b, err := New(opts)
+	if err != nil {
+		t.Fatalf("cuda backend: %v", err)
+	}
+	t.Cleanup(func() {
+		if err := b.Close(); err != nil {
+			t.Errorf("close: %v", err)
+		}
+	})
+	return b
+}
+
+// spin launches an identity sink kernel on device 0, active, terminated at
+// cleanup before its memory is freed.
+func spin(t *testing.T, b *Backend, id uint32) *rk.Kernel {
+	t.Helper()
+	cfg := p2pqueue.ConfigFor(64, 64)
+	n, err := cfg.RegionSize()
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, err := b.Alloc(0, n, p2pqueue.MappedPinnedMemory)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { b.Free(r) })
+	in, err := p2pqueue.Init(r, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	k, err := rk.Launch(context.Background(), b, rk.Spec{Stage: rk.Stage{Name: fmt.Sprint("spin", id), Op: "identity", Stateful: true}, ID: id, In: []*p2pqueue.Link{in}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		if err := k.Terminate(ctx, false); err != nil {
+			t.Errorf("terminate %d: %v", id, err)
+		}
+	})
+	return k
+}
+
+// Loading a module while a ring kernel spins: under the CUDA_MODULE_LOADING
+// this process runs with, does cuModuleLoadData return, or wait for the
+// device? Either way the backend must not hang: a wait ends once the
+// kernel is terminated. The backend refuses such loads unless
+// RINGACTOR_LIVE_MODULE_LOAD=1, and that refusal is checked here too.
+func TestGPUModuleLoadWhileKernelSpins(t *testing.T) {
+	b := gpuBackend(t, Options{})
+	k := spin(t, b, 1)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := k.Activate(ctx); err != nil {
+		t.Fatal(err)
+	}
+	d, err := b.device(0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	user := kernels.Op{Name: "gpu.probe", CUDA: "never compiled"}
+	if _, err := d.module(user, []byte("// a module not loaded yet\n"+clockPTX)); !errors.Is(err, ErrModuleWhileRunning) && !liveModuleLoad() {
+		t.Fatalf("a new module while a kernel runs: %v, want ErrModuleWhileRunning", err)
+	}
+	done := make(chan error, 1)
+	start := time.Now()
+	go func() {
+		m, err := d.ctx.LoadModule("probe.ptx", []byte("// probe "+time.Now().String()+"\n"+clockPTX))
+		if err == nil {
+			_, err = m.Function("ra_clock")
+		}
+		done <- err
+	}()
+	mode := os.Getenv(drv.ModuleLoadingEnv)
+	select {
+	case err := <-done:
+		t.Logf("GPU-NOTE module load while a ring kernel spins (%s=%s): returned in %v (err %v)", drv.ModuleLoadingEnv, mode, time.Since(start), err)
+	case <-time.After(5 * time.Second):
+		if err := k.Terminate(ctx, false); err != nil {
+			t.Fatalf("module load blocked, and terminate failed: %v", err)
+		}
+		select {
+		case err := <-done:
+			t.Logf("GPU-NOTE module load while a ring kernel spins (%s=%s): BLOCKED until the kernel ended (err %v)", drv.ModuleLoadingEnv, mode, err)
+		case <-time.After(10 * time.Second):
+			t.Fatal("module load still blocked after the kernel ended")
+		}
+	}
+}
+
+// The clock: globaltimer's step, the calibration's round trip, and the
+// drift of host minus device over a few seconds.
+func TestGPUClockAgainstHost(t *testing.T) {
+	b := gpuBackend(t, Options{})
+	d, err := b.device(0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	type sample struct {
+		at  time.Time
+		off int64
+		rt  time.Duration
+	}
+	var ss []sample
+	for range 16 {
+		off, rt, err := d.calibrate()
+		if err != nil {
+			t.Fatal(err)
+		}
+		ss = append(ss, sample{time.Now(), off, rt})
+		time.Sleep(200 * time.Millisecond)
+	}
+	first, last := ss[0], ss[len(ss)-1]
+	drift := float64(last.off-first.off) / last.at.Sub(first.at).Seconds()
+	rts := make([]time.Duration, len(ss))
+	spread := int64(0)
+	for i, s := range ss {
+		rts[i] = s.rt
+		spread = max(spread, abs(s.off-first.off))
+	}
+	sort.Slice(rts, func(i, j int) bool { return rts[i] < rts[j] })
+	// The timer's step: consecutive reads of a spinning probe.
+	step, err := timerStep(d)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("GPU-NOTE clock: globaltimer step %v; calibration round trip min %v median %v; offset spread %v over %v; drift %.0f ns/s",
+		step, rts[0], rts[len(rts)/2], time.Duration(spread), last.at.Sub(first.at).Round(time.Millisecond), drift)
+	if rts[0] > time.Millisecond {
+		t.Errorf("best calibration round trip %v: the offset is uncertain by half of that", rts[0])
+	}
+}
+
+func abs(x int64) int64 {
+	if x < 0 {
+		return -x
+	}
+	return x
+}
+
+// timerProbePTX stores n consecutive globaltimer readings.
+const timerProbePTX = `.version 7.0
+.target sm_70
+.address_size 64
+.visible .entry ra_timer_probe(.param .u64 out, .param .u32 n)
+{
+	.reg .b64 %rd<6>;
+	.reg .b32 %r<3>;
+	.reg .pred %p;
+	ld.param.u64 %rd1, [out];
+	cvta.to.global.u64 %rd2, %rd1;
+	ld.param.u32 %r1, [n];
+	mov.u32 %r2, 0;
+LOOP:
+	mov.u64 %rd3, %globaltimer;
+	mul.wide.u32 %rd4, %r2, 8;
+	add.s64 %rd5, %rd2, %rd4;
+	st.global.u64 [%rd5], %rd3;
+	add.u32 %r2, %r2, 1;
+	setp.lt.u32 %p, %r2, %r1;
+	@%p bra LOOP;
+	ret;
+}
+`
+
+// timerStep is the smallest nonzero difference between consecutive
+// globaltimer readings of a kernel reading it in a loop.
+func timerStep(d *device) (time.Duration, error) {
+	m, err := d.loadModule("ra_timer_probe.ptx", []byte(timerProbePTX))
+	if err != nil {
+		return 0, err
+	}
+	f, err := m.Function("ra_timer_probe")
+	if err != nil {
+		return 0, err
+	}
+	const n = 4096
+	buf, off, err := d.pinArena.alloc(8 * n)
+	if err != nil {
+		return 0, err
+	}
+	defer d.pinArena.release(off)
+	s, err := d.ctx.NewStream()
+	if err != nil {
+		return 0, err
+	}
+	defer s.Destroy()
+	if err := d.ctx.Launch(f, drv.Dim3{X: 1, Y: 1, Z: 1}, drv.Dim3{X: 1, Y: 1, Z: 1}, 0, s, buf.Device, uint32(n)); err != nil {
+		return 0, err
+	}
+	if err := s.Synchronize(); err != nil {
+		return 0, err
+	}
+	step := time.Duration(1 << 62)
+	prev := le64(buf.Bytes[0:])
+	for i := 1; i < n; i++ {
+		v := le64(buf.Bytes[8*i:])
+		if v > prev {
+			step = min(step, time.Duration(v-prev))
+		}
+		prev = v
+	}
+	return step, nil
+}
+
+func le64(b []byte) uint64 {
+	return uint64(b[0]) | uint64(b[1])<<8 | uint64(b[2])<<16 | uint64(b[3])<<24 | uint64(b[4])<<32 | uint64(b[5])<<40 | uint64(b[6])<<48 | uint64(b[7])<<56
+}
+
+// How many ring kernels can run at once: with the cap lifted, launch 132
+// one-warp kernels and see which acknowledge Activate (a launched kernel
+// that never starts never acknowledges). The backend's default cap must
+// be at most the number that ran.
+func TestGPUConcurrentGridLimit(t *testing.T) {
+	const tries = 132
+	b := gpuBackend(t, Options{MaxKernels: tries + 1, Threads: 32, PinnedArena: 64 << 20})
+	ks := make([]*rk.Kernel, tries)
+	for i := range ks {
+		ks[i] = spin(t, b, uint32(i+1))
+	}
+	var mu sync.Mutex
+	started := 0
+	var wg sync.WaitGroup
+	for _, k := range ks {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
+			defer cancel()
+			if k.Activate(ctx) == nil {
+				mu.Lock()
+				started++
+				mu.Unlock()
+			}
+		}()
+	}
+	wg.Wait()
+	t.Logf("GPU-NOTE concurrent ring kernels: %d of %d launched kernels started (default cap %d)", started, tries, 120)
+	if started < 120 {
+		t.Errorf("only %d ring kernels ran at once: the default cap of 120 is too high", started)
+	}
+}
+
+// The default cap refuses the kernel past it, with the fix in the error.
+func TestTooManyKernelsRefused(t *testing.T) {
+	d := &device{id: 0, sms: 100, live: map[*loop]struct{}{}, maxKernels: 2}
+	for range 2 {
+		if err := d.reserve(nil, "s", 32, 8); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := d.reserve(nil, "third", 32, 8); !errors.Is(err, ErrTooManyKernels) {
+		t.Fatalf("third kernel: %v, want ErrTooManyKernels", err)
+	}
+}
