@@ -154,6 +154,8 @@ func TestNilHandlesAreErrorsNotPanics(t *testing.T) {
 		f  *Function
 		s  *Stream
 		e  *Event
+		g  *Graph
+		x  *GraphExec
 		ok = func(err error) {
 			t.Helper()
 			if err == nil {
@@ -216,4 +218,14 @@ func TestNilHandlesAreErrorsNotPanics(t *testing.T) {
 	_, err = e.Elapsed(nil)
 	ok(err)
 	ok(e.Destroy())
+	ok(s.BeginCapture())
+	_, err = s.EndCapture()
+	ok(err)
+	_, err = g.Instantiate()
+	ok(err)
+	ok(g.Destroy())
+	ok(x.Launch(nil))
+	ok(x.Destroy())
+	ok(c.CopyToDeviceAsync(1, nil, 0, 1, nil))
+	ok(c.CopyFromDeviceAsync(nil, 0, 1, 1, nil))
 }
