@@ -38,3 +38,13 @@ func dlopenAll(lib string, syms []symbol) (handle unsafe.Pointer, why, missing s
 	}
 	return h, "", ""
 }
+
+// dlsymOptional resolves each symbol of the open library h that it has,
+// leaving the others nil.
+func dlsymOptional(h unsafe.Pointer, syms []symbol) {
+	for _, s := range syms {
+		cs := C.CString(s.name)
+		*s.dst = C.dlsym(h, cs)
+		C.free(unsafe.Pointer(cs))
+	}
+}

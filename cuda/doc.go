@@ -13,7 +13,9 @@
 // driver function the package calls is resolved up front, by its exported
 // name (the _v2 names where the driver versions them, such as
 // cuMemAlloc_v2), so a driver that lacks one fails to load with an error
-// naming it, rather than failing later. CUDA 11.0 or newer is needed. A
+// naming it, rather than failing later. CUDA 11.0 or newer is needed. The
+// graph API is the exception: it is resolved where present, and without it
+// only the graph calls fail (with an error wrapping ErrUnsupported). A
 // driver that loads but cannot start (cuInit fails, for example with
 // CUDA_ERROR_NO_DEVICE) is reported as that *Error.
 //
@@ -30,7 +32,15 @@
 // for memory shared by several GPUs), zeroed, with a host view (Bytes) and
 // a device address (Device). Go-heap memory is never handed to the device:
 // copies pass Go slices only for the length of the call, and kernel
-// arguments are copied into C memory for the launch.
+// arguments are copied into C memory for the launch. The async copies
+// (CopyToDeviceAsync, CopyFromDeviceAsync) take AllocHost memory, which is
+// page-locked C memory, since the driver uses it after the call returns.
+//
+// Graphs: Stream.BeginCapture records the copies and launches issued to a
+// stream, EndCapture returns them as a Graph, Instantiate makes a
+// GraphExec, and GraphExec.Launch replays the whole sequence with one call
+// (cuStreamBeginCapture_v2 in relaxed mode, cuStreamEndCapture,
+// cuGraphInstantiateWithFlags or cuGraphInstantiate_v2, cuGraphLaunch).
 //
 // Errors: a failed driver call is an *Error carrying the call, the CUresult
 // and the driver's name and text for it ("cuda: cuMemAlloc_v2:

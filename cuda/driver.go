@@ -22,6 +22,10 @@ var ErrNoDriver = errors.New("cuda: driver not found")
 // unloaded or destroyed.
 var ErrReleased = errors.New("cuda: handle already released")
 
+// ErrUnsupported is wrapped by the error of a call the loaded driver has
+// no entry point for (such as CUDA graphs on a driver older than 11.0).
+var ErrUnsupported = errors.New("cuda: not supported by this driver")
+
 // Result is a CUDA driver API status code (CUresult).
 type Result int
 
@@ -42,6 +46,7 @@ const (
 	ErrorInvalidPTX                Result = 218
 	ErrorUnsupportedPTXVersion     Result = 222
 	ErrorInvalidHandle             Result = 400
+	ErrorIllegalState              Result = 401
 	ErrorNotFound                  Result = 500
 	ResultNotReady                 Result = 600
 	ErrorIllegalAddress            Result = 700
@@ -52,6 +57,9 @@ const (
 	ErrorLaunchFailed              Result = 719
 	ErrorCooperativeLaunchTooLarge Result = 720
 	ErrorNotSupported              Result = 801
+	ErrorStreamCaptureUnsupported  Result = 900
+	ErrorStreamCaptureInvalidated  Result = 901
+	ErrorStreamCaptureWrongThread  Result = 908
 	ErrorUnknown                   Result = 999
 )
 
@@ -131,6 +139,7 @@ const (
 	memHostAllocPortable  = 0x01 // CU_MEMHOSTALLOC_PORTABLE
 	memHostAllocDeviceMap = 0x02 // CU_MEMHOSTALLOC_DEVICEMAP
 	streamNonBlocking     = 0x01 // CU_STREAM_NON_BLOCKING
+	captureModeRelaxed    = 2    // CU_STREAM_CAPTURE_MODE_RELAXED (GLOBAL 0, THREAD_LOCAL 1)
 	eventDefault          = 0x00 // CU_EVENT_DEFAULT (timing enabled)
 )
 

@@ -51,6 +51,12 @@ static int drv_memFree(void *f, drv_dptr p) { return ((int (*)(drv_dptr))f)(p); 
 static int drv_memsetD8(void *f, drv_dptr p, unsigned char b, size_t n) { return ((int (*)(drv_dptr, unsigned char, size_t))f)(p, b, n); }
 static int drv_memcpyHtoD(void *f, drv_dptr dst, const void *src, size_t n) { return ((int (*)(drv_dptr, const void *, size_t))f)(dst, src, n); }
 static int drv_memcpyDtoH(void *f, void *dst, drv_dptr src, size_t n) { return ((int (*)(void *, drv_dptr, size_t))f)(dst, src, n); }
+static int drv_memcpyHtoDAsync(void *f, drv_dptr dst, const void *src, size_t n, uintptr_t s) {
+	return ((int (*)(drv_dptr, const void *, size_t, void *))f)(dst, src, n, (void *)s);
+}
+static int drv_memcpyDtoHAsync(void *f, void *dst, drv_dptr src, size_t n, uintptr_t s) {
+	return ((int (*)(void *, drv_dptr, size_t, void *))f)(dst, src, n, (void *)s);
+}
 static int drv_memHostAlloc(void *f, void **p, size_t n, unsigned flags) { return ((int (*)(void **, size_t, unsigned))f)(p, n, flags); }
 static int drv_memFreeHost(void *f, void *p) { return ((int (*)(void *))f)(p); }
 static int drv_memHostGetDevicePointer(void *f, drv_dptr *d, void *p) { return ((int (*)(drv_dptr *, void *, unsigned))f)(d, p, 0); }
@@ -114,6 +120,30 @@ static int drv_launch(void *f, int coop, uintptr_t fn, unsigned gx, unsigned gy,
 	free(params);
 	return r;
 }
+// Graphs: CUstreamCaptureMode is an enum (int); CUgraph and CUgraphExec are
+// opaque pointers like the other handles.
+static int drv_beginCapture(void *f, uintptr_t s, int mode) { return ((int (*)(void *, int))f)((void *)s, mode); }
+static int drv_endCapture(void *f, uintptr_t s, uintptr_t *graph) {
+	void *g = NULL;
+	int r = ((int (*)(void *, void **))f)((void *)s, &g);
+	*graph = (uintptr_t)g;
+	return r;
+}
+static int drv_graphInstantiateWithFlags(void *f, uintptr_t *exec, uintptr_t graph, unsigned long long flags) {
+	void *e = NULL;
+	int r = ((int (*)(void **, void *, unsigned long long))f)(&e, (void *)graph, flags);
+	*exec = (uintptr_t)e;
+	return r;
+}
+// drv_graphInstantiateV2 is the CUDA 11.0 form, with an error node (not
+// kept) and a log buffer of logSize bytes.
+static int drv_graphInstantiateV2(void *f, uintptr_t *exec, uintptr_t graph, char *log, size_t logSize) {
+	void *e = NULL, *errNode = NULL;
+	int r = ((int (*)(void **, void *, void **, char *, size_t))f)(&e, (void *)graph, &errNode, log, logSize);
+	log[logSize - 1] = 0;
+	*exec = (uintptr_t)e;
+	return r;
+}
 static int drv_errorText(void *f, int r, const char **s) { return ((int (*)(int, const char **))f)(r, s); }
 */
 import "C"
@@ -135,6 +165,11 @@ type driverFuncs struct {
 	launchKernel, launchCooperativeKernel                                             unsafe.Pointer
 	streamCreate, streamQuery, streamSynchronize, streamDestroy                       unsafe.Pointer
 	eventCreate, eventRecord, eventSynchronize, eventElapsedTime, eventDestroy        unsafe.Pointer
+	memcpyHtoDAsync, memcpyDtoHAsync                                                  unsafe.Pointer
+
+	// Optional: nil when the driver lacks them (see optionalSymbols).
+	streamBeginCapture, streamEndCapture, graphLaunch, graphExecDestroy, graphDestroy unsafe.Pointer
+	graphInstantiateWithFlags, graphInstantiateV2                                     unsafe.Pointer
 }
 
 // symbols pairs each exported name (with its _v2 suffix where the driver
@@ -163,6 +198,19 @@ func (f *driverFuncs) symbols() []symbol {
 		{"cuEventCreate", &f.eventCreate}, {"cuEventRecord", &f.eventRecord},
 		{"cuEventSynchronize", &f.eventSynchronize}, {"cuEventElapsedTime", &f.eventElapsedTime},
 		{"cuEventDestroy_v2", &f.eventDestroy},
+		{"cuMemcpyHtoDAsync_v2", &f.memcpyHtoDAsync}, {"cuMemcpyDtoHAsync_v2", &f.memcpyDtoHAsync},
+	}
+}
+
+// optionalSymbols are resolved when present: a driver without them still
+// loads, and only the calls that need them fail (graphs: CUDA 11.0 has
+// cuGraphInstantiate_v2, 11.4 and newer cuGraphInstantiateWithFlags; either
+// will do).
+func (f *driverFuncs) optionalSymbols() []symbol {
+	return []symbol{
+		{"cuStreamBeginCapture_v2", &f.streamBeginCapture}, {"cuStreamEndCapture", &f.streamEndCapture},
+		{"cuGraphInstantiateWithFlags", &f.graphInstantiateWithFlags}, {"cuGraphInstantiate_v2", &f.graphInstantiateV2},
+		{"cuGraphLaunch", &f.graphLaunch}, {"cuGraphExecDestroy", &f.graphExecDestroy}, {"cuGraphDestroy", &f.graphDestroy},
 	}
 }
 
@@ -181,6 +229,7 @@ func loadDriverFrom(candidates []string) (*Driver, error) {
 			}
 			continue
 		}
+		dlsymOptional(h, d.fn.optionalSymbols())
 		if err := d.err("cuInit", Result(C.drv_u(d.fn.init, 0))); err != nil {
 			return nil, fmt.Errorf("cuda: %s loaded, but the driver cannot start: %w", name, err)
 		}
@@ -298,6 +347,16 @@ func (d *Driver) memcpyDtoH(dst []byte, src uint64) Result {
 	return Result(C.drv_memcpyDtoH(d.fn.memcpyDtoH, unsafe.Pointer(&dst[0]), C.drv_dptr(src), C.size_t(len(dst))))
 }
 
+// memcpyHtoDAsync and memcpyDtoHAsync take host memory from cuMemHostAlloc
+// (C memory), which the driver reads or writes after the call returns.
+func (d *Driver) memcpyHtoDAsync(dst uint64, src unsafe.Pointer, n uint64, stream uintptr) Result {
+	return Result(C.drv_memcpyHtoDAsync(d.fn.memcpyHtoDAsync, C.drv_dptr(dst), src, C.size_t(n), C.uintptr_t(stream)))
+}
+
+func (d *Driver) memcpyDtoHAsync(dst unsafe.Pointer, src uint64, n uint64, stream uintptr) Result {
+	return Result(C.drv_memcpyDtoHAsync(d.fn.memcpyDtoHAsync, dst, C.drv_dptr(src), C.size_t(n), C.uintptr_t(stream)))
+}
+
 func (d *Driver) memHostAlloc(n uint64, flags uint32) (unsafe.Pointer, Result) {
 	var p unsafe.Pointer
 	r := C.drv_memHostAlloc(d.fn.memHostAlloc, &p, C.size_t(n), C.uint(flags))
@@ -406,4 +465,55 @@ func (d *Driver) eventElapsed(start, end uintptr) (float32, Result) {
 
 func (d *Driver) eventDestroy(e uintptr) Result {
 	return Result(C.drv_h(d.fn.eventDestroy, C.uintptr_t(e)))
+}
+
+// missingGraph names the first graph entry point the driver lacks, or "".
+func (d *Driver) missingGraph() string {
+	for _, s := range d.fn.optionalSymbols() {
+		if *s.dst == nil && s.name != "cuGraphInstantiateWithFlags" && s.name != "cuGraphInstantiate_v2" {
+			return s.name
+		}
+	}
+	if d.fn.graphInstantiateWithFlags == nil && d.fn.graphInstantiateV2 == nil {
+		return "cuGraphInstantiateWithFlags"
+	}
+	return ""
+}
+
+func (d *Driver) streamBeginCapture(s uintptr, mode int) Result {
+	return Result(C.drv_beginCapture(d.fn.streamBeginCapture, C.uintptr_t(s), C.int(mode)))
+}
+
+func (d *Driver) streamEndCapture(s uintptr) (uintptr, Result) {
+	var g C.uintptr_t
+	r := C.drv_endCapture(d.fn.streamEndCapture, C.uintptr_t(s), &g)
+	return uintptr(g), Result(r)
+}
+
+// graphInstantiate uses cuGraphInstantiateWithFlags where the driver has
+// it, else cuGraphInstantiate_v2 (whose log it returns); call names the
+// one used.
+func (d *Driver) graphInstantiate(g uintptr) (exec uintptr, call, log string, r Result) {
+	var e C.uintptr_t
+	if d.fn.graphInstantiateWithFlags != nil {
+		r = Result(C.drv_graphInstantiateWithFlags(d.fn.graphInstantiateWithFlags, &e, C.uintptr_t(g), 0))
+		return uintptr(e), "cuGraphInstantiateWithFlags", "", r
+	}
+	const size = 4 << 10
+	buf := (*C.char)(C.calloc(1, size))
+	defer C.free(unsafe.Pointer(buf))
+	r = Result(C.drv_graphInstantiateV2(d.fn.graphInstantiateV2, &e, C.uintptr_t(g), buf, size))
+	return uintptr(e), "cuGraphInstantiate_v2", C.GoString(buf), r
+}
+
+func (d *Driver) graphLaunch(e, s uintptr) Result {
+	return Result(C.drv_hh(d.fn.graphLaunch, C.uintptr_t(e), C.uintptr_t(s)))
+}
+
+func (d *Driver) graphExecDestroy(e uintptr) Result {
+	return Result(C.drv_h(d.fn.graphExecDestroy, C.uintptr_t(e)))
+}
+
+func (d *Driver) graphDestroy(g uintptr) Result {
+	return Result(C.drv_h(d.fn.graphDestroy, C.uintptr_t(g)))
 }

@@ -36,6 +36,12 @@ func (d *Driver) memcpyDtoH(dst []byte, src uint64) Result            { return n
 func (d *Driver) memHostAlloc(n uint64, flags uint32) (unsafe.Pointer, Result) {
 	return nil, noCgo
 }
+func (d *Driver) memcpyHtoDAsync(dst uint64, src unsafe.Pointer, n uint64, stream uintptr) Result {
+	return noCgo
+}
+func (d *Driver) memcpyDtoHAsync(dst unsafe.Pointer, src uint64, n uint64, stream uintptr) Result {
+	return noCgo
+}
 func (d *Driver) memFreeHost(p unsafe.Pointer) Result                       { return noCgo }
 func (d *Driver) memHostGetDevicePointer(p unsafe.Pointer) (uint64, Result) { return 0, noCgo }
 func (d *Driver) moduleLoad(image []byte) (uintptr, string, string, Result) {
@@ -56,3 +62,12 @@ func (d *Driver) eventRecord(e, s uintptr) Result                   { return noC
 func (d *Driver) eventSynchronize(e uintptr) Result                 { return noCgo }
 func (d *Driver) eventElapsed(start, end uintptr) (float32, Result) { return 0, noCgo }
 func (d *Driver) eventDestroy(e uintptr) Result                     { return noCgo }
+func (d *Driver) missingGraph() string                              { return "" }
+func (d *Driver) streamBeginCapture(s uintptr, mode int) Result     { return noCgo }
+func (d *Driver) streamEndCapture(s uintptr) (uintptr, Result)      { return 0, noCgo }
+func (d *Driver) graphInstantiate(g uintptr) (uintptr, string, string, Result) {
+	return 0, "cuGraphInstantiateWithFlags", "", noCgo
+}
+func (d *Driver) graphLaunch(e, s uintptr) Result   { return noCgo }
+func (d *Driver) graphExecDestroy(e uintptr) Result { return noCgo }
+func (d *Driver) graphDestroy(g uintptr) Result     { return noCgo }

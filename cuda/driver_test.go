@@ -155,6 +155,8 @@ func TestNilHandlesAreErrorsNotPanics(t *testing.T) {
 		f  *Function
 		s  *Stream
 		e  *Event
+		g  *Graph
+		x  *GraphExec
 		ok = func(err error) {
 			t.Helper()
 			if err == nil {
@@ -217,6 +219,16 @@ func TestNilHandlesAreErrorsNotPanics(t *testing.T) {
 	_, err = e.Elapsed(nil)
 	ok(err)
 	ok(e.Destroy())
+	ok(s.BeginCapture())
+	_, err = s.EndCapture()
+	ok(err)
+	_, err = g.Instantiate()
+	ok(err)
+	ok(g.Destroy())
+	ok(x.Launch(nil))
+	ok(x.Destroy())
+	ok(c.CopyToDeviceAsync(1, nil, 0, 1, nil))
+	ok(c.CopyFromDeviceAsync(nil, 0, 1, 1, nil))
 }
 
 // Eager module loading is chosen before cuInit unless the user chose.

@@ -27,6 +27,8 @@ var fake struct {
 	dir     string
 	lib     string // the fake driver
 	oldLib  string // the fake without cuDevicePrimaryCtxRelease_v2
+	noGraph string // the fake without the graph API
+	graphV2 string // the fake whose only instantiate is cuGraphInstantiate_v2
 	skipWhy string // why the fake could not be built
 	d       *Driver
 	err     error
@@ -66,7 +68,10 @@ func buildFake(t *testing.T) {
 		fake.dir = dir
 		fake.lib = filepath.Join(dir, "libfakecuda.so")
 		fake.oldLib = filepath.Join(dir, "libfakecuda_old.so")
-		for lib, flags := range map[string][]string{fake.lib: nil, fake.oldLib: {"-DFAKECUDA_OLD"}} {
+		fake.noGraph = filepath.Join(dir, "libfakecuda_nograph.so")
+		fake.graphV2 = filepath.Join(dir, "libfakecuda_graphv2.so")
+		for lib, flags := range map[string][]string{fake.lib: nil, fake.oldLib: {"-DFAKECUDA_OLD"},
+			fake.noGraph: {"-DFAKECUDA_NOGRAPH"}, fake.graphV2: {"-DFAKECUDA_GRAPH_V2"}} {
 			args := append([]string{"-shared", "-fPIC", "-o", lib}, flags...)
 			out, err := exec.Command(cc, append(args, "testdata/fakecuda.c")...).CombinedOutput()
 			if err != nil {

@@ -238,6 +238,94 @@ func TestGPULaunch(t *testing.T) {
 		el/launches, time.Since(wall)/launches, launches)
 }
 
+// TestGPUGraph captures copy in, kernel, copy out on a stream, replays it,
+// and times a replay against the same work issued call by call.
+func TestGPUGraph(t *testing.T) {
+	_, c := gpu(t)
+	m, err := c.LoadModule("gpu_test.ptx", []byte(gpuTestPTX))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer m.Unload()
+	store, err := m.Function("ra_test_store")
+	if err != nil {
+		t.Fatal(err)
+	}
+	h, err := c.AllocHost(32, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.FreeHost(h)
+	p, err := c.Alloc(16)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Free(p)
+	s, err := c.NewStream()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Destroy()
+	one := cuda.Dim3{X: 1, Y: 1, Z: 1}
+	work := func() error {
+		if err := c.CopyToDeviceAsync(p, h, 0, 8, s); err != nil {
+			return err
+		}
+		if err := c.Launch(store, one, one, 0, s, p+8, uint64(0xfeed)); err != nil {
+			return err
+		}
+		return c.CopyFromDeviceAsync(h, 16, p, 16, s)
+	}
+	if err := s.BeginCapture(); err != nil {
+		t.Fatal(err)
+	}
+	if err := work(); err != nil {
+		t.Fatal(err)
+	}
+	g, err := s.EndCapture()
+	if err != nil {
+		t.Fatal(err)
+	}
+	x, err := g.Instantiate()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer x.Destroy()
+	if err := g.Destroy(); err != nil {
+		t.Fatal(err)
+	}
+	le := binary.LittleEndian
+	for i := uint64(1); i <= 3; i++ {
+		le.PutUint64(h.Bytes, i)
+		if err := x.Launch(s); err != nil {
+			t.Fatal(err)
+		}
+		if err := s.Synchronize(); err != nil {
+			t.Fatal(err)
+		}
+		if got, stored := le.Uint64(h.Bytes[16:]), le.Uint64(h.Bytes[24:]); got != i || stored != 0xfeed {
+			t.Fatalf("replay %d: copied back %#x and %#x, want %#x and 0xfeed", i, got, stored, i)
+		}
+	}
+
+	const n = 2000
+	timeIt := func(step func() error) time.Duration {
+		t0 := time.Now()
+		for range n {
+			if err := step(); err != nil {
+				t.Fatal(err)
+			}
+			if err := s.Synchronize(); err != nil {
+				t.Fatal(err)
+			}
+		}
+		return time.Since(t0) / n
+	}
+	calls := timeIt(work)
+	replay := timeIt(func() error { return x.Launch(s) })
+	t.Logf("copy in + kernel + copy out, waited for: %v issued call by call, %v as one graph launch", calls, replay)
+}
+
 func TestGPUPeers(t *testing.T) {
 	d0, c0 := gpu(t)
 	d1 := cudatest.Device(t, 1)

@@ -198,3 +198,61 @@ func (c *Context) FreeHost(m *HostMemory) error {
 	c.driver().takeAlloc(m.Device, func(allocation) error { return nil }) // gone already if the context was destroyed
 	return nil
 }
+
+// CopyToDeviceAsync queues a copy of n bytes of m, from offset off, to
+// device memory at dst in stream s (nil: the default stream) and returns
+// (cuMemcpyHtoDAsync_v2). The source must be page-locked, so it is host
+// memory from AllocHost; it must stay allocated, and unchanged if the copy
+// is to see it as it is now, until the copy is done (s.Synchronize). A
+// copy issued while s is capturing (Stream.BeginCapture) becomes a node of
+// the graph and reads m's bytes at each launch of it.
+func (c *Context) CopyToDeviceAsync(dst DevicePtr, m *HostMemory, off, n int, s *Stream) error {
+	return c.copyAsync("cuMemcpyHtoDAsync_v2", "CopyToDeviceAsync", dst, m, off, n, s, true)
+}
+
+// CopyFromDeviceAsync queues a copy of n bytes of device memory at src into
+// m at offset off in stream s (nil: the default stream) and returns
+// (cuMemcpyDtoHAsync_v2). m comes from AllocHost and must stay allocated
+// until the copy is done (s.Synchronize); its bytes are not to be read
+// before then. Captured, as CopyToDeviceAsync.
+func (c *Context) CopyFromDeviceAsync(m *HostMemory, off int, src DevicePtr, n int, s *Stream) error {
+	return c.copyAsync("cuMemcpyDtoHAsync_v2", "CopyFromDeviceAsync", src, m, off, n, s, false)
+}
+
+func (c *Context) copyAsync(call, what string, p DevicePtr, m *HostMemory, off, n int, s *Stream, toDevice bool) error {
+	if c == nil {
+		return errNilContext
+	}
+	if m == nil {
+		return fmt.Errorf("cuda: %s: nil *HostMemory (use AllocHost)", what)
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.freed {
+		return fmt.Errorf("cuda: %s: host memory was freed: %w", what, ErrReleased)
+	}
+	if off < 0 || n < 0 || off > len(m.Bytes) || n > len(m.Bytes)-off {
+		return fmt.Errorf("cuda: %s: host range [%d, %d+%d) is outside the %d-byte host memory", what, off, off, n, len(m.Bytes))
+	}
+	if !m.Portable && (m.ctx == nil || m.ctx.handle != c.handle) {
+		return fmt.Errorf("cuda: %s: the host memory is pinned for another context than device %d's (allocate it portable)", what, c.dev.ordinal)
+	}
+	defer s.rlock()()
+	sh, err := c.streamHandle(s)
+	if err != nil {
+		return fmt.Errorf("cuda: %s: %w", call, err)
+	}
+	if n == 0 {
+		return c.do(call, func() Result { return ResultSuccess })
+	}
+	if err := c.checkRange(what, p, n); err != nil {
+		return err
+	}
+	h := unsafe.Add(m.ptr, off)
+	return c.do(call, func() Result {
+		if toDevice {
+			return c.driver().memcpyHtoDAsync(uint64(p), h, uint64(n), sh)
+		}
+		return c.driver().memcpyDtoHAsync(h, uint64(p), uint64(n), sh)
+	})
+}

@@ -12,13 +12,14 @@ import (
 	rkcuda "github.com/ringactor/ringactor/ringkernel/cuda"
 )
 
-// benchGPU runs the GPU benchmark: round trip, launch-per-message
-// baseline, hop between kernels and pipeline throughput, in one run.
+// benchGPU runs the GPU benchmark: round trip against two baselines (a
+// kernel launch per message, and a captured CUDA graph replayed per
+// message), hop between kernels and pipeline throughput, in one run.
 func benchGPU(ctx context.Context, args []string, out, errOut io.Writer) error {
 	fs := flag.NewFlagSet("bench-gpu", flag.ContinueOnError)
 	fs.SetOutput(errOut)
 	asJSON := fs.Bool("json", false, "print rows as JSON")
-	samples := fs.Int("samples", 20000, "round trips and launches to time")
+	samples := fs.Int("samples", 20000, "round trips, launches and graph replays to time, each")
 	msgs := fs.Int("messages", 2_000_000, "messages through the 3-stage pipeline")
 	if err := fs.Parse(args); err != nil {
 		return err

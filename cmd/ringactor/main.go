@@ -9,7 +9,8 @@
 // matrix; describe builds the main job's pipeline on the given device ids
 // and shows where each link lives, without running it; bench measures
 // ringactor beside protoactor-go actors, goroutines and channels (and, with
-// a GPU, a kernel launch per message) in one run, as ratios.
+// a GPU, a kernel launch per message and a CUDA graph replayed per
+// message) in one run, as ratios.
 package main
 
 import (
@@ -48,7 +49,7 @@ commands:
   devices    list devices and their P2P matrix (-json for JSON)
   describe   show the main job's pipeline placement on -devices 0,1,2
   bench      every benchmark this machine can run, beside its baseline (-quick, -json, -only)
-  bench-gpu  ring kernels on GPU 0 vs a kernel launch per message (needs a GPU)
+  bench-gpu  ring kernels on GPU 0 vs a kernel launch and a CUDA graph replay per message (needs a GPU)
 `
 
 func run(ctx context.Context, args []string, out, errOut io.Writer) error {

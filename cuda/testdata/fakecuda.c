@@ -15,13 +15,22 @@
 //     every module has the kernels "fake_store" (stores its u64 second
 //     argument at the address in its first) and "fake_nop";
 //   - each stream's first cuStreamQuery says CUDA_ERROR_NOT_READY;
-//   - events record the host's monotonic clock.
+//   - events record the host's monotonic clock;
+//   - async copies run at once, as if the stream had nothing queued;
+//   - graphs: a stream capturing (cuStreamBeginCapture_v2) records its
+//     async copies and launches as nodes instead of running them; a
+//     cuStreamSynchronize or cuStreamQuery on it fails with
+//     CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED and invalidates the capture;
+//     cuGraphLaunch runs an instantiated graph's nodes at once, in order,
+//     re-reading the host memory of its copies.
 //
 // What a test cannot see through the API it reads as device attributes
 // 9001 and up (see fake_attr), which no real driver has.
 //
 // Build: gcc -shared -fPIC -o libfakecuda.so fakecuda.c (add -DFAKECUDA_OLD
-// for a driver that lacks a symbol the binding needs)
+// for a driver that lacks a symbol the binding needs, -DFAKECUDA_NOGRAPH for
+// one without the graph API, -DFAKECUDA_GRAPH_V2 for one whose only
+// instantiate is CUDA 11.0's cuGraphInstantiate_v2)
 
 #include <pthread.h>
 #include <stdint.h>
@@ -44,10 +53,13 @@ enum {
 	INVALID_CONTEXT = 201,
 	INVALID_PTX = 218,
 	INVALID_HANDLE = 400,
+	ILLEGAL_STATE = 401,
 	NOT_FOUND = 500,
 	NOT_READY = 600,
 	PEER_ACCESS_ALREADY_ENABLED = 704,
 	COOPERATIVE_LAUNCH_TOO_LARGE = 720,
+	STREAM_CAPTURE_UNSUPPORTED = 900,
+	STREAM_CAPTURE_INVALIDATED = 901,
 };
 
 #define NDEV 2
@@ -69,6 +81,8 @@ static unsigned last_grid[3], last_block[3], last_shared;
 static int last_coop = -1, last_stream_nonzero = -1, launches;
 static long long live_allocs;
 static int last_stream_flags = -1;
+static int last_capture_mode = -1, graph_launches, live_graphs, last_instantiate = -1, last_exec_nodes = -1;
+static long long async_copies;
 
 struct module {
 	int magic;
@@ -78,9 +92,31 @@ struct function {
 };
 static struct function fn_store = {"fake_store"}, fn_nop = {"fake_nop"};
 
+// A captured node: a kernel launch (fake_store's two arguments copied) or
+// an async copy.
+enum { NODE_KERNEL = 1, NODE_COPY = 2 };
+struct node {
+	int kind;
+	void *f;
+	uint64_t args[2];
+	void *dst;
+	const void *src;
+	size_t n;
+};
+#define MAX_NODES 64
+struct graph {
+	int magic; // GRAPH_MAGIC or EXEC_MAGIC
+	int n;
+	struct node nodes[MAX_NODES];
+};
+#define GRAPH_MAGIC 0x475248
+#define EXEC_MAGIC 0x455845
+
 struct stream {
 	unsigned flags;
 	int queries;
+	struct graph *capture; // non-NULL while capturing
+	int invalidated;
 };
 struct event {
 	int recorded;
@@ -133,6 +169,9 @@ static const struct {
 	{NOT_READY, "CUDA_ERROR_NOT_READY", "device not ready"},
 	{PEER_ACCESS_ALREADY_ENABLED, "CUDA_ERROR_PEER_ACCESS_ALREADY_ENABLED", "peer access is already enabled"},
 	{COOPERATIVE_LAUNCH_TOO_LARGE, "CUDA_ERROR_COOPERATIVE_LAUNCH_TOO_LARGE", "too many blocks in cooperative launch"},
+	{ILLEGAL_STATE, "CUDA_ERROR_ILLEGAL_STATE", "the operation cannot be performed in the present state"},
+	{STREAM_CAPTURE_UNSUPPORTED, "CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED", "operation not permitted when stream is capturing"},
+	{STREAM_CAPTURE_INVALIDATED, "CUDA_ERROR_STREAM_CAPTURE_INVALIDATED", "operation failed due to a previous error during capture"},
 };
 
 static CUresult error_text(CUresult r, const char **s, int name) {
@@ -194,6 +233,12 @@ static int fake_attr(int attr, int *v) {
 	case 9011: *v = (int)live_allocs; break;
 	case 9012: *v = launches; break;
 	case 9013: *v = last_stream_flags; break;
+	case 9014: *v = last_capture_mode; break;
+	case 9015: *v = graph_launches; break;
+	case 9016: *v = live_graphs; break;       // graphs and execs not destroyed
+	case 9017: *v = last_instantiate; break;  // 1: WithFlags, 2: _v2
+	case 9018: *v = last_exec_nodes; break;
+	case 9019: *v = (int)async_copies; break;
 	default: ok = 0;
 	}
 	pthread_mutex_unlock(&mu);
@@ -343,6 +388,38 @@ CUresult cuMemcpyDtoH_v2(void *dst, CUdeviceptr src, size_t n) {
 	return SUCCESS;
 }
 
+// add_node records n into the stream's capture; a full graph invalidates it.
+static void add_node(struct stream *st, struct node n) {
+	pthread_mutex_lock(&mu);
+	if (st->capture->n == MAX_NODES) st->invalidated = 1;
+	else st->capture->nodes[st->capture->n++] = n;
+	pthread_mutex_unlock(&mu);
+}
+
+static CUresult copy_async(void *dst, const void *src, size_t n, void *stream) {
+	int r = need_ctx();
+	if (r) return r;
+	if (n > 0 && (dst == NULL || src == NULL)) return INVALID_VALUE;
+	struct stream *st = stream;
+	if (st != NULL && st->capture != NULL) {
+		add_node(st, (struct node){.kind = NODE_COPY, .dst = dst, .src = src, .n = n});
+		return SUCCESS;
+	}
+	memcpy(dst, src, n);
+	pthread_mutex_lock(&mu);
+	async_copies++;
+	pthread_mutex_unlock(&mu);
+	return SUCCESS;
+}
+
+CUresult cuMemcpyHtoDAsync_v2(CUdeviceptr dst, const void *src, size_t n, void *stream) {
+	return copy_async((void *)(uintptr_t)dst, src, n, stream);
+}
+
+CUresult cuMemcpyDtoHAsync_v2(void *dst, CUdeviceptr src, size_t n, void *stream) {
+	return copy_async(dst, (const void *)(uintptr_t)src, n, stream);
+}
+
 CUresult cuMemHostAlloc(void **pp, size_t n, unsigned flags) {
 	int r = need_ctx();
 	if (r) return r;
@@ -469,6 +546,14 @@ static CUresult launch(int coop, void *f, unsigned gx, unsigned gy, unsigned gz,
 	if (gx == 0 || gy == 0 || gz == 0 || bx == 0 || by == 0 || bz == 0 || bx * by * bz > 1024) return INVALID_VALUE;
 	if (coop && (unsigned long long)gx * gy * gz > (unsigned long long)max_blocks((int)(bx * by * bz), smem) * sms(current->dev))
 		return COOPERATIVE_LAUNCH_TOO_LARGE;
+	if (f == &fn_store && (params == NULL || params[0] == NULL || params[1] == NULL)) return INVALID_VALUE;
+	struct stream *st = stream;
+	if (st != NULL && st->capture != NULL) {
+		struct node n = {.kind = NODE_KERNEL, .f = f};
+		if (f == &fn_store) n.args[0] = *(uint64_t *)params[0], n.args[1] = *(uint64_t *)params[1];
+		add_node(st, n);
+		return SUCCESS;
+	}
 	pthread_mutex_lock(&mu);
 	last_grid[0] = gx, last_grid[1] = gy, last_grid[2] = gz;
 	last_block[0] = bx, last_block[1] = by, last_block[2] = bz;
@@ -478,7 +563,6 @@ static CUresult launch(int coop, void *f, unsigned gx, unsigned gy, unsigned gz,
 	launches++;
 	pthread_mutex_unlock(&mu);
 	if (f == &fn_store) {
-		if (params == NULL || params[0] == NULL || params[1] == NULL) return INVALID_VALUE;
 		uint64_t *dst = (uint64_t *)(uintptr_t)(*(uint64_t *)params[0]);
 		*dst = *(uint64_t *)params[1];
 	}
@@ -514,18 +598,29 @@ CUresult cuStreamQuery(void *s) {
 	if (r) return r;
 	if (s == NULL) return SUCCESS;
 	struct stream *st = s;
+	if (st->capture != NULL) {
+		st->invalidated = 1;
+		return STREAM_CAPTURE_UNSUPPORTED;
+	}
 	return st->queries++ == 0 ? NOT_READY : SUCCESS;
 }
 
 CUresult cuStreamSynchronize(void *s) {
-	(void)s;
-	return need_ctx();
+	int r = need_ctx();
+	if (r) return r;
+	struct stream *st = s;
+	if (st != NULL && st->capture != NULL) {
+		st->invalidated = 1;
+		return STREAM_CAPTURE_UNSUPPORTED;
+	}
+	return SUCCESS;
 }
 
 CUresult cuStreamDestroy_v2(void *s) {
 	int r = need_ctx();
 	if (r) return r;
 	if (s == NULL) return INVALID_HANDLE;
+	free(((struct stream *)s)->capture);
 	free(s);
 	return SUCCESS;
 }
@@ -575,3 +670,106 @@ CUresult cuEventDestroy_v2(void *e) {
 	free(e);
 	return SUCCESS;
 }
+
+#ifndef FAKECUDA_NOGRAPH
+CUresult cuStreamBeginCapture_v2(void *s, int mode) {
+	int r = need_ctx();
+	if (r) return r;
+	struct stream *st = s;
+	if (st == NULL || mode < 0 || mode > 2) return INVALID_VALUE; // the legacy stream cannot capture
+	if (st->capture != NULL) return ILLEGAL_STATE;
+	st->capture = calloc(1, sizeof *st->capture);
+	if (st->capture == NULL) return OUT_OF_MEMORY;
+	st->capture->magic = GRAPH_MAGIC;
+	st->invalidated = 0;
+	pthread_mutex_lock(&mu);
+	last_capture_mode = mode;
+	pthread_mutex_unlock(&mu);
+	return SUCCESS;
+}
+
+CUresult cuStreamEndCapture(void *s, void **graph) {
+	int r = need_ctx();
+	if (r) return r;
+	struct stream *st = s;
+	if (st == NULL || graph == NULL) return INVALID_VALUE;
+	if (st->capture == NULL) return ILLEGAL_STATE;
+	struct graph *g = st->capture;
+	st->capture = NULL;
+	if (st->invalidated) {
+		free(g);
+		*graph = NULL;
+		return STREAM_CAPTURE_INVALIDATED;
+	}
+	pthread_mutex_lock(&mu);
+	live_graphs++;
+	pthread_mutex_unlock(&mu);
+	*graph = g;
+	return SUCCESS;
+}
+
+static CUresult instantiate(void **exec, void *graph, int how) {
+	int r = need_ctx();
+	if (r) return r;
+	struct graph *g = graph;
+	if (exec == NULL || g == NULL || g->magic != GRAPH_MAGIC) return INVALID_VALUE;
+	struct graph *e = malloc(sizeof *e);
+	if (e == NULL) return OUT_OF_MEMORY;
+	*e = *g; // an exec is independent of its graph
+	e->magic = EXEC_MAGIC;
+	pthread_mutex_lock(&mu);
+	live_graphs++;
+	last_instantiate = how;
+	last_exec_nodes = e->n;
+	pthread_mutex_unlock(&mu);
+	*exec = e;
+	return SUCCESS;
+}
+
+#ifndef FAKECUDA_GRAPH_V2
+CUresult cuGraphInstantiateWithFlags(void **exec, void *graph, unsigned long long flags) {
+	if (flags != 0) return INVALID_VALUE;
+	return instantiate(exec, graph, 1);
+}
+#endif
+
+CUresult cuGraphInstantiate_v2(void **exec, void *graph, void **errNode, char *log, size_t logSize) {
+	if (errNode != NULL) *errNode = NULL;
+	CUresult r = instantiate(exec, graph, 2);
+	if (log != NULL && logSize > 0) snprintf(log, logSize, "%s", r == SUCCESS ? "" : "fake: instantiate failed");
+	return r;
+}
+
+CUresult cuGraphLaunch(void *exec, void *stream) {
+	int r = need_ctx();
+	if (r) return r;
+	struct graph *e = exec;
+	if (e == NULL || e->magic != EXEC_MAGIC) return INVALID_HANDLE;
+	(void)stream;
+	for (int i = 0; i < e->n; i++) {
+		struct node *n = &e->nodes[i];
+		if (n->kind == NODE_COPY) memcpy(n->dst, n->src, n->n);
+		else if (n->f == &fn_store) *(uint64_t *)(uintptr_t)n->args[0] = n->args[1];
+	}
+	pthread_mutex_lock(&mu);
+	graph_launches++;
+	pthread_mutex_unlock(&mu);
+	return SUCCESS;
+}
+
+static CUresult destroy(void *h, int magic) {
+	int r = need_ctx();
+	if (r) return r;
+	struct graph *g = h;
+	if (g == NULL || g->magic != magic) return INVALID_VALUE;
+	g->magic = 0;
+	free(g);
+	pthread_mutex_lock(&mu);
+	live_graphs--;
+	pthread_mutex_unlock(&mu);
+	return SUCCESS;
+}
+
+CUresult cuGraphExecDestroy(void *exec) { return destroy(exec, EXEC_MAGIC); }
+CUresult cuGraphDestroy(void *graph) { return destroy(graph, GRAPH_MAGIC); }
+#endif

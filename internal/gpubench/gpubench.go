@@ -1,8 +1,11 @@
 // Package gpubench measures ring kernels on a real GPU against the
-// conventional path, in one run: (a) a 64-byte message host -> ring kernel
-// -> host, (b) the same work as a kernel launch per message with copies and
-// a synchronize, (c) one hop between two ring kernels through a link in
-// device memory (from the device timestamps of sampled messages), and (d)
+// conventional paths, in one run: (a) a 64-byte message host -> ring kernel
+// -> host; (b) the same work as a kernel launch per message (copy in,
+// kernel, copy out on one stream, from pinned host memory, then a
+// synchronize) and (b') as one replay per message of a CUDA graph captured
+// from that same work, the stronger baseline, both measured in the same
+// run, interleaved; (c) one hop between two ring kernels through a link in
+// device memory (from the device timestamps of sampled messages); and (d)
 // batched 64-byte messages through the 3-stage pipeline on one GPU.
 package gpubench
 
@@ -11,6 +14,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"runtime"
 	"slices"
 	"sync"
 	"time"
@@ -30,12 +34,12 @@ type Row = bench.Row
 
 // Options sizes the run.
 type Options struct {
-	Samples  int // round trips and launches measured (default 20000)
+	Samples  int // round trips, launches and graph replays measured, each (default 20000; hops: a quarter)
 	Messages int // messages through the pipeline (default 2,000,000)
 	Progress io.Writer
 }
 
-// Run measures all four on GPU 0.
+// Run measures them all on GPU 0.
 func Run(ctx context.Context, b *rkcuda.Backend, o Options) ([]Row, error) {
 	if o.Samples <= 0 {
 		o.Samples = 20000
@@ -53,10 +57,10 @@ func Run(ctx context.Context, b *rkcuda.Backend, o Options) ([]Row, error) {
 	if err != nil {
 		return nil, fmt.Errorf("round trip: %w", err)
 	}
-	say("gpubench: (b) launch per message, %d samples", o.Samples)
-	base, err := launchPerMessage(ctx, b, o.Samples)
+	say("gpubench: (b) launch per message and graph replay per message, %d samples each", o.Samples)
+	base, graph, err := perMessage(ctx, b, o.Samples)
 	if err != nil {
-		return nil, fmt.Errorf("launch baseline: %w", err)
+		return nil, fmt.Errorf("per-message baselines: %w", err)
 	}
 	say("gpubench: (c) hop between two ring kernels, %d samples", o.Samples/4)
 	hop, err := hop(ctx, b, o.Samples/4)
@@ -68,17 +72,56 @@ func Run(ctx context.Context, b *rkcuda.Backend, o Options) ([]Row, error) {
 	if err != nil {
 		return nil, fmt.Errorf("pipeline: %w", err)
 	}
-	p := func(d []time.Duration, q float64) int64 { return int64(d[int(q*float64(len(d)-1))]) }
-	rows := []Row{
-		{Name: "gpu/round-trip-64B", Backend: "cuda", P50: p(rt, .5), P99: p(rt, .99), Baseline: "gpu/launch-per-message-64B"},
-		{Name: "gpu/launch-per-message-64B", Backend: "cuda", P50: p(base, .5), P99: p(base, .99)},
-		{Name: "gpu/hop-device-link", Backend: "cuda", P50: p(hop, .5), P99: p(hop, .99)},
-		{Name: "gpu/pipeline-3stage-64B", Backend: "cuda", MsgsPerSec: rate},
+	return rows(rt, base, graph, hop, rate), nil
+}
+
+// Row names.
+const (
+	rowRoundTrip = "gpu/round-trip-64B"
+	rowLaunch    = "gpu/launch-per-message-64B"
+	rowGraph     = "gpu/graph-replay-per-message-64B"
+	rowHop       = "gpu/hop-device-link"
+	rowPipeline  = "gpu/pipeline-3stage-64B"
+)
+
+// rows lays the measurements out as package bench does: the round trip
+// once per baseline it is compared with (launch per message, then graph
+// replay per message), the graph replay against a launch per message,
+// then the rest. Latency rows have msgs/s = 1/p50, so each ratio is the
+// baseline's p50 over the row's. The latencies are sorted.
+func rows(rt, launch, graph, hop []time.Duration, rate float64) []Row {
+	lat := func(name string, d []time.Duration) Row {
+		r := Row{Name: name, Backend: "cuda", P50: pct(d, .5), P99: pct(d, .99)}
+		if r.P50 > 0 {
+			r.MsgsPerSec = 1e9 / float64(r.P50)
+		}
+		return r
 	}
-	rows[0].MsgsPerSec = 1e9 / float64(rows[0].P50)
-	rows[1].MsgsPerSec = 1e9 / float64(rows[1].P50)
-	rows[0].Ratio = float64(rows[1].P50) / float64(rows[0].P50)
-	return rows, nil
+	vs := func(r, base Row) Row {
+		r.Baseline = base.Name
+		if base.MsgsPerSec > 0 {
+			r.Ratio = r.MsgsPerSec / base.MsgsPerSec
+		}
+		return r
+	}
+	rtRow, launchRow, graphRow := lat(rowRoundTrip, rt), lat(rowLaunch, launch), lat(rowGraph, graph)
+	return []Row{
+		vs(rtRow, launchRow),
+		vs(rtRow, graphRow),
+		launchRow,
+		vs(graphRow, launchRow),
+		// A hop is a latency between two kernels, not a rate anyone sends at.
+		{Name: rowHop, Backend: "cuda", P50: pct(hop, .5), P99: pct(hop, .99)},
+		{Name: rowPipeline, Backend: "cuda", MsgsPerSec: rate},
+	}
+}
+
+// pct is the q quantile of sorted d, 0 when d is empty.
+func pct(d []time.Duration, q float64) int64 {
+	if len(d) == 0 {
+		return 0
+	}
+	return int64(d[int(q*float64(len(d)-1))])
 }
 
 type rig struct {
@@ -168,70 +211,216 @@ func roundTrip(ctx context.Context, b *rkcuda.Backend, n int) ([]time.Duration, 
 	return lat, nil
 }
 
-// launchPerMessage does the same work the conventional way: copy in,
-// launch the stage's one-shot kernel, copy out, synchronize.
-func launchPerMessage(ctx context.Context, b *rkcuda.Backend, n int) ([]time.Duration, error) {
+// perMessage measures the same work as the round trip done the
+// conventional ways, n samples each: per message, copy 64 bytes in from
+// pinned host memory, run the stage's one-shot kernel, copy 64 bytes out,
+// all queued on one stream, then synchronize it, either issuing the three
+// calls (launch) or replaying a CUDA graph captured once from those three
+// calls (graph). The two alternate in blocks, so drift on the machine
+// falls on both alike.
+func perMessage(ctx context.Context, b *rkcuda.Backend, n int) (launch, graph []time.Duration, err error) {
+	w, err := newOneShot(b)
+	if err != nil {
+		return nil, nil, err
+	}
+	defer w.close()
+	x, err := w.capture()
+	if err != nil {
+		return nil, nil, fmt.Errorf("capturing the graph: %w", err)
+	}
+	defer x.Destroy()
+	replay := func() error { return x.Launch(w.s) }
+
+	// Both paths must do the work: check each once against the identity.
+	for name, step := range map[string]func() error{"launch": w.issue, "graph": replay} {
+		if err := w.check(step); err != nil {
+			return nil, nil, fmt.Errorf("%s per message: %w", name, err)
+		}
+	}
+	launch = make([]time.Duration, 0, n)
+	graph = make([]time.Duration, 0, n)
+	const block = 500
+	warm := max(n/10, 1)
+	for len(launch) < n || len(graph) < n {
+		for _, m := range []struct {
+			step func() error
+			lat  *[]time.Duration
+		}{{w.issue, &launch}, {replay, &graph}} {
+			k := min(block, n-len(*m.lat))
+			if err := w.time(ctx, m.step, warm, nil); err != nil { // rewarm after the other path ran
+				return nil, nil, err
+			}
+			if err := w.time(ctx, m.step, k, m.lat); err != nil {
+				return nil, nil, err
+			}
+		}
+		warm = min(warm, 32)
+	}
+	slices.Sort(launch)
+	slices.Sort(graph)
+	return launch, graph, nil
+}
+
+// oneShot is the launch-per-message setup: the identity stage's one-shot
+// kernel, a stream, 256 bytes of device memory (message in at 0, out at
+// 64, the kernel's result at 192) and 128 bytes of pinned host memory
+// (message in at 0, out at 64).
+type oneShot struct {
+	c    *drv.Context
+	m    *drv.Module
+	f    *drv.Function
+	s    *drv.Stream
+	buf  drv.DevicePtr
+	host *drv.HostMemory
+}
+
+func newOneShot(b *rkcuda.Backend) (w *oneShot, err error) {
 	d := b.Driver()
 	dev, err := d.Device(0)
 	if err != nil {
 		return nil, err
 	}
-	c, err := dev.PrimaryContext()
+	w = &oneShot{}
+	defer func() {
+		if err != nil {
+			w.close()
+		}
+	}()
+	if w.c, err = dev.PrimaryContext(); err != nil {
+		return nil, err
+	}
+	ptx, ok := kernels.ShippedPTX("identity")
+	if !ok {
+		return nil, fmt.Errorf("no shipped PTX for the identity stage")
+	}
+	if w.m, err = w.c.LoadModule("identity.ptx", ptx); err != nil {
+		return nil, err
+	}
+	if w.f, err = w.m.Function(kernels.Symbol("identity") + "_test"); err != nil {
+		return nil, err
+	}
+	if w.s, err = w.c.NewStream(); err != nil {
+		return nil, err
+	}
+	if w.buf, err = w.c.Alloc(256); err != nil {
+		return nil, err
+	}
+	if w.host, err = w.c.AllocHost(128, false); err != nil {
+		return nil, err
+	}
+	copy(w.host.Bytes, kernels.EncodeFloats(nil, make([]float32, 16)))
+	return w, nil
+}
+
+func (w *oneShot) close() {
+	if w.c == nil {
+		return
+	}
+	if w.s != nil {
+		w.s.Synchronize()
+		w.s.Destroy()
+	}
+	if w.host != nil {
+		w.c.FreeHost(w.host)
+	}
+	if w.buf != 0 {
+		w.c.Free(w.buf)
+	}
+	if w.m != nil {
+		w.m.Unload()
+	}
+	w.c.Release()
+}
+
+// issue queues one message's work: copy in, kernel, copy out.
+func (w *oneShot) issue() error {
+	if err := w.c.CopyToDeviceAsync(w.buf, w.host, 0, 64, w.s); err != nil {
+		return err
+	}
+	// (params, state, in, n, out, out_cap, ret)
+	if err := w.c.Launch(w.f, drv.Dim3{X: 1, Y: 1, Z: 1}, drv.Dim3{X: 32, Y: 1, Z: 1}, 0, w.s,
+		w.buf, w.buf, w.buf, int32(16), w.buf+64, int32(16), w.buf+192); err != nil {
+		return err
+	}
+	return w.c.CopyFromDeviceAsync(w.host, 64, w.buf+64, 64, w.s)
+}
+
+// capture records issue on the stream into a graph and instantiates it.
+func (w *oneShot) capture() (*drv.GraphExec, error) {
+	if err := w.s.BeginCapture(); err != nil {
+		return nil, err
+	}
+	if err := w.issue(); err != nil {
+		if g, err := w.s.EndCapture(); err == nil {
+			g.Destroy()
+		}
+		return nil, err
+	}
+	g, err := w.s.EndCapture()
 	if err != nil {
 		return nil, err
 	}
-	defer c.Release()
-	ptx, _ := kernels.ShippedPTX("identity")
-	m, err := c.LoadModule("identity.ptx", ptx)
-	if err != nil {
-		return nil, err
+	defer g.Destroy()
+	return g.Instantiate()
+}
+
+// check runs step once with a fresh message and verifies that the copy out
+// brought the identity of the copy in back.
+func (w *oneShot) check(step func() error) error {
+	in := make([]float32, 16)
+	for i := range in {
+		in[i] = float32(i) + 0.5
 	}
-	defer m.Unload()
-	f, err := m.Function(kernels.Symbol("identity") + "_test")
-	if err != nil {
-		return nil, err
+	copy(w.host.Bytes[:64], kernels.EncodeFloats(nil, in))
+	clear(w.host.Bytes[64:])
+	if err := step(); err != nil {
+		return err
 	}
-	s, err := c.NewStream()
-	if err != nil {
-		return nil, err
+	if err := w.s.Synchronize(); err != nil {
+		return err
 	}
-	defer s.Destroy()
-	buf, err := c.Alloc(256)
-	if err != nil {
-		return nil, err
+	if string(w.host.Bytes[64:128]) != string(w.host.Bytes[:64]) {
+		return fmt.Errorf("the message came back as % x, want % x", w.host.Bytes[64:128], w.host.Bytes[:64])
 	}
-	defer c.Free(buf)
-	host := make([]byte, 64)
-	lat := make([]time.Duration, 0, n)
-	one := drv.Dim3{X: 1, Y: 1, Z: 1}
-	for i := range n + n/10 {
+	return nil
+}
+
+// time runs step and a synchronize k times, appending each one's latency
+// to lat unless lat is nil (a warm-up).
+func (w *oneShot) time(ctx context.Context, step func() error, k int, lat *[]time.Duration) error {
+	for range k {
 		if ctx.Err() != nil {
-			return nil, ctx.Err()
+			return ctx.Err()
 		}
 		t0 := time.Now()
-		if err := c.CopyToDevice(buf, host); err != nil {
-			return nil, err
+		if err := step(); err != nil {
+			return err
 		}
-		// (params, state, in, n, out, out_cap, ret)
-		if err := c.Launch(f, one, drv.Dim3{X: 32, Y: 1, Z: 1}, 0, s, buf, buf, buf, int32(16), buf+64, int32(16), buf+192); err != nil {
-			return nil, err
+		if err := w.s.Synchronize(); err != nil {
+			return err
 		}
-		if err := s.Synchronize(); err != nil {
-			return nil, err
-		}
-		if err := c.CopyFromDevice(host, buf+64); err != nil {
-			return nil, err
-		}
-		if i >= n/10 {
-			lat = append(lat, time.Since(t0))
+		if lat != nil {
+			*lat = append(*lat, time.Since(t0))
 		}
 	}
-	slices.Sort(lat)
-	return lat, nil
+	return nil
 }
 
 // hop times stage 1's done to stage 2's dequeue of the same message on the
 // device clock: two ring kernels on one GPU joined by a device-memory link.
+// Both timestamps are %globaltimer readings converted with the device's one
+// calibration offset, so their difference is the device's, whatever the
+// host does meanwhile.
+//
+// Messages go one at a time, the next once stage 2 has counted the last
+// (its control block's processed counter), so the hop is measured
+// unloaded. The records arrive later: each kernel's trace pump parks
+// between polls of its trace ring (up to 10 ms; the device cannot ring a
+// host doorbell), and the two pumps run independently, so stage 2's record
+// of a message often comes before stage 1's. Records are kept by message
+// ID from both sides and paired at the end, and the trace rings are sized
+// for the whole run so a parked pump never makes a kernel wait for trace
+// space, which would delay the publish the hop is measured across.
 func hop(ctx context.Context, b *rkcuda.Backend, n int) ([]time.Duration, error) {
 	r := &rig{b: b}
 	defer r.close()
@@ -243,47 +432,122 @@ func hop(ctx context.Context, b *rkcuda.Backend, n int) ([]time.Duration, error)
 	if err != nil {
 		return nil, err
 	}
-	var mu sync.Mutex
-	done := map[uint64]time.Time{}
-	var lat []time.Duration
-	got := make(chan struct{}, 1)
-	on1 := func(t rk.TraceRecord) { mu.Lock(); done[t.ID] = t.Done; mu.Unlock() }
-	on2 := func(t rk.TraceRecord) {
-		mu.Lock()
-		if d, ok := done[t.ID]; ok {
-			lat = append(lat, t.Dequeued.Sub(d))
-		}
-		mu.Unlock()
-		got <- struct{}{}
-	}
-	if err := r.launch(ctx, rk.Spec{Stage: rk.Stage{Name: "a", Op: "identity"}, ID: 1, In: []*p2pqueue.Link{in}, Out: mid, OutLocal: true, OnTrace: on1}); err != nil {
+	warm := n / 10
+	total := n + warm
+	recs := newHopRecords()
+	tcap := traceCapacity(total)
+	if err := r.launch(ctx, rk.Spec{Stage: rk.Stage{Name: "a", Op: "identity"}, ID: 1, In: []*p2pqueue.Link{in}, Out: mid, OutLocal: true,
+		TraceCapacity: tcap, OnTrace: func(t rk.TraceRecord) { recs.note(0, t.ID, t.Done) }}); err != nil {
 		return nil, err
 	}
-	if err := r.launch(ctx, rk.Spec{Stage: rk.Stage{Name: "b", Op: "identity"}, ID: 2, In: []*p2pqueue.Link{mid}, InLocal: []bool{true}, OnTrace: on2}); err != nil {
+	if err := r.launch(ctx, rk.Spec{Stage: rk.Stage{Name: "b", Op: "identity"}, ID: 2, In: []*p2pqueue.Link{mid}, InLocal: []bool{true},
+		TraceCapacity: tcap, OnTrace: func(t rk.TraceRecord) { recs.note(1, t.ID, t.Dequeued) }}); err != nil {
 		return nil, err
 	}
+	second := r.kernels[1]
 	send, _ := in.Producer()
 	msg := p2pqueue.Message{Header: p2pqueue.Header{Flags: p2pqueue.FlagSampled}, Payload: kernels.EncodeFloats(nil, make([]float32, 16))}
-	for i := range n {
+	base := second.Status().Processed
+	for i := range total {
 		msg.ID = uint64(i)
 		if err := send.Enqueue(ctx, &msg); err != nil {
 			return nil, err
 		}
-		select {
-		case <-got:
-		case <-ctx.Done():
-			return nil, ctx.Err()
-		case <-time.After(5 * time.Second):
-			return nil, fmt.Errorf("message %d: no trace record from the second kernel in 5 s", i)
+		deadline := time.Now().Add(5 * time.Second)
+		for spins := 0; second.Status().Processed < base+uint64(i)+1; spins++ {
+			if ctx.Err() != nil {
+				return nil, ctx.Err()
+			}
+			if spins%64 == 63 {
+				if time.Now().After(deadline) {
+					return nil, fmt.Errorf("message %d: the second kernel did not process it in 5 s", i)
+				}
+				runtime.Gosched()
+			}
 		}
 	}
-	mu.Lock()
-	defer mu.Unlock()
-	if len(lat) == 0 {
-		return nil, fmt.Errorf("no hop measured")
+	lat, missing, err := recs.wait(ctx, uint64(warm), uint64(total), 5*time.Second)
+	if err != nil {
+		return nil, err
+	}
+	if missing > 0 {
+		return nil, fmt.Errorf("%d of %d messages lack a trace record from one of the kernels", missing, n)
 	}
 	slices.Sort(lat)
 	return lat, nil
+}
+
+// traceCapacity is a trace ring length, a power of two, that holds total
+// records: at least the default 1024, at most 1<<14 (3 MiB of the
+// backend's 32 MiB pinned arena per kernel; a pump parked 10 ms falls
+// behind by a few thousand records at most, one message at a time).
+func traceCapacity(total int) int {
+	c := 1024
+	for c < total && c < 1<<14 {
+		c <<= 1
+	}
+	return c
+}
+
+// hopRecords collects the two kernels' trace timestamps by message ID.
+// The pumps call note; it never blocks them.
+type hopRecords struct {
+	mu   sync.Mutex
+	at   [2]map[uint64]time.Time // [0]: stage 1 done, [1]: stage 2 dequeued
+	bell chan struct{}           // capacity 1: "something arrived", sent without waiting
+}
+
+func newHopRecords() *hopRecords {
+	return &hopRecords{at: [2]map[uint64]time.Time{{}, {}}, bell: make(chan struct{}, 1)}
+}
+
+func (h *hopRecords) note(side int, id uint64, t time.Time) {
+	h.mu.Lock()
+	h.at[side][id] = t
+	h.mu.Unlock()
+	select {
+	case h.bell <- struct{}{}:
+	default: // a wake-up is pending already
+	}
+}
+
+// pairs returns the hops of messages [from, to) whose records from both
+// sides are in, and how many in that range still lack one.
+func (h *hopRecords) pairs(from, to uint64) (lat []time.Duration, missing int) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	lat = make([]time.Duration, 0, to-from)
+	for id := from; id < to; id++ {
+		done, ok1 := h.at[0][id]
+		deq, ok2 := h.at[1][id]
+		if !ok1 || !ok2 {
+			missing++
+			continue
+		}
+		lat = append(lat, deq.Sub(done))
+	}
+	return lat, missing
+}
+
+// wait waits until every message in [from, to) has both records, or no
+// record came for idle, or ctx ends; it returns what it has then.
+func (h *hopRecords) wait(ctx context.Context, from, to uint64, idle time.Duration) ([]time.Duration, int, error) {
+	t := time.NewTimer(idle)
+	defer t.Stop()
+	for {
+		lat, missing := h.pairs(from, to)
+		if missing == 0 {
+			return lat, 0, nil
+		}
+		select {
+		case <-h.bell:
+			t.Reset(idle)
+		case <-t.C:
+			return lat, missing, nil
+		case <-ctx.Done():
+			return nil, 0, ctx.Err()
+		}
+	}
 }
 
 // pipeline pushes batched 64-byte messages through x*2 -> sqrt -> +1 on one
@@ -320,9 +584,18 @@ func pipeline(ctx context.Context, b *rkcuda.Backend, total int) (float64, error
 	send, _ := in.Producer()
 	recv, _ := out.Consumer()
 	payload := kernels.EncodeFloats(nil, make([]float32, 16))
-	errc := make(chan error, 1)
+	// The sender stops with ctx; on an early return it is cancelled and
+	// waited for before r.close frees the links it writes to.
+	ctx, cancel := context.WithCancel(ctx)
+	var sendErr error
+	sent := make(chan struct{})
+	defer func() {
+		cancel()
+		<-sent
+	}()
 	start := time.Now()
 	go func() {
+		defer close(sent)
 		batch := make([]p2pqueue.Message, 256)
 		for i := range batch {
 			batch[i].Payload = payload
@@ -331,11 +604,10 @@ func pipeline(ctx context.Context, b *rkcuda.Backend, total int) (float64, error
 			k, err := send.EnqueueBatch(ctx, batch[:min(len(batch), total-i)])
 			i += k
 			if err != nil {
-				errc <- err
+				sendErr = err
 				return
 			}
 		}
-		errc <- nil
 	}()
 	msgs := make([]p2pqueue.Message, 256)
 	for got := 0; got < total; {
@@ -346,8 +618,9 @@ func pipeline(ctx context.Context, b *rkcuda.Backend, total int) (float64, error
 		}
 	}
 	el := time.Since(start)
-	if err := <-errc; err != nil {
-		return 0, err
+	<-sent
+	if sendErr != nil {
+		return 0, sendErr
 	}
 	return float64(total) / el.Seconds(), nil
 }
