@@ -124,8 +124,31 @@ func (b *Backend) device(id int) (*device, error) {
 	if err != nil {
 		return nil, fmt.Errorf("ringkernel/cuda: device %d: %w", id, err)
 	}
+	for _, o := range b.devs {
+		if err := enablePeers(d, o); err != nil {
+			d.close()
+			return nil, fmt.Errorf("ringkernel/cuda: peer access between devices %d and %d: %w", d.id, o.id, err)
+		}
+	}
 	b.devs[id] = d
 	return d, nil
+}
+
+// enablePeers lets each of two GPUs reach the other's memory where they
+// can: a link in the consumer's memory is written by the producer through
+// the peer mapping, which faults without this. Done as each device opens,
+// before it runs kernels.
+func enablePeers(a, c *device) error {
+	for _, p := range [][2]*device{{a, c}, {c, a}} {
+		ok, err := p[0].dev.CanAccessPeer(p[1].dev)
+		if err != nil || !ok {
+			continue // placement puts their links in host memory
+		}
+		if err := p[0].ctx.EnablePeerAccess(p[1].ctx); err != nil { // enabling it again is no error
+			return err
+		}
+	}
+	return nil
 }
 
 // Close releases every device's memory and context. Kernels must have
