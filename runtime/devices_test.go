@@ -3,9 +3,12 @@ package runtime_test
 import (
 	"bytes"
 	"errors"
+	"os"
+	"os/exec"
 	"strings"
 	"testing"
 
+	"github.com/ringactor/ringactor/cuda"
 	ra "github.com/ringactor/ringactor/runtime"
 )
 
@@ -53,18 +56,36 @@ func TestSimDevicesAndTopology(t *testing.T) {
 	}
 }
 
-// Without a usable GPU, "cuda" is an error saying why; "auto" says so once
-// and goes on with simulated devices.
-func TestNoGPUFallsBack(t *testing.T) {
-	var log bytes.Buffer
-	if _, err := ra.DiscoverDevices(ra.DeviceOptions{Backend: "cuda", Log: &log}); !errors.Is(err, ra.ErrBackend) {
-		t.Fatalf("cuda without a CUDA backend: %v", err)
+// noDriverChildEnv marks the child process TestNoDriverFallsBack starts.
+const noDriverChildEnv = "RINGACTOR_TEST_NO_DRIVER_CHILD"
+
+// Without a driver, "cuda" is an error wrapping cuda.ErrNoDriver; "auto"
+// says why once and goes on with simulated devices. cuda.LoadDriver loads
+// once per process, so this runs in a child process whose
+// RINGACTOR_LIBCUDA names no library: the other tests keep the real driver.
+func TestNoDriverFallsBack(t *testing.T) {
+	if os.Getenv(noDriverChildEnv) != "1" {
+		cmd := exec.Command(os.Args[0], "-test.run=^TestNoDriverFallsBack$", "-test.count=1")
+		cmd.Env = append(os.Environ(), noDriverChildEnv+"=1", cuda.DriverEnv+"=/nonexistent/libcuda.so.1")
+		out, err := cmd.CombinedOutput()
+		if err != nil || !strings.Contains(string(out), "PASS") {
+			t.Fatalf("child: %v\n%s", err, out)
+		}
+		return
 	}
-	r, err := ra.DiscoverDevices(ra.DeviceOptions{Backend: "auto", Log: &log})
-	if err != nil || r.BackendName() != "sim" {
+	var log bytes.Buffer
+	_, err := ra.DiscoverDevices(ra.DeviceOptions{Backend: "cuda", Log: &log})
+	if !errors.Is(err, ra.ErrBackend) || !errors.Is(err, cuda.ErrNoDriver) || !strings.Contains(err.Error(), "/nonexistent") {
+		t.Fatalf("cuda without a driver: %v", err)
+	}
+	if _, err := ra.New(ra.Config{Devices: ra.DeviceOptions{Backend: "cuda", Log: &log}}); !errors.Is(err, cuda.ErrNoDriver) {
+		t.Fatalf("New, cuda without a driver: %v", err)
+	}
+	r, err := ra.DiscoverDevices(ra.DeviceOptions{Backend: "auto", SimDevices: 2, Log: &log})
+	if err != nil || r.BackendName() != "sim" || len(r.Devices()) != 2 {
 		t.Fatal(r, err)
 	}
-	if !strings.Contains(log.String(), "no GPU to run on") || strings.Count(log.String(), "\n") != 1 {
+	if !strings.Contains(log.String(), "no GPU to run on") || !strings.Contains(log.String(), "/nonexistent") || strings.Count(log.String(), "\n") != 1 {
 		t.Fatalf("log %q", log.String())
 	}
 }
