@@ -17,7 +17,8 @@ type Device struct {
 	Name string
 	// Backend runs ring kernels on it: "sim" or "cuda".
 	Backend string
-	// Source is where the device was found: "nvml", "driver" or "sim".
+	// Source is where the device was found: "driver" (the CUDA driver,
+	// with NVML's free memory where NVML is present) or "sim".
 	Source string
 	// MemoryBytes is its total memory, FreeBytes what is free (where known).
 	MemoryBytes, FreeBytes uint64
@@ -40,8 +41,10 @@ const (
 
 // DeviceOptions chooses how devices are found.
 type DeviceOptions struct {
-	// Backend is "auto" (default: GPUs when the CUDA backend can run them,
-	// else simulated devices), "sim" or "cuda".
+	// Backend names the ring-kernel backend: "auto" (default: the GPUs
+	// the CUDA driver reports when the CUDA backend can run them, else
+	// simulated devices), "sim" or "cuda". With Config.Backend set it must
+	// be "auto" or that backend's name.
 	Backend string
 	// SimDevices and SimP2P override the environment variables.
 	SimDevices int
@@ -72,50 +75,20 @@ type Registry struct {
 	note    string
 }
 
-// DiscoverDevices looks for devices: NVML first, then the CUDA driver, then
-// simulated devices. When no GPU can run ring kernels it says so once on
-// opts.Log and goes on with simulated devices (unless "cuda" was asked for,
-// which is then an error).
+// DiscoverDevices lists the devices of the backend opts.Backend names, as
+// New would choose it: for "auto", the GPUs the CUDA driver reports when
+// the CUDA backend can run them, else simulated devices, saying once on
+// opts.Log why there is no GPU ("cuda" is then an error wrapping the cause).
+// It opens the backend only to ask it, and closes it again.
 func DiscoverDevices(opts DeviceOptions) (*Registry, error) {
-	if opts.Log == nil {
-		opts.Log = os.Stderr
-	}
-	switch opts.Backend {
-	case "", "auto", "sim", "cuda":
-	default:
-		return nil, fmt.Errorf("%w: backend %q; choose auto, sim or cuda", ErrBackend, opts.Backend)
-	}
-	var why []string
-	if opts.Backend != "sim" {
-		gpus, err := nvmlDevices()
-		switch {
-		case err != nil:
-			why = append(why, "NVML: "+err.Error())
-		case len(gpus) == 0:
-			why = append(why, "NVML found no GPUs")
-		default:
-			names := make([]string, len(gpus))
-			for i, g := range gpus {
-				names[i] = g.Name
-			}
-			why = append(why, fmt.Sprintf("NVML sees %d GPU(s) (%s) but this build has no CUDA ring-kernel backend yet",
-				len(gpus), strings.Join(names, ", ")))
-		}
-		if opts.Backend == "cuda" {
-			return nil, fmt.Errorf("%w: cuda: %s; use -backend sim or auto", ErrBackend, strings.Join(why, "; "))
-		}
-	}
-	devs, err := simDevices(opts)
+	sel, err := selectBackend(backendKinds, opts, nil)
 	if err != nil {
 		return nil, err
 	}
-	r := &Registry{devices: devs, backend: "sim"}
-	r.note = fmt.Sprintf("ringactor: using %d simulated devices (P2P %s)", len(devs), describeP2P(devs))
-	if len(why) > 0 {
-		r.note = fmt.Sprintf("ringactor: no GPU to run on (%s); using %d simulated devices (P2P %s)", strings.Join(why, "; "), len(devs), describeP2P(devs))
+	if c, ok := sel.backend.(interface{ Close() error }); ok {
+		c.Close() // nothing ran on it
 	}
-	fmt.Fprintln(opts.Log, r.note)
-	return r, nil
+	return sel.reg, nil
 }
 
 // Note is the line DiscoverDevices printed.

@@ -2,10 +2,17 @@ package runtime_test
 
 import (
 	"bytes"
+	"context"
 	"errors"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
+	"github.com/ringactor/ringactor/cuda"
 	ra "github.com/ringactor/ringactor/runtime"
 )
 
@@ -53,18 +60,99 @@ func TestSimDevicesAndTopology(t *testing.T) {
 	}
 }
 
-// Without a usable GPU, "cuda" is an error saying why; "auto" says so once
-// and goes on with simulated devices.
-func TestNoGPUFallsBack(t *testing.T) {
-	var log bytes.Buffer
-	if _, err := ra.DiscoverDevices(ra.DeviceOptions{Backend: "cuda", Log: &log}); !errors.Is(err, ra.ErrBackend) {
-		t.Fatalf("cuda without a CUDA backend: %v", err)
+// childEnv names the test a child process started by inChild runs.
+const childEnv = "RINGACTOR_TEST_CHILD"
+
+// inChild runs test in a child process with RINGACTOR_LIBCUDA=lib and
+// reports whether this is the child (which then runs the test's body).
+// cuda.LoadDriver loads once per process, so a test of another driver
+// library runs in a process of its own and the other tests keep theirs.
+func inChild(t *testing.T, lib string) bool {
+	t.Helper()
+	if os.Getenv(childEnv) == t.Name() {
+		return true
 	}
-	r, err := ra.DiscoverDevices(ra.DeviceOptions{Backend: "auto", Log: &log})
-	if err != nil || r.BackendName() != "sim" {
+	cmd := exec.Command(os.Args[0], "-test.run=^"+t.Name()+"$", "-test.count=1", "-test.v")
+	cmd.Env = append(os.Environ(), childEnv+"="+t.Name(), cuda.DriverEnv+"="+lib)
+	out, err := cmd.CombinedOutput()
+	if err != nil || !strings.Contains(string(out), "--- PASS: "+t.Name()) {
+		t.Fatalf("child process: %v\n%s", err, out)
+	}
+	return false
+}
+
+// Without a driver, "cuda" is an error wrapping cuda.ErrNoDriver; "auto"
+// says why once and goes on with simulated devices. cuda.LoadDriver loads
+// once per process, so this runs in a child process whose
+// RINGACTOR_LIBCUDA names no library: the other tests keep the real driver.
+func TestNoDriverFallsBack(t *testing.T) {
+	if !inChild(t, "/nonexistent/libcuda.so.1") {
+		return
+	}
+	var log bytes.Buffer
+	_, err := ra.DiscoverDevices(ra.DeviceOptions{Backend: "cuda", Log: &log})
+	if !errors.Is(err, ra.ErrBackend) || !errors.Is(err, cuda.ErrNoDriver) || !strings.Contains(err.Error(), "/nonexistent") {
+		t.Fatalf("cuda without a driver: %v", err)
+	}
+	if _, err := ra.New(ra.Config{Devices: ra.DeviceOptions{Backend: "cuda", Log: &log}}); !errors.Is(err, cuda.ErrNoDriver) {
+		t.Fatalf("New, cuda without a driver: %v", err)
+	}
+	r, err := ra.DiscoverDevices(ra.DeviceOptions{Backend: "auto", SimDevices: 2, Log: &log})
+	if err != nil || r.BackendName() != "sim" || len(r.Devices()) != 2 {
 		t.Fatal(r, err)
 	}
-	if !strings.Contains(log.String(), "no GPU to run on") || strings.Count(log.String(), "\n") != 1 {
+	if !strings.Contains(log.String(), "no GPU to run on") || !strings.Contains(log.String(), "/nonexistent") || strings.Count(log.String(), "\n") != 1 {
 		t.Fatalf("log %q", log.String())
+	}
+}
+
+// The CUDA backend lists its devices through the driver: here the fake
+// libcuda of package cuda's tests (two GPUs, no kernels), so the listing
+// and the backend's lifecycle are tested without a GPU.
+func TestCUDADevicesThroughTheDriver(t *testing.T) {
+	lib := filepath.Join(t.TempDir(), "libfakecuda.so")
+	if os.Getenv(childEnv) != t.Name() {
+		cc, err := exec.LookPath("gcc")
+		if err != nil {
+			t.Skip("no gcc to build the fake driver ../cuda/testdata/fakecuda.c")
+		}
+		if out, err := exec.Command(cc, "-shared", "-fPIC", "-o", lib, "../cuda/testdata/fakecuda.c").CombinedOutput(); err != nil {
+			t.Fatalf("building the fake driver: %v\n%s", err, out)
+		}
+	}
+	if !inChild(t, lib) {
+		return
+	}
+	var log bytes.Buffer
+	for _, backend := range []string{"cuda", "auto"} {
+		r, err := ra.DiscoverDevices(ra.DeviceOptions{Backend: backend, Log: &log})
+		if err != nil {
+			t.Fatal(err)
+		}
+		devs := r.Devices()
+		if r.BackendName() != "cuda" || len(devs) != 2 {
+			t.Fatalf("%s: %s backend with %d devices", backend, r.BackendName(), len(devs))
+		}
+		d := devs[1]
+		if d.Name != "Fake GPU 1" || d.Backend != "cuda" || d.Source != "driver" || d.MemoryBytes != 8<<30 || d.ComputeCapability != "8.6" || d.SMs != 2 || !r.Peer(0, 1) {
+			t.Fatalf("%s: device 1: %+v", backend, d)
+		}
+	}
+	if line := log.String(); !strings.Contains(line, "using 2 CUDA GPU(s)") || strings.Contains(line, "simulated") {
+		t.Fatalf("log %q", line)
+	}
+	// The fake runs no kernels: Build says so, and Close still releases
+	// the backend.
+	rt, err := ra.New(ra.Config{Devices: ra.DeviceOptions{Backend: "cuda", Log: io.Discard}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if _, err := rt.Build(ctx, ra.GuideSpec("fake", [3]int{0, 0, 1})); err == nil || !strings.Contains(err.Error(), "ringkernel/cuda") {
+		t.Fatalf("build on a driver that runs no kernels: %v", err)
+	}
+	if err := rt.Close(); err != nil {
+		t.Fatal(err)
 	}
 }

@@ -1,13 +1,21 @@
 // Package runtime is ringactor's actor layer over protoactor-go: devices,
 // stage actors, pipelines and their telemetry.
 //
-// # Devices
+// # Devices and backends
 //
-// DiscoverDevices looks for GPUs with NVML (go-nvml, loaded at run time),
-// then falls back to simulated devices: RINGACTOR_SIM_DEVICES of them
-// (default 4) with a topology from RINGACTOR_SIM_P2P ("all", "none", or
-// pairs like "0-1,2-3") saying which pairs have peer access. It says once
-// why it is using simulated devices.
+// Each ring-kernel backend lists its own devices. New picks one by name
+// (DeviceOptions.Backend) or uses the one in Config.Backend: "cuda" runs
+// on the GPUs the CUDA driver reports (name, memory, SMs, compute
+// capability and peer access from the driver; free memory from NVML where
+// present); "sim" runs on RINGACTOR_SIM_DEVICES simulated devices (default
+// 4) with a topology from RINGACTOR_SIM_P2P ("all", "none", or pairs like
+// "0-1,2-3") saying which pairs have peer access. "auto" takes the GPUs
+// when the CUDA backend can run them and says once, in one line, why it
+// uses simulated devices otherwise; "cuda" where it cannot run is an error
+// wrapping the cause (cuda.ErrNoDriver where there is no driver). Close
+// releases a backend the runtime opened, after its kernels have ended.
+// The CUDA backend does not yet run stage groups with stealing: Group
+// returns its error.
 //
 // # Pipelines and stage actors
 //

@@ -10,8 +10,10 @@ import (
 )
 
 // nvmlDevices lists the GPUs NVML sees (it loads libnvidia-ml with dlopen,
-// so a machine without the driver gets an error, not a crash).
-func nvmlDevices() ([]Device, error) {
+// so a machine without the driver gets an error, not a crash), each with
+// its PCI address so that it can be matched with the CUDA driver's device
+// of the same board (the two number devices differently).
+func nvmlDevices() ([]nvmlGPU, error) {
 	if ret := nvml.Init(); ret != nvml.SUCCESS {
 		if ret == nvml.ERROR_LIBRARY_NOT_FOUND {
 			return nil, errors.New("libnvidia-ml.so.1 not found: no NVIDIA driver on this machine")
@@ -23,21 +25,25 @@ func nvmlDevices() ([]Device, error) {
 	if ret != nvml.SUCCESS {
 		return nil, errors.New(nvml.ErrorString(ret))
 	}
-	devs := make([]Device, 0, n)
+	gpus := make([]nvmlGPU, 0, n)
 	for i := range n {
 		h, ret := nvml.DeviceGetHandleByIndex(i)
 		if ret != nvml.SUCCESS {
 			return nil, fmt.Errorf("device %d: %s", i, nvml.ErrorString(ret))
 		}
-		d := Device{ID: i, Backend: "cuda", Source: "nvml"}
-		d.Name, _ = h.GetName()
+		g := nvmlGPU{Device: Device{ID: i, Backend: "cuda", Source: "nvml"}}
+		g.Name, _ = h.GetName()
 		if mem, ret := h.GetMemoryInfo(); ret == nvml.SUCCESS {
-			d.MemoryBytes, d.FreeBytes = mem.Total, mem.Free
+			g.MemoryBytes, g.FreeBytes = mem.Total, mem.Free
 		}
 		if major, minor, ret := h.GetCudaComputeCapability(); ret == nvml.SUCCESS {
-			d.ComputeCapability = fmt.Sprintf("%d.%d", major, minor)
+			g.ComputeCapability = fmt.Sprintf("%d.%d", major, minor)
 		}
-		devs = append(devs, d)
+		if pci, ret := h.GetPciInfo(); ret == nvml.SUCCESS {
+			g.pci = pciAddr{domain: int(pci.Domain), bus: int(pci.Bus), device: int(pci.Device)}
+			g.hasPCI = true
+		}
+		gpus = append(gpus, g)
 	}
-	return devs, nil
+	return gpus, nil
 }

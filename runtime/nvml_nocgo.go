@@ -4,6 +4,6 @@ package runtime
 
 import "errors"
 
-func nvmlDevices() ([]Device, error) {
+func nvmlDevices() ([]nvmlGPU, error) {
 	return nil, errors.New("built without cgo, so NVML cannot be loaded")
 }

@@ -130,6 +130,7 @@ func (rt *Runtime) Build(ctx context.Context, spec PipelineSpec) (*Pipeline, err
 		rt.releaseName(spec.Name)
 		return nil, err
 	}
+	rt.built(p)
 	return p, nil
 }
 

@@ -1,10 +1,13 @@
 package runtime
 
 import (
+	"context"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
 	"sync"
+	"time"
 
 	"github.com/asynkron/protoactor-go/actor"
 	"go.opentelemetry.io/otel"
@@ -12,13 +15,22 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	rk "github.com/ringactor/ringactor/ringkernel"
-	"github.com/ringactor/ringactor/ringkernel/sim"
 )
 
-// Config configures a Runtime. The zero value discovers devices, makes its
-// own actor system, and uses the global OpenTelemetry providers.
+// Config configures a Runtime. The zero value picks a backend (a GPU where
+// the CUDA backend can run, else simulated devices), makes its own actor
+// system, and uses the global OpenTelemetry providers.
 type Config struct {
+	// Devices chooses the backend by name (Devices.Backend: auto, sim or
+	// cuda) and how simulated devices look.
 	Devices DeviceOptions
+	// Backend, when set, runs the stages instead of a backend the runtime
+	// opens (a sim backend with costs of its own, a CUDA backend with
+	// other Options, a wrapper that records what it is asked). Its Name
+	// says how its devices are listed: "sim" per Devices' Sim options,
+	// "cuda" through its driver. The caller keeps it: close it after the
+	// runtime.
+	Backend rk.Backend
 	// System is the actor system stage actors are spawned in (default: a
 	// new one, shut down by Close).
 	System *actor.ActorSystem
@@ -33,28 +45,34 @@ type Config struct {
 type Runtime struct {
 	reg     *Registry
 	backend rk.Backend
+	// release closes a backend the runtime opened that holds resources
+	// (device memory, contexts); nil for the simulator and for
+	// Config.Backend.
+	release func() error
 	system  *actor.ActorSystem
 	own     bool
 	tp      trace.TracerProvider
 	mp      metric.MeterProvider
 
 	mu    sync.Mutex
-	names map[string]bool
-	node  *Node // set by Join
+	names map[string]*Pipeline // nil while the pipeline is being built
+	node  *Node                // set by Join
 }
 
-// New discovers devices and readies a backend for them.
-func New(cfg Config) (*Runtime, error) {
-	reg, err := DiscoverDevices(cfg.Devices)
+// New picks a backend (Config.Backend, or the one Config.Devices.Backend
+// names) and lists its devices. It prints one line on
+// Config.Devices.Log saying which devices it found, and, for "auto", why
+// it passed over a GPU.
+func New(cfg Config) (*Runtime, error) { return newRuntime(cfg, backendKinds) }
+
+func newRuntime(cfg Config, kinds []backendKind) (*Runtime, error) {
+	sel, err := selectBackend(kinds, cfg.Devices, cfg.Backend)
 	if err != nil {
 		return nil, err
 	}
-	rt := &Runtime{reg: reg, system: cfg.System, tp: cfg.TracerProvider, mp: cfg.MeterProvider, names: map[string]bool{}}
-	switch reg.BackendName() {
-	case "sim":
-		rt.backend = &sim.Backend{Devices: len(reg.Devices()), Cost: cfg.Devices.SimCost}
-	default:
-		return nil, fmt.Errorf("%w: %s", ErrBackend, reg.BackendName())
+	rt := &Runtime{reg: sel.reg, backend: sel.backend, system: cfg.System, tp: cfg.TracerProvider, mp: cfg.MeterProvider, names: map[string]*Pipeline{}}
+	if c, ok := sel.backend.(interface{ Close() error }); ok && sel.owned {
+		rt.release = c.Close
 	}
 	if rt.system == nil {
 		rt.system = actor.NewActorSystem(actor.WithLoggerFactory(func(*actor.ActorSystem) *slog.Logger {
@@ -80,22 +98,63 @@ func (rt *Runtime) System() *actor.ActorSystem { return rt.system }
 // Backend is the ring-kernel backend stages run on.
 func (rt *Runtime) Backend() rk.Backend { return rt.backend }
 
-// Close shuts down the actor system if the runtime made it. Close
-// pipelines first.
-func (rt *Runtime) Close() {
+// closeTimeout bounds the teardown of each pipeline Close finds still open.
+const closeTimeout = 10 * time.Second
+
+// Close shuts down the actor system if the runtime made it, then releases
+// the backend if the runtime opened one that holds device memory (CUDA's).
+// Close pipelines first: on such a backend Close ends any still open,
+// without drain, since its memory cannot be released under running
+// kernels; the error says what could not be released.
+func (rt *Runtime) Close() error {
+	var errs []error
+	if rt.release != nil {
+		for _, p := range rt.openPipelines() {
+			ctx, cancel := context.WithTimeout(context.Background(), closeTimeout)
+			if err := p.Close(ctx, false); err != nil {
+				errs = append(errs, fmt.Errorf("ringactor: closing pipeline %q left open: %w", p.spec.Name, err))
+			}
+			cancel()
+		}
+	}
 	if rt.own && !rt.system.IsStopped() { // a node's Leave may have stopped it
 		rt.system.Shutdown()
 	}
+	if rt.release != nil {
+		errs = append(errs, rt.release())
+		rt.release = nil
+	}
+	return errors.Join(errs...)
+}
+
+// openPipelines lists the pipelines built and not yet closed.
+func (rt *Runtime) openPipelines() []*Pipeline {
+	rt.mu.Lock()
+	defer rt.mu.Unlock()
+	var ps []*Pipeline
+	for _, p := range rt.names {
+		if p != nil {
+			ps = append(ps, p)
+		}
+	}
+	return ps
 }
 
 func (rt *Runtime) claimName(name string) error {
 	rt.mu.Lock()
 	defer rt.mu.Unlock()
-	if rt.names[name] {
+	if _, ok := rt.names[name]; ok {
 		return fmt.Errorf("%w: a pipeline named %q exists in this runtime; pick another name", ErrBadPipeline, name)
 	}
-	rt.names[name] = true
+	rt.names[name] = nil
 	return nil
+}
+
+// built records that the pipeline claiming its name is built, for Close.
+func (rt *Runtime) built(p *Pipeline) {
+	rt.mu.Lock()
+	rt.names[p.spec.Name] = p
+	rt.mu.Unlock()
 }
 
 func (rt *Runtime) releaseName(name string) {

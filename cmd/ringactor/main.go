@@ -5,7 +5,8 @@
 //	ringactor bench [-quick] [-json] [-only PREFIX] [-scale F]
 //	ringactor bench-gpu [-json] [-samples N] [-messages N]
 //
-// devices lists the devices found (NVML, else simulated) with their P2P
+// devices lists the devices of the backend chosen as the runtime would
+// choose it (the CUDA driver's GPUs, else simulated devices) with their P2P
 // matrix; describe builds the main job's pipeline on the given device ids
 // and shows where each link lives, without running it; bench measures
 // ringactor beside protoactor-go actors, goroutines and channels (and, with

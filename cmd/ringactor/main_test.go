@@ -4,23 +4,27 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
+	"regexp"
 	"strings"
 	"testing"
+
+	"github.com/ringactor/ringactor/cuda/cudatest"
 )
 
 func TestDevices(t *testing.T) {
 	t.Setenv("RINGACTOR_SIM_P2P", "0-1")
 	var out, errOut bytes.Buffer
-	if err := run(context.Background(), []string{"devices"}, &out, &errOut); err != nil {
+	if err := run(context.Background(), []string{"devices", "-backend", "sim"}, &out, &errOut); err != nil {
 		t.Fatal(err)
 	}
-	for _, want := range []string{"no GPU to run on", "using 4 simulated devices", "sim-3", "P2P (row writes column's memory)", "  0   -  Y  .  ."} {
+	for _, want := range []string{"using 4 simulated devices", "sim-3", "P2P (row writes column's memory)", "  0   -  Y  .  ."} {
 		if !strings.Contains(out.String(), want) {
 			t.Fatalf("devices output lacks %q:\n%s", want, out.String())
 		}
 	}
 	out.Reset()
-	if err := run(context.Background(), []string{"devices", "-json"}, &out, &errOut); err != nil {
+	if err := run(context.Background(), []string{"devices", "-json", "-backend", "sim"}, &out, &errOut); err != nil {
 		t.Fatal(err)
 	}
 	var doc struct {
@@ -35,10 +39,34 @@ func TestDevices(t *testing.T) {
 	}
 }
 
+// devices -backend cuda lists the GPUs the driver reports, with memory,
+// compute capability and SMs; it skips without a GPU (fails instead under
+// RINGACTOR_REQUIRE_GPU=1).
+func TestDevicesCUDA(t *testing.T) {
+	dev := cudatest.Device(t, 0)
+	name, _ := dev.Name()
+	major, minor, err := dev.ComputeCapability()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out, errOut bytes.Buffer
+	if err := run(context.Background(), []string{"devices", "-backend", "cuda"}, &out, &errOut); err != nil {
+		t.Fatal(err)
+	}
+	row := regexp.MustCompile(`(?m)^0\s+` + regexp.QuoteMeta(name) + `\s+cuda\s+driver\s+[0-9.]+ GiB\s+` + fmt.Sprintf("%d\\.%d", major, minor) + `\s+[1-9][0-9]*$`)
+	if !strings.Contains(out.String(), "CUDA GPU(s) through") || !row.MatchString(out.String()) {
+		t.Fatalf("devices -backend cuda:\n%s", out.String())
+	}
+	out.Reset()
+	if err := run(context.Background(), []string{"devices", "-backend", "auto"}, &out, &errOut); err != nil || !strings.Contains(out.String(), "CUDA GPU(s)") {
+		t.Fatalf("auto on a GPU machine: %v\n%s", err, out.String())
+	}
+}
+
 func TestDescribe(t *testing.T) {
 	t.Setenv("RINGACTOR_SIM_P2P", "none")
 	var out, errOut bytes.Buffer
-	if err := run(context.Background(), []string{"describe", "-devices", "0,0,3"}, &out, &errOut); err != nil {
+	if err := run(context.Background(), []string{"describe", "-devices", "0,0,3", "-backend", "sim"}, &out, &errOut); err != nil {
 		t.Fatal(err)
 	}
 	for _, want := range []string{"from x2: local (device memory on device 0)", "from sqrt: staged (portable-pinned memory on device 3)", "egress"} {
@@ -46,7 +74,7 @@ func TestDescribe(t *testing.T) {
 			t.Fatalf("describe lacks %q:\n%s", want, out.String())
 		}
 	}
-	for _, bad := range [][]string{{"describe", "-devices", "0,1"}, {"describe", "-devices", "0,1,7"}, {"nope"}, {}} {
+	for _, bad := range [][]string{{"describe", "-devices", "0,1"}, {"describe", "-devices", "0,1,7", "-backend", "sim"}, {"nope"}, {}} {
 		if err := run(context.Background(), bad, &out, &errOut); err == nil {
 			t.Errorf("%v accepted", bad)
 		}

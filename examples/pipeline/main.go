@@ -9,9 +9,12 @@
 // loopback through protoactor remote and cluster.
 //
 // Without a GPU it runs on simulated devices (RINGACTOR_SIM_DEVICES,
-// RINGACTOR_SIM_P2P). -trace stdout prints sampled messages' spans; -trace
-// otlp exports them to the collector named by the standard OTEL_EXPORTER_OTLP_*
-// environment variables.
+// RINGACTOR_SIM_P2P); -backend cuda insists on the GPUs. -trace stdout
+// prints sampled messages' spans; -trace otlp exports them to the collector
+// named by the standard OTEL_EXPORTER_OTLP_* environment variables.
+// -trace-file PATH writes them to a file (the stdout exporter's JSON) and
+// then checks that every stage span lies within its message's span,
+// printing PASS or FAIL (and failing the run on FAIL).
 package main
 
 import (
@@ -25,6 +28,7 @@ import (
 	"os/signal"
 	"strconv"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"text/tabwriter"
 	"time"
@@ -41,15 +45,16 @@ import (
 )
 
 type options struct {
-	devices  []int
-	messages int
-	payload  int
-	backend  string
-	traceTo  string
-	sample   float64
-	batch    int
-	quiet    bool
-	remote   bool
+	devices   []int
+	messages  int
+	payload   int
+	backend   string
+	traceTo   string
+	traceFile string
+	sample    float64
+	batch     int
+	quiet     bool
+	remote    bool
 }
 
 // job is what the main job drives: a Pipeline, or a ClusterPipeline when
@@ -81,6 +86,7 @@ func parse(args []string, errOut io.Writer) (options, error) {
 	fs.IntVar(&o.payload, "payload", 16, "float32s per message (at most 56 with the default slot size)")
 	fs.StringVar(&o.backend, "backend", "auto", "auto, sim or cuda")
 	fs.StringVar(&o.traceTo, "trace", "none", "none, stdout or otlp")
+	fs.StringVar(&o.traceFile, "trace-file", "", "also write sampled spans to this file (stdout exporter JSON) and check them")
 	fs.Float64Var(&o.sample, "sample", 0.01, "fraction of messages traced (0 to 1)")
 	fs.IntVar(&o.batch, "batch", 64, "messages per ingress publish")
 	fs.BoolVar(&o.quiet, "quiet", false, "no progress line")
@@ -153,25 +159,46 @@ func (r *reference) eval(in []float32) ([]float32, error) {
 	return cur, nil
 }
 
-func tracer(ctx context.Context, to string, out io.Writer) (trace.TracerProvider, func(), error) {
-	var exp sdktrace.SpanExporter
+// tracer makes the tracer provider -trace and -trace-file ask for. flush
+// exports what is buffered and stops it; it may be called more than once.
+func tracer(ctx context.Context, to string, file io.Writer, out io.Writer) (trace.TracerProvider, func(), error) {
+	var exps []sdktrace.SpanExporter
 	var err error
 	switch to {
-	case "none":
-		return noop.NewTracerProvider(), func() {}, nil
 	case "stdout":
+		var exp sdktrace.SpanExporter
 		exp, err = stdouttrace.New(stdouttrace.WithWriter(out))
+		exps = append(exps, exp)
 	case "otlp":
+		var exp sdktrace.SpanExporter
 		exp, err = otlptracehttp.New(ctx) // endpoint from OTEL_EXPORTER_OTLP_ENDPOINT
+		exps = append(exps, exp)
 	}
 	if err != nil {
 		return nil, nil, fmt.Errorf("trace exporter %s: %w", to, err)
 	}
-	tp := sdktrace.NewTracerProvider(sdktrace.WithBatcher(exp))
+	if file != nil {
+		exp, err := stdouttrace.New(stdouttrace.WithWriter(file))
+		if err != nil {
+			return nil, nil, fmt.Errorf("trace file exporter: %w", err)
+		}
+		exps = append(exps, exp)
+	}
+	if len(exps) == 0 {
+		return noop.NewTracerProvider(), func() {}, nil
+	}
+	var opts []sdktrace.TracerProviderOption
+	for _, exp := range exps {
+		opts = append(opts, sdktrace.WithBatcher(exp))
+	}
+	tp := sdktrace.NewTracerProvider(opts...)
+	var once sync.Once
 	return tp, func() {
-		sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		defer cancel()
-		tp.Shutdown(sctx)
+		once.Do(func() {
+			sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+			defer cancel()
+			tp.Shutdown(sctx)
+		})
 	}, nil
 }
 
@@ -184,7 +211,14 @@ func run(ctx context.Context, args []string, out, errOut io.Writer) error {
 	if err != nil {
 		return err
 	}
-	tp, flush, err := tracer(ctx, o.traceTo, out)
+	var traceFile *os.File
+	if o.traceFile != "" {
+		if traceFile, err = os.Create(o.traceFile); err != nil {
+			return fmt.Errorf("-trace-file: %w", err)
+		}
+		defer traceFile.Close()
+	}
+	tp, flush, err := tracer(ctx, o.traceTo, fileOrNil(traceFile), out)
 	if err != nil {
 		return err
 	}
@@ -253,6 +287,11 @@ func run(ctx context.Context, args []string, out, errOut io.Writer) error {
 	st := p.Stats()
 	report(out, p, st, elapsed)
 	fmt.Fprintf(out, "verified %d results against the Go reference: %d mismatches\n", checked.Load(), mismatches.Load())
+	var spanErr error
+	if traceFile != nil {
+		flush()
+		spanErr = checkSpanFile(out, o.traceFile)
+	}
 	switch {
 	case sendErr != nil:
 		return sendErr
@@ -262,7 +301,36 @@ func run(ctx context.Context, args []string, out, errOut io.Writer) error {
 		return fmt.Errorf("%d results differ from the Go reference; first: %s", mismatches.Load(), *firstBad.Load())
 	case st.Delivered != uint64(o.messages) || st.DeadLettered != 0:
 		return fmt.Errorf("sent %d, delivered %d, dead-lettered %d: messages were lost", st.Sent, st.Delivered, st.DeadLettered)
+	case spanErr != nil:
+		return spanErr
 	}
+	return nil
+}
+
+// fileOrNil keeps a nil *os.File from becoming a non-nil io.Writer.
+func fileOrNil(f *os.File) io.Writer {
+	if f == nil {
+		return nil
+	}
+	return f
+}
+
+// checkSpanFile checks the spans -trace-file wrote and prints PASS or FAIL.
+func checkSpanFile(out io.Writer, path string) error {
+	f, err := os.Open(path)
+	if err != nil {
+		return fmt.Errorf("span check: %w", err)
+	}
+	defer f.Close()
+	c, err := checkSpans(f)
+	if err != nil {
+		fmt.Fprintf(out, "span check (%s): FAIL: %v\n", path, err)
+		for _, b := range c.Bad[min(1, len(c.Bad)):] {
+			fmt.Fprintf(out, "  also: %s\n", b)
+		}
+		return fmt.Errorf("span check: %w", err)
+	}
+	fmt.Fprintf(out, "span check (%s): PASS: %d stage spans of %d messages, each within its message's span\n", path, c.Stages, c.Roots)
 	return nil
 }
 

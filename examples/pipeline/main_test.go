@@ -4,10 +4,12 @@ import (
 	"bytes"
 	"context"
 	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/ringactor/ringactor/cuda/cudatest"
 	"github.com/ringactor/ringactor/internal/nodeproc"
 	"github.com/ringactor/ringactor/internal/racecheck"
 )
@@ -78,6 +80,61 @@ func TestMainJobRemoteStage2(t *testing.T) {
 		"delivered 5000, dead-lettered 0"} {
 		if !strings.Contains(out.String(), want) {
 			t.Fatalf("output lacks %q:\n%s", want, out.String())
+		}
+	}
+}
+
+// -trace-file writes the sampled spans and checks them: every stage span
+// lies within its message's span.
+func TestMainJobTraceFile(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "spans.json")
+	var out, errOut bytes.Buffer
+	if err := run(context.Background(), []string{"-backend", "sim", "-messages", "300", "-sample", "0.1", "-quiet", "-trace-file", path}, &out, &errOut); err != nil {
+		t.Fatalf("%v\n%s", err, out.String())
+	}
+	if !strings.Contains(out.String(), "span check ("+path+"): PASS: 90 stage spans of 30 messages") {
+		t.Fatalf("output lacks the span check:\n%s", out.String())
+	}
+}
+
+// The main job on GPU 0 with every span checked; it skips without a GPU
+// (fails instead under RINGACTOR_REQUIRE_GPU=1).
+func TestMainJobCUDA(t *testing.T) {
+	cudatest.Device(t, 0)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	path := filepath.Join(t.TempDir(), "spans.json")
+	var out, errOut bytes.Buffer
+	err := run(ctx, []string{"-backend", "cuda", "-devices", "0,0,0", "-messages", "20000", "-payload", "8", "-sample", "0.05", "-quiet", "-trace-file", path}, &out, &errOut)
+	if err != nil {
+		t.Fatalf("%v\n%s\n%s", err, out.String(), errOut.String())
+	}
+	for _, want := range []string{`pipeline "guide" on cuda backend`, "verified 20000 results against the Go reference: 0 mismatches", "PASS"} {
+		if !strings.Contains(out.String(), want) {
+			t.Fatalf("output lacks %q:\n%s", want, out.String())
+		}
+	}
+}
+
+func TestCheckSpans(t *testing.T) {
+	at := func(us int) string { return time.Unix(1700000000, int64(us)*1000).UTC().Format(time.RFC3339Nano) }
+	span := func(name, id, parent string, start, end int) string {
+		return `{"Name":"` + name + `","SpanContext":{"TraceID":"t1","SpanID":"` + id + `"},"Parent":{"TraceID":"t1","SpanID":"` + parent +
+			`"},"StartTime":"` + at(start) + `","EndTime":"` + at(end) + `"}` + "\n"
+	}
+	good := span("ringactor.message", "r", "", 0, 100) + span("stage a", "a", "r", 0, 40) + span("stage b", "b", "r", 40, 100)
+	if c, err := checkSpans(strings.NewReader(good)); err != nil || c.Roots != 1 || c.Stages != 2 {
+		t.Fatalf("good spans: %+v %v", c, err)
+	}
+	for name, bad := range map[string]string{
+		"late":    span("ringactor.message", "r", "", 0, 100) + span("stage b", "b", "r", 40, 101),
+		"early":   span("ringactor.message", "r", "", 10, 100) + span("stage a", "a", "r", 9, 50),
+		"orphan":  span("ringactor.message", "r", "", 0, 100) + span("stage a", "a", "x", 0, 50),
+		"no root": span("stage a", "a", "r", 0, 50),
+		"garbage": "{not json",
+	} {
+		if c, err := checkSpans(strings.NewReader(bad)); err == nil {
+			t.Errorf("%s: passed: %+v", name, c)
 		}
 	}
 }

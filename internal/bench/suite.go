@@ -20,7 +20,7 @@ func suite() []comparison {
 				return nil, err
 			}
 			*s = *r
-			return r.rt.Close, nil
+			return func() { r.rt.Close() }, nil
 		}
 	}
 	return []comparison{

@@ -1,0 +1,109 @@
+package runtime_test
+
+import (
+	"bytes"
+	"errors"
+	"io"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	rk "github.com/ringactor/ringactor/ringkernel"
+	"github.com/ringactor/ringactor/ringkernel/sim"
+	ra "github.com/ringactor/ringactor/runtime"
+)
+
+// recording is a sim backend that counts the kernels it starts and, like
+// the CUDA backend, refuses kernels with steal links.
+type recording struct {
+	*sim.Backend
+	started atomic.Int32
+}
+
+func (b *recording) Start(job *rk.Job) (rk.Loop, error) {
+	if len(job.StealTo) > 0 {
+		return nil, errors.New("recording: stage " + job.Spec.Stage.Name + " has steal links: not supported here")
+	}
+	b.started.Add(1)
+	return b.Backend.Start(job)
+}
+
+// A backend given in Config runs the stages, with the devices its kind
+// lists.
+func TestInjectedBackendIsUsed(t *testing.T) {
+	b := &recording{Backend: sim.New(3)}
+	var log bytes.Buffer
+	rt, err := ra.New(ra.Config{Backend: b, Devices: ra.DeviceOptions{SimDevices: 3, Log: &log}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rt.Close()
+	if rt.Backend() != rk.Backend(b) || len(rt.Registry().Devices()) != 3 || rt.Registry().BackendName() != "sim" {
+		t.Fatalf("runtime on %v with %d devices", rt.Backend(), len(rt.Registry().Devices()))
+	}
+	if !strings.Contains(log.String(), "3 simulated devices") || !strings.Contains(log.String(), "given in Config") {
+		t.Fatalf("note %q", log.String())
+	}
+	p, err := rt.Build(ctxT(t), ra.GuideSpec("injected", [3]int{0, 1, 2}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := p.Close(ctxT(t), false); err != nil {
+		t.Fatal(err)
+	}
+	if n := b.started.Load(); n != 3 {
+		t.Fatalf("the injected backend started %d kernels, want 3", n)
+	}
+	if !strings.Contains(p.Describe(), "on sim backend") {
+		t.Fatal(p.Describe())
+	}
+}
+
+func TestInjectedBackendMustAgreeWithTheName(t *testing.T) {
+	b := sim.New(2)
+	rt, err := ra.New(ra.Config{Backend: b, Devices: ra.DeviceOptions{Backend: "sim", Log: io.Discard}})
+	if err != nil || len(rt.Registry().Devices()) != 2 {
+		t.Fatalf("a sim backend of 2 devices: %v", err) // as many devices as it accepts
+	}
+	rt.Close()
+	if _, err := ra.New(ra.Config{Backend: b, Devices: ra.DeviceOptions{Backend: "cuda", Log: io.Discard}}); !errors.Is(err, ra.ErrBackend) {
+		t.Fatalf("a sim backend with Backend cuda: %v", err)
+	}
+	if _, err := ra.New(ra.Config{Backend: unnamed{b}, Devices: ra.DeviceOptions{Log: io.Discard}}); !errors.Is(err, ra.ErrBackend) || !strings.Contains(err.Error(), `"opencl"`) {
+		t.Fatalf("a backend of an unknown kind: %v", err)
+	}
+}
+
+type unnamed struct{ *sim.Backend }
+
+func (unnamed) Name() string { return "opencl" }
+
+// A backend that cannot run stealing groups (CUDA's, today) makes Group
+// fail at once with its error, not hang.
+func TestGroupStealingRefusalSurfaces(t *testing.T) {
+	b := &recording{Backend: sim.New(2)}
+	rt, err := ra.New(ra.Config{Backend: b, Devices: ra.DeviceOptions{Log: io.Discard}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rt.Close()
+	start := time.Now()
+	_, err = rt.Group(ctxT(t), ra.GroupSpec{Name: "steal", Devices: []int{0, 1}, Steal: true,
+		Stage: ra.StageSpec{Name: "x3", Op: "scale", Params: []float32{3}}})
+	if err == nil || !strings.Contains(err.Error(), "steal links") {
+		t.Fatalf("stealing group on a backend without stealing: %v", err)
+	}
+	if d := time.Since(start); d > 5*time.Second {
+		t.Fatalf("refusal took %v", d)
+	}
+	// Without stealing the same backend runs the group.
+	g, err := rt.Group(ctxT(t), ra.GroupSpec{Name: "nosteal", Devices: []int{0, 1},
+		Stage: ra.StageSpec{Name: "x3", Op: "scale", Params: []float32{3}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := g.Close(ctxT(t), true); err != nil {
+		t.Fatal(err)
+	}
+}
