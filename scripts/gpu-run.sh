@@ -10,6 +10,12 @@ shift
 only=" $* "
 mkdir -p "$out"
 here=$(cd "$(dirname "$0")" && pwd)
+# make gpu-bundle gzips the binaries (the device machine takes 64 MiB).
+if ls "$here"/*.gz >/dev/null 2>&1; then
+  bin=$(mktemp -d)
+  for f in "$here"/*.gz; do gunzip -c "$f" > "$bin/$(basename "$f" .gz)"; chmod +x "$bin/$(basename "$f" .gz)"; done
+  here=$bin
+fi
 export RINGACTOR_REQUIRE_GPU=1
 summary="$out/summary.txt"
 : > "$summary"
@@ -45,12 +51,29 @@ check() { # name, seconds, command...
     "$(grep -c -- '^\s*--- SKIP' "$out/$name.log")" | tee -a "$summary"
   grep -- '--- FAIL\|--- SKIP\|panic:' "$out/$name.log" | head -20
 }
-check devices      30  "$here/ringactor" devices -backend cuda
-check driver       120 "$here/cuda.test" -test.v -test.run "^TestGPU" -test.timeout 110s  # the fake-driver tests run in CI
-check cuda-backend 200 "$here/ringkernel-cuda.test" -test.v -test.run "GPU" -test.timeout 190s
-check kernel-suite 240 env RINGACTOR_TEST_BACKEND=cuda "$here/ringkernel.test" -test.v -test.timeout 230s
-check bench        240 "$here/ringactor" bench-gpu -samples 5000 -messages 500000
+# 1. what the backend sees
+check devices      20  "$here/ringactor" devices -backend cuda
+# the driver API (the fake-driver tests run in CI)
+check driver       40  "$here/cuda.test" -test.v -test.run "^TestGPU" -test.timeout 35s
+# 3. the CUDA backend's own GPU tests and probes (module loading, clock, grid limit)
+check cuda-backend 120 "$here/ringkernel-cuda.test" -test.v -test.timeout 110s
+# 3. the ring-kernel suite on cuda (a user stage compiled by the NVRTC there)
+check kernel-suite 60  env RINGACTOR_TEST_BACKEND=cuda "$here/ringkernel.test" -test.v -test.timeout 55s
+# 3, 4. runtime's pipeline tests on cuda, the deadlock cases among them
+check runtime      120 env RINGACTOR_TEST_BACKEND=cuda "$here/runtime.test" -test.v -test.timeout 110s
+# 4. module loading while kernels spin, and the deadlock cases, under each CUDA_MODULE_LOADING
+for mode in LAZY EAGER; do
+  check "modload-$mode" 30 env CUDA_MODULE_LOADING=$mode "$here/ringkernel-cuda.test" -test.v -test.run ModuleLoad -test.timeout 28s
+  check "deadlock-$mode" 45 env CUDA_MODULE_LOADING=$mode RINGACTOR_TEST_BACKEND=cuda "$here/runtime.test" -test.v -test.run 'SecondPipeline|WhileBusy|CloseWithoutDrain' -test.timeout 40s
+done
+# 2. the main job on the GPU, spans checked
+check main-job     60  "$here/pipeline" -backend cuda -devices 0,0,0 -messages 200000 -quiet -trace-file "$out/spans.json"
+# 6. the benchmarks
+check bench-gpu    200 "$here/ringactor" bench-gpu ${BENCH_GPU_FLAGS:-}
 echo >> "$summary"
-[ -f "$out/bench.log" ] && cat "$out/bench.log" >> "$summary"
+for f in main-job bench-gpu; do [ -f "$out/$f.log" ] && { echo "-- $f"; tail -40 "$out/$f.log"; } >> "$summary"; done
+grep -h 'GPU-NOTE' "$out"/*.log >> "$summary" 2>/dev/null
+# The device tool brings back at most 8 files: the logs travel as one archive.
+(cd "$out" && tar czf logs.tar.gz *.log spans.json 2>/dev/null && rm -f *.log spans.json)
 echo; cat "$summary"
 exit $status

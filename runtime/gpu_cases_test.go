@@ -1,0 +1,101 @@
+package runtime_test
+
+import (
+	"context"
+	goruntime "runtime"
+	"sync/atomic"
+	"testing"
+
+	ra "github.com/ringactor/ringactor/runtime"
+)
+
+// The cases that deadlock a careless persistent-kernel runtime, on any
+// backend (the GPU bundle runs them on cuda under each CUDA_MODULE_LOADING):
+// a second pipeline built and started while the first one's kernels spin,
+// and a close without drain while messages are still flowing.
+
+func TestSecondPipelineWhileFirstRuns(t *testing.T) {
+	e := deviceEnv(t)
+	var got [2]atomic.Int64
+	start := func(i int, name string) *ra.Pipeline {
+		spec := guide(name)
+		spec.Deliver.Func = func(ra.Result) { got[i].Add(1) }
+		p, err := e.rt.Build(ctxT(t), spec)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := p.Start(ctxT(t)); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	first := start(0, "first")
+	send := func(p *ra.Pipeline, n int) {
+		for i := range n {
+			if err := p.Send(ctxT(t), ra.Data{Floats: []float32{float32(i)}}); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	send(first, 1000) // its kernels are running now
+	second := start(1, "second")
+	send(second, 1000)
+	send(first, 1000)
+	for i, p := range []*ra.Pipeline{first, second} {
+		if err := p.Close(ctxT(t), true); err != nil {
+			t.Fatalf("close pipeline %d: %v", i, err)
+		}
+	}
+	if a, b := got[0].Load(), got[1].Load(); a != 2000 || b != 1000 {
+		t.Fatalf("delivered %d and %d, want 2000 and 1000", a, b)
+	}
+}
+
+func TestCloseWithoutDrainWhileBusy(t *testing.T) {
+	e := deviceEnv(t)
+	spec := guide("busy")
+	var delivered atomic.Int64
+	spec.Deliver.Func = func(ra.Result) { delivered.Add(1) }
+	p, err := e.rt.Build(ctxT(t), spec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := p.Start(ctxT(t)); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(ctxT(t))
+	sent := make(chan struct{})
+	go func() {
+		defer close(sent)
+		batch := make([]ra.Data, 64)
+		for i := range batch {
+			batch[i] = ra.Data{Floats: []float32{float32(i), 1, 2, 3}}
+		}
+		for ctx.Err() == nil {
+			if _, err := p.SendBatch(ctx, batch); err != nil {
+				return // closed under us: refused sends are dead letters
+			}
+		}
+	}()
+	// Close once the stages are busy: results are coming out.
+	for delivered.Load() < 5000 {
+		if ctx.Err() != nil {
+			t.Fatal("no results")
+		}
+		select {
+		case <-sent:
+			t.Fatal("the sender stopped early")
+		default:
+			goruntime.Gosched()
+		}
+	}
+	if err := p.Close(ctxT(t), false); err != nil {
+		t.Fatal(err)
+	}
+	cancel()
+	<-sent
+	st := p.Stats()
+	if st.InFlight != 0 || st.Delivered+st.DeadLettered != st.Sent || st.Delivered != uint64(delivered.Load()) {
+		t.Fatalf("after a close without drain while busy: %+v (delivered to the callback: %d)", st, delivered.Load())
+	}
+}
