@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"sort"
+	"strconv"
 	"strings"
 	"sync"
 )
@@ -182,11 +183,32 @@ func LoadDriver() (*Driver, error) {
 // module loading; it is read once, by cuInit.
 const ModuleLoadingEnv = "CUDA_MODULE_LOADING"
 
-// eagerModuleLoading sets CUDA_MODULE_LOADING=EAGER where it is unset.
+// MaxConnectionsEnv is the driver's variable for the number of hardware
+// work queues a context's streams are spread over (default 8, at most 32),
+// read once, by cuInit. Streams beyond that share queues, and a kernel
+// queued behind a persistent kernel in the same hardware queue never starts.
+const MaxConnectionsEnv = "CUDA_DEVICE_MAX_CONNECTIONS"
+
+// eagerModuleLoading sets CUDA_MODULE_LOADING=EAGER, and
+// CUDA_DEVICE_MAX_CONNECTIONS=32, where they are unset.
 func eagerModuleLoading() {
 	if _, ok := os.LookupEnv(ModuleLoadingEnv); !ok {
 		os.Setenv(ModuleLoadingEnv, "EAGER")
 	}
+	if _, ok := os.LookupEnv(MaxConnectionsEnv); !ok {
+		os.Setenv(MaxConnectionsEnv, "32")
+	}
+}
+
+// MaxConnections is the number of hardware queues the driver spreads
+// streams over, as CUDA_DEVICE_MAX_CONNECTIONS says (8 when unset or
+// unreadable, the driver's default).
+func MaxConnections() int {
+	n, err := strconv.Atoi(os.Getenv(MaxConnectionsEnv))
+	if err != nil || n < 1 {
+		return 8
+	}
+	return min(n, 32)
 }
 
 // driverCandidates lists the libraries to try, best first.

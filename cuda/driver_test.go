@@ -235,12 +235,21 @@ func TestNilHandlesAreErrorsNotPanics(t *testing.T) {
 func TestEagerModuleLoadingUnlessSet(t *testing.T) {
 	t.Setenv(ModuleLoadingEnv, "")
 	os.Unsetenv(ModuleLoadingEnv)
+	t.Setenv(MaxConnectionsEnv, "")
+	os.Unsetenv(MaxConnectionsEnv)
 	eagerModuleLoading()
 	if v := os.Getenv(ModuleLoadingEnv); v != "EAGER" {
 		t.Fatalf("unset: %s=%q, want EAGER", ModuleLoadingEnv, v)
 	}
+	if v := os.Getenv(MaxConnectionsEnv); v != "32" || MaxConnections() != 32 {
+		t.Fatalf("unset: %s=%q, want 32", MaxConnectionsEnv, v)
+	}
+	t.Setenv(MaxConnectionsEnv, "4")
 	t.Setenv(ModuleLoadingEnv, "LAZY")
 	eagerModuleLoading()
+	if MaxConnections() != 4 {
+		t.Fatalf("%s=4 set by the user: MaxConnections %d", MaxConnectionsEnv, MaxConnections())
+	}
 	if v := os.Getenv(ModuleLoadingEnv); v != "LAZY" {
 		t.Fatalf("set by the user: %s=%q, want it kept", ModuleLoadingEnv, v)
 	}

@@ -384,6 +384,9 @@ func (k *Kernel) deliver(m *p2pqueue.Message) {
 				Reason: reasonOf(code), Code: code, Err: errors.New(text)})
 		}
 	case m.Type == RecordFault:
+		if text == "" {
+			text = code.String() // device loops write codes, not text
+		}
 		k.lastText.Store(&text)
 	case m.Type == RecordTrace:
 		if k.spec.OnTrace != nil {

@@ -404,6 +404,9 @@ func TestGracefulCloseBoundedByContext(t *testing.T) {
 	defer rt.Close()
 	acc := newAccount()
 	spec := guide("slowdrain")
+	for i := range spec.Stages {
+		spec.Stages[i].Device = i // on sim, whatever backend the other tests run on
+	}
 	spec.Deliver.Func, spec.OnDeadLetter = acc.result, acc.deadLetter
 	p, err := rt.Build(ctxT(t), spec)
 	if err != nil {

@@ -177,19 +177,21 @@ func tracer(ctx context.Context, to string, file io.Writer, out io.Writer) (trac
 	if err != nil {
 		return nil, nil, fmt.Errorf("trace exporter %s: %w", to, err)
 	}
+	var opts []sdktrace.TracerProviderOption
+	for _, exp := range exps {
+		opts = append(opts, sdktrace.WithBatcher(exp))
+	}
 	if file != nil {
 		exp, err := stdouttrace.New(stdouttrace.WithWriter(file))
 		if err != nil {
 			return nil, nil, fmt.Errorf("trace file exporter: %w", err)
 		}
-		exps = append(exps, exp)
+		// The file is checked span by span: a full queue waits rather
+		// than dropping spans (the default queue holds 2048).
+		opts = append(opts, sdktrace.WithBatcher(exp, sdktrace.WithMaxQueueSize(1<<16), sdktrace.WithBlocking()))
 	}
-	if len(exps) == 0 {
+	if len(opts) == 0 {
 		return noop.NewTracerProvider(), func() {}, nil
-	}
-	var opts []sdktrace.TracerProviderOption
-	for _, exp := range exps {
-		opts = append(opts, sdktrace.WithBatcher(exp))
 	}
 	tp := sdktrace.NewTracerProvider(opts...)
 	var once sync.Once

@@ -332,17 +332,23 @@ __device__ void ra_ring_loop(const ra_ring_args &a) {
             if (life == RA_STATE_TERMINATING && !drain) {
                 // Dead-letter what is queued on every in-link, then stop.
                 for (ra_u32 k = 0; k < nin; k++) {
-                    long long av = ra_avail(&ins[k]);
-                    if (av < 0) { ra_fault(ctrl, &tr, stage, clk, &life); continue; }
-                    ra_u64 i = 0;
-                    for (; i < (ra_u64)av; i++) {
-                        if (!ra_record(&tr, ctrl, ack, RA_REC_DEAD_LETTER, ra_q_slot(ins[k].q, ins[k].own + i), stage, 0, ra_globaltimer() + clk, RA_CODE_SHUTDOWN)) break;
-                        dropped++;
+                    // Until the link is empty as its tail now reads (ra_avail
+                    // re-reads it once the cached count is used up): the
+                    // host closes ingress before it terminates.
+                    for (;;) {
+                        long long av = ra_avail(&ins[k]);
+                        if (av < 0) { ra_fault(ctrl, &tr, stage, clk, &life); break; }
+                        if (av == 0) break;
+                        ra_u64 i = 0;
+                        for (; i < (ra_u64)av; i++) {
+                            if (!ra_record(&tr, ctrl, ack, RA_REC_DEAD_LETTER, ra_q_slot(ins[k].q, ins[k].own + i), stage, 0, ra_globaltimer() + clk, RA_CODE_SHUTDOWN)) break;
+                            dropped++;
+                        }
+                        ins[k].own += i;
+                        ra_store_release(ra_q_word(ins[k].q, RA_Q_OFF_HEAD), ins[k].own, ins[k].sys);
+                        // The pump stopped: what is left stays queued, the host's to account for.
+                        if (i < (ra_u64)av) { life = RA_STATE_FAULTED; break; }
                     }
-                    // The pump stopped: what is left stays queued, the host's to account for.
-                    if (i < (ra_u64)av) life = RA_STATE_FAULTED;
-                    ins[k].own += i;
-                    ra_store_release(ra_q_word(ins[k].q, RA_Q_OFF_HEAD), ins[k].own, ins[k].sys);
                 }
                 if (life != RA_STATE_FAULTED) life = RA_STATE_TERMINATED;
                 stop = 1;

@@ -17,6 +17,11 @@ var ErrLaunchBlocking = errors.New("ringkernel/cuda: CUDA_LAUNCH_BLOCKING=1 woul
 // running on the device, so it might never be scheduled.
 var ErrNoFit = errors.New("ringkernel/cuda: kernel would not be co-resident")
 
+// ErrLazyLoading: CUDA_MODULE_LOADING=LAZY defers loading a kernel to its
+// first launch, and that load waits for the device, which never becomes
+// idle while ring kernels run (seen on an H100: the launch never returns).
+var ErrLazyLoading = errors.New("ringkernel/cuda: CUDA_MODULE_LOADING=LAZY would load kernels at their first launch, which waits for the running ring kernels forever; unset it (the backend then loads eagerly) or set it to EAGER")
+
 // ErrExecTimeout: the GPU has a kernel run-time limit (it drives a
 // display), which would end every persistent kernel.
 var ErrExecTimeout = errors.New("ringkernel/cuda: the GPU has a kernel run-time limit")
@@ -34,10 +39,12 @@ type Options struct {
 	// device at first use, for links in device memory and for control
 	// blocks, trace rings and host-facing links (defaults 64 MiB, 32 MiB).
 	DeviceArena, PinnedArena int
-	// MaxKernels caps the ring kernels on one device (default 120). A GPU
-	// runs at most 128 grids at once (compute capability 7.0 to 9.0); a
-	// launch past that is queued and never starts, so a pipeline would
-	// hang. The rest is left for the clock kernel and other work.
+	// MaxKernels caps the ring kernels on one device (default: the
+	// driver's hardware queues, CUDA_DEVICE_MAX_CONNECTIONS, which the
+	// backend sets to 32 when unset, less 2). Streams beyond the hardware
+	// queues share them, and a kernel queued behind a persistent kernel
+	// never starts; creating a stream while many kernels run was seen to
+	// block (H100, driver 580), so each device makes its streams up front.
 	MaxKernels int
 }
 
@@ -66,6 +73,9 @@ func New(opts Options) (*Backend, error) {
 	if opts.Threads%32 != 0 || opts.Threads > 1024 {
 		return nil, fmt.Errorf("ringkernel/cuda: %d threads per block: use a multiple of 32 up to 1024", opts.Threads)
 	}
+	if os.Getenv(drv.ModuleLoadingEnv) == "LAZY" {
+		return nil, ErrLazyLoading
+	}
 	d, err := drv.LoadDriver()
 	if err != nil {
 		return nil, err
@@ -84,7 +94,7 @@ func New(opts Options) (*Backend, error) {
 		opts.PinnedArena = 32 << 20
 	}
 	if opts.MaxKernels <= 0 {
-		opts.MaxKernels = 120
+		opts.MaxKernels = max(1, drv.MaxConnections()-2)
 	}
 	return &Backend{drv: d, opts: opts, devs: map[int]*device{}}, nil
 }

@@ -28,6 +28,19 @@ func TestRefusesLaunchBlocking(t *testing.T) {
 	}
 }
 
+// Under CUDA_MODULE_LOADING=LAZY the first launch of a kernel loads it,
+// which waits for the ring kernels already running: refuse up front.
+func TestRefusesLazyModuleLoading(t *testing.T) {
+	t.Setenv(drv.ModuleLoadingEnv, "LAZY")
+	if _, err := New(Options{}); !errors.Is(err, ErrLazyLoading) {
+		t.Fatalf("New under CUDA_MODULE_LOADING=LAZY: %v, want ErrLazyLoading", err)
+	}
+	t.Setenv(drv.ModuleLoadingEnv, "EAGER")
+	if _, err := New(Options{}); errors.Is(err, ErrLazyLoading) {
+		t.Fatal("refused under EAGER")
+	}
+}
+
 // Without a driver New says so, wrapping cuda.ErrNoDriver. The driver is
 // loaded once per process, so a wrong path set here would poison every
 // later test of the process (the GPU tests among them): the check runs in

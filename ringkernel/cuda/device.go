@@ -15,15 +15,18 @@ import (
 
 // device is one GPU as the backend uses it.
 type device struct {
-	id        int
-	dev       *drv.Device
-	ctx       *drv.Context
-	sms       int
-	cc        [2]int       // compute capability
-	offset    atomic.Int64 // host ns - device globaltimer ns, recalibrated while kernels run
-	clock     *drv.Function
-	stopClock chan struct{}
-	clockDone chan struct{}
+	id          int
+	dev         *drv.Device
+	ctx         *drv.Context
+	sms         int
+	cc          [2]int       // compute capability
+	offset      atomic.Int64 // host ns - device globaltimer ns, recalibrated while kernels run
+	clock       *drv.Function
+	clockStream *drv.Stream
+	fenceMu     sync.Mutex
+	fence       *drv.Event
+	stopClock   chan struct{}
+	clockDone   chan struct{}
 
 	devArena *deviceArena
 	pinArena *pinnedArena
@@ -33,6 +36,8 @@ type device struct {
 	blocks     int                    // ring kernels running (one block each)
 	maxKernels int
 	live       map[*loop]struct{} // their loops, for clock offset updates
+	streams    []*drv.Stream      // free streams, made at open (see Options.MaxKernels)
+	all        []*drv.Stream
 }
 
 func openDevice(b *Backend, id int) (*device, error) {
@@ -73,6 +78,20 @@ func openDevice(b *Backend, id int) (*device, error) {
 		return fail(err)
 	}
 	if err := d.preload(); err != nil {
+		return fail(err)
+	}
+	// Every driver object a running device needs is made now, while no
+	// ring kernel runs: streams (one per kernel, one for the clock) and
+	// the setup fence's event.
+	for range b.opts.MaxKernels + 1 {
+		st, err := ctx.NewStream()
+		if err != nil {
+			return fail(fmt.Errorf("stream %d of %d: %w", len(d.all)+1, b.opts.MaxKernels+1, err))
+		}
+		d.all = append(d.all, st)
+	}
+	d.clockStream, d.streams = d.all[0], append([]*drv.Stream(nil), d.all[1:]...)
+	if d.fence, err = ctx.NewEvent(); err != nil {
 		return fail(err)
 	}
 	if err := d.startClock(); err != nil {
@@ -159,9 +178,36 @@ func (d *device) loadModule(name string, ptx []byte) (*drv.Module, error) {
 	return m, nil
 }
 
+// takeStream takes a free stream for a kernel (reserve bounds the kernels
+// by the streams there are).
+func (d *device) takeStream() (*drv.Stream, error) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if len(d.streams) == 0 {
+		return nil, fmt.Errorf("%w: device %d has no free stream", ErrTooManyKernels, d.id)
+	}
+	st := d.streams[len(d.streams)-1]
+	d.streams = d.streams[:len(d.streams)-1]
+	return st, nil
+}
+
+// putStream returns an idle stream (its kernel ended) to the pool.
+func (d *device) putStream(st *drv.Stream) {
+	d.mu.Lock()
+	d.streams = append(d.streams, st)
+	d.mu.Unlock()
+}
+
 func (d *device) close() error {
 	d.stopClockLoop()
 	var errs []error
+	for _, st := range d.all {
+		errs = append(errs, st.Destroy())
+	}
+	d.all, d.streams = nil, nil
+	if d.fence != nil {
+		errs = append(errs, d.fence.Destroy())
+	}
 	for _, m := range d.modules {
 		errs = append(errs, m.Unload())
 	}

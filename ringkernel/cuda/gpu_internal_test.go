@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"os"
 	"sort"
-	"sync"
 	"testing"
 	"time"
 
@@ -74,6 +73,14 @@ func spin(t *testing.T, b *Backend, id uint32) *rk.Kernel {
 // kernel is terminated. The backend refuses such loads unless
 // RINGACTOR_LIVE_MODULE_LOAD=1, and that refusal is checked here too.
 func TestGPUModuleLoadWhileKernelSpins(t *testing.T) {
+	if os.Getenv(drv.ModuleLoadingEnv) == "LAZY" {
+		cudatest.Driver(t)
+		if _, err := New(Options{}); !errors.Is(err, ErrLazyLoading) {
+			t.Fatalf("New under CUDA_MODULE_LOADING=LAZY: %v, want ErrLazyLoading", err)
+		}
+		t.Logf("GPU-NOTE CUDA_MODULE_LOADING=LAZY: the backend refuses, naming the fix")
+		return
+	}
 	b := gpuBackend(t, Options{})
 	k := spin(t, b, 1)
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
@@ -234,38 +241,39 @@ func le64(b []byte) uint64 {
 	return uint64(b[0]) | uint64(b[1])<<8 | uint64(b[2])<<16 | uint64(b[3])<<24 | uint64(b[4])<<32 | uint64(b[5])<<40 | uint64(b[6])<<48 | uint64(b[7])<<56
 }
 
-// How many ring kernels can run at once: with the cap lifted, launch 132
-// one-warp kernels and see which acknowledge Activate (a launched kernel
-// that never starts never acknowledges). The backend's default cap must
-// be at most the number that ran.
+// As many ring kernels as the backend allows on a device all run at once
+// (a launched kernel that never starts never acknowledges Activate), and
+// the next is refused with the fix named. The cap follows the hardware
+// queues (CUDA_DEVICE_MAX_CONNECTIONS): past them, streams share queues.
 func TestGPUConcurrentGridLimit(t *testing.T) {
-	const tries = 132
-	b := gpuBackend(t, Options{MaxKernels: tries + 1, Threads: 32, PinnedArena: 64 << 20})
-	ks := make([]*rk.Kernel, tries)
+	b := gpuBackend(t, Options{Threads: 32})
+	limit := b.opts.MaxKernels
+	ks := make([]*rk.Kernel, limit)
 	for i := range ks {
 		ks[i] = spin(t, b, uint32(i+1))
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		err := ks[i].Activate(ctx)
+		cancel()
+		if err != nil {
+			t.Fatalf("ring kernel %d of %d did not start: %v", i+1, limit, err)
+		}
 	}
-	var mu sync.Mutex
-	started := 0
-	var wg sync.WaitGroup
-	for _, k := range ks {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
-			defer cancel()
-			if k.Activate(ctx) == nil {
-				mu.Lock()
-				started++
-				mu.Unlock()
-			}
-		}()
+	cfg := p2pqueue.ConfigFor(64, 64)
+	n, _ := cfg.RegionSize()
+	r, err := b.Alloc(0, n, p2pqueue.MappedPinnedMemory)
+	if err != nil {
+		t.Fatal(err)
 	}
-	wg.Wait()
-	t.Logf("GPU-NOTE concurrent ring kernels: %d of %d launched kernels started (default cap %d)", started, tries, 120)
-	if started < 120 {
-		t.Errorf("only %d ring kernels ran at once: the default cap of 120 is too high", started)
+	t.Cleanup(func() { b.Free(r) })
+	in, err := p2pqueue.Init(r, cfg)
+	if err != nil {
+		t.Fatal(err)
 	}
+	_, err = rk.Launch(context.Background(), b, rk.Spec{Stage: rk.Stage{Name: "one-too-many", Op: "identity"}, In: []*p2pqueue.Link{in}})
+	if !errors.Is(err, ErrTooManyKernels) {
+		t.Fatalf("kernel %d: %v, want ErrTooManyKernels", limit+1, err)
+	}
+	t.Logf("GPU-NOTE concurrent ring kernels: %d of %d started (%s=%s); the next was refused", limit, limit, drv.MaxConnectionsEnv, os.Getenv(drv.MaxConnectionsEnv))
 }
 
 // The default cap refuses the kernel past it, with the fix in the error.

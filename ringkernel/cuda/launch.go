@@ -73,19 +73,19 @@ func (b *Backend) Start(job *rk.Job) (rk.Loop, error) {
 	if err != nil {
 		return fail(err)
 	}
-	if l.stream, err = d.ctx.NewStream(); err != nil {
+	if l.stream, err = d.takeStream(); err != nil {
 		return fail(err)
 	}
 	// Setup (arena memsets, queue formatting, params) went through the
 	// legacy default stream, which the kernel's non-blocking stream is not
 	// ordered after: wait for it, and only for it.
 	if err := d.setupFence(); err != nil {
-		l.stream.Destroy()
+		d.putStream(l.stream)
 		return fail(fmt.Errorf("ringkernel/cuda: stage %q: waiting for its setup copies: %w", spec.Stage.Name, err))
 	}
 	one := drv.Dim3{X: 1, Y: 1, Z: 1}
 	if err := d.ctx.Launch(fn, one, drv.Dim3{X: uint32(threads), Y: 1, Z: 1}, 0, l.stream, args); err != nil {
-		l.stream.Destroy()
+		d.putStream(l.stream)
 		return fail(fmt.Errorf("ringkernel/cuda: launching stage %q on device %d: %w", spec.Stage.Name, d.id, err))
 	}
 	go l.watch(job.Control)
@@ -116,15 +116,12 @@ func (d *device) reserve(l *loop, stage string, threads, perSM int) error {
 // event recorded there completes once that work has, whatever runs on the
 // non-blocking streams of ring kernels (so never cuCtxSynchronize).
 func (d *device) setupFence() error {
-	e, err := d.ctx.NewEvent()
-	if err != nil {
+	d.fenceMu.Lock()
+	defer d.fenceMu.Unlock()
+	if err := d.fence.Record(nil); err != nil {
 		return err
 	}
-	defer e.Destroy()
-	if err := e.Record(nil); err != nil {
-		return err
-	}
-	return e.Synchronize()
+	return d.fence.Synchronize()
 }
 
 // ptx is op's ring kernel for this device: a built-in's shipped PTX
@@ -251,7 +248,7 @@ func (l *loop) watch(cb *rk.ControlBlock) {
 		time.Sleep(d)
 		d = min(2*d, 2*time.Millisecond)
 	}
-	l.stream.Destroy()
+	l.dev.putStream(l.stream)
 	l.freeOwned()
 	l.dev.kernelEnded(l)
 	close(l.done)
