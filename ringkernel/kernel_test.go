@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"os"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -22,7 +23,25 @@ import (
 )
 
 // Every test must stop the goroutines it starts, kernels included.
-func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+// The cuda backend is shared by the tests of the process (opening a device
+// takes its module loads and calibration once): it is closed after them,
+// before goleak looks for what was left running.
+func TestMain(m *testing.M) {
+	goleak.VerifyTestMain(closing{m})
+}
+
+type closing struct{ m *testing.M }
+
+func (c closing) Run() int {
+	code := c.m.Run()
+	if cudaBackend != nil {
+		if err := cudaBackend.Close(); err != nil {
+			fmt.Fprintln(os.Stderr, "closing the cuda backend:", err)
+			code = 1
+		}
+	}
+	return code
+}
 
 // rig is one kernel between a host producer and a host consumer.
 type rig struct {

@@ -47,12 +47,12 @@ func TestSimDevicesAndTopology(t *testing.T) {
 		t.Fatal("selected a device with too little memory")
 	}
 	for _, bad := range []string{"0-0", "0-9", "x", "1-"} {
-		if _, err := ra.DiscoverDevices(ra.DeviceOptions{SimP2P: bad, Log: &log}); err == nil {
+		if _, err := ra.DiscoverDevices(ra.DeviceOptions{Backend: "sim", SimP2P: bad, Log: &log}); err == nil {
 			t.Errorf("topology %q accepted", bad)
 		}
 	}
 	t.Setenv(ra.SimDevicesEnv, "zero")
-	if _, err := ra.DiscoverDevices(ra.DeviceOptions{Log: &log}); err == nil {
+	if _, err := ra.DiscoverDevices(ra.DeviceOptions{Backend: "sim", Log: &log}); err == nil {
 		t.Fatal("bad device count accepted")
 	}
 	if _, err := ra.DiscoverDevices(ra.DeviceOptions{Backend: "opencl", Log: &log}); !errors.Is(err, ra.ErrBackend) {

@@ -84,11 +84,14 @@ __device__ __forceinline__ ra_u64 ra_clock_offset(const unsigned char *ctrl) {
     return *(const volatile ra_u64 *)(ctrl + RA_CB_OFF_CLOCK_OFFSET);
 }
 
+// Idle backoff: up to about half a microsecond between polls, so a message
+// waits little for an idle kernel, and an idle kernel polling a link in
+// host memory reads a few tens of MB/s over PCIe.
 __device__ __forceinline__ void ra_backoff(unsigned *ns) {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 700
     __nanosleep(*ns);
 #endif
-    *ns = *ns < 1024u ? (*ns ? *ns * 2u : 32u) : 1024u;
+    *ns = *ns < 512u ? (*ns ? *ns * 2u : 32u) : 512u;
 }
 
 // ---- queue --------------------------------------------------------------
@@ -145,6 +148,14 @@ __device__ __forceinline__ ra_u32 ra_slot_flags(const unsigned char *s) {
 // one in-link; the in-links take turns.
 
 #define RA_BATCH 32
+
+// A batch's in-slots are copied into shared memory by the whole block
+// (16-byte loads spread over all threads, one round trip over PCIe for a
+// link in host memory) before the stage reads them: a lone lane reading a
+// slot in host memory word by word pays a PCIe round trip per word. A
+// batch whose slots do not fit is cut to what fits; a slot larger than
+// this is read where it is.
+#define RA_STAGE_BYTES 16384
 
 // The launch argument block, passed by value: a plain block of words read
 // at ringkernel's ArgOff* offsets (generated into the layout header), so
@@ -272,6 +283,7 @@ __device__ void ra_ring_loop(const ra_ring_args &a) {
     __shared__ ra_u64 deq, clk;
     __shared__ int res[RA_BATCH];
     __shared__ ra_u64 t0[RA_BATCH], t1[RA_BATCH];
+    __shared__ uint4 staged[RA_STAGE_BYTES / 16];
     unsigned char *ctrl = ra_arg_ptr(a, RA_ARG_OFF_CTRL);
     unsigned char *out_base = ra_arg_ptr(a, RA_ARG_OFF_OUT);
     const float *params = (const float *)ra_arg_ptr(a, RA_ARG_OFF_PARAMS);
@@ -308,15 +320,17 @@ __device__ void ra_ring_loop(const ra_ring_args &a) {
     for (;;) {
         if (stop) break;
         if (threadIdx.x == 0) {
-            // The heartbeat is a .sys release across PCIe: beat every 64th
-            // busy iteration and on every idle one (the watchdog's scale is
-            // milliseconds); re-read the clock offset on the same beat.
-            if ((iter++ & 63u) == 0 || n == 0) {
+            // Words in host memory cost a PCIe round trip to read and a
+            // .sys fence to publish: the heartbeat and the clock offset
+            // every 64th iteration (the watchdog's scale is milliseconds),
+            // the command word every 8th (a command waits a few us).
+            ra_u32 it = iter++;
+            if ((it & 63u) == 0) {
                 clk = ra_clock_offset(ctrl);
                 ra_store_release_sys((ra_u64 *)(ctrl + RA_CB_OFF_HEARTBEAT), ra_globaltimer() + clk);
             }
+            ra_u32 s = (it & 7u) == 0 ? ra_load_acquire_sys32(seq) : ack;
             // Commands: the lifecycle table of ringkernel.Next.
-            ra_u32 s = ra_load_acquire_sys32(seq);
             if (s != ack) {
                 ra_u32 c = *(volatile ra_u32 *)cmd;
                 if (c == RA_CMD_ACTIVATE && (life == RA_STATE_LAUNCHED || life == RA_STATE_IDLE)) life = RA_STATE_ACTIVE;
@@ -369,6 +383,7 @@ __device__ void ra_ring_loop(const ra_ring_args &a) {
                     long long fr = sink ? RA_BATCH : ra_free(&out, 1);
                     if (fr < 0) { ra_fault(ctrl, &tr, stage, clk, &life); stop = 1; break; }
                     n = (ra_u32)min(min(av, fr), (long long)RA_BATCH);
+                    if (ins[k].q.slot_size <= RA_STAGE_BYTES) n = min(n, RA_STAGE_BYTES / ins[k].q.slot_size);
                     cur = k;
                     next = (k + 1) % nin;
                 }
@@ -379,11 +394,25 @@ __device__ void ra_ring_loop(const ra_ring_args &a) {
         __syncthreads();
         if (stop) break;
         ra_link_end *in = &ins[cur];
+        // In-slots into shared memory, all threads at once; the batch was
+        // cut to fit, so this is all or nothing. Thread 0's acquire of tail
+        // and the barrier above order these loads after the producer's
+        // writes.
+        const bool stg = in->q.slot_size <= RA_STAGE_BYTES;
+        if (stg && n) {
+            ra_u32 words = in->q.slot_size / 16;
+            for (ra_u32 x = threadIdx.x; x < n * words; x += blockDim.x) {
+                ra_u32 i = x / words;
+                staged[x] = ((const uint4 *)ra_q_slot(in->q, in->own + i))[x - i * words];
+            }
+            __syncthreads();
+        }
+#define RA_IN_SLOT(i) (stg ? (const unsigned char *)staged + (size_t)(i) * in->q.slot_size : ra_q_slot(in->q, in->own + (i)))
         // The stage, one message per warp (lane 0 runs the scalar stage).
         ra_u32 warps = blockDim.x / 32, w = threadIdx.x / 32;
         if ((threadIdx.x & 31) == 0) {
             for (ra_u32 i = w; i < n && w < warps; i += warps) {
-                const unsigned char *m = ra_q_slot(in->q, in->own + i);
+                const unsigned char *m = RA_IN_SLOT(i);
                 ra_u32 len = ra_slot_len(m);
                 float *o; int cap;
                 if (sink) { o = sink_buf + i * ((in->q.slot_size - RA_SLOT_HEADER_SIZE) / 4); cap = (in->q.slot_size - RA_SLOT_HEADER_SIZE) / 4; }
@@ -402,7 +431,7 @@ __device__ void ra_ring_loop(const ra_ring_args &a) {
         if (threadIdx.x == 0) {
             ra_u32 j = 0;
             for (ra_u32 i = 0; i < n; i++) {
-                const unsigned char *m = ra_q_slot(in->q, in->own + i);
+                const unsigned char *m = RA_IN_SLOT(i);
                 if (res[i] < 0) {
                     if (!ra_record(&tr, ctrl, ack, RA_REC_DEAD_LETTER, m, stage, deq, t1[i], res[i])) { life = RA_STATE_FAULTED; stop = 1; }
                     dropped++;
@@ -424,14 +453,18 @@ __device__ void ra_ring_loop(const ra_ring_args &a) {
                     j++;
                 }
                 processed++;
-                if ((flags & RA_FLAG_SAMPLED) && !stop) {
-                    if (ra_record(&tr, ctrl, ack, RA_REC_TRACE, m, stage, t0[i], t1[i], 0)) traced++;
-                    else { life = RA_STATE_FAULTED; stop = 1; }
-                }
             }
             if (!sink && j) {
                 out.own += j;
                 ra_store_release(ra_q_word(out.q, RA_Q_OFF_TAIL), out.own, out.sys);  // the slots above first
+            }
+            // Trace records after the results are on their way: a sampled
+            // message is not held up by its own record.
+            for (ra_u32 i = 0; i < n && !stop; i++) {
+                const unsigned char *m = RA_IN_SLOT(i);
+                if (res[i] < 0 || !(ra_slot_flags(m) & RA_FLAG_SAMPLED)) continue;
+                if (ra_record(&tr, ctrl, ack, RA_REC_TRACE, m, stage, t0[i], t1[i], 0)) traced++;
+                else { life = RA_STATE_FAULTED; stop = 1; }
             }
             if (n) {
                 in->own += n;
@@ -453,6 +486,7 @@ __device__ void ra_ring_loop(const ra_ring_args &a) {
             }
         }
         __syncthreads();
+#undef RA_IN_SLOT
     }
     if (threadIdx.x == 0) {
         // Close the out-link after its last publish and the trace ring last,

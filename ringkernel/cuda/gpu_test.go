@@ -57,7 +57,7 @@ func link(t *testing.T, b *rkcuda.Backend, kind p2pqueue.MemoryKind, capacity ui
 // launch is rk.Launch with a cleanup that terminates the kernel before the
 // cleanups registered earlier free its links.
 func launch(t *testing.T, ctx context.Context, b *rkcuda.Backend, spec rk.Spec) (*rk.Kernel, error) {
-	k, err := launch(t, ctx, b, spec)
+	k, err := rk.Launch(ctx, b, spec)
 	if err == nil {
 		t.Cleanup(func() {
 			c, cancel := context.WithTimeout(context.Background(), 10*time.Second)
