@@ -150,12 +150,15 @@ __device__ __forceinline__ ra_u32 ra_slot_flags(const unsigned char *s) {
 #define RA_BATCH 32
 
 // A batch's in-slots are copied into shared memory by the whole block
-// (16-byte loads spread over all threads, one round trip over PCIe for a
-// link in host memory) before the stage reads them: a lone lane reading a
-// slot in host memory word by word pays a PCIe round trip per word. A
-// batch whose slots do not fit is cut to what fits; a slot larger than
-// this is read where it is.
+// (8-byte loads spread over all threads, one round trip over PCIe for a
+// link in host memory) before the stage reads them: a lone thread reading
+// a slot in host memory word by word pays a PCIe round trip per word. Each
+// staged slot is followed by 8 bytes of padding, so threads reading the
+// same word of consecutive slots fall on different shared-memory banks
+// (at most two to a bank). A batch whose slots do not fit is cut to what
+// fits; a slot larger than this is read where it is.
 #define RA_STAGE_BYTES 16384
+__device__ __forceinline__ unsigned ra_stage_pitch(unsigned slot_size) { return slot_size + 8; }
 
 // The launch argument block, passed by value: a plain block of words read
 // at ringkernel's ArgOff* offsets (generated into the layout header), so
@@ -283,7 +286,9 @@ __device__ void ra_ring_loop(const ra_ring_args &a) {
     __shared__ ra_u64 deq, clk;
     __shared__ int res[RA_BATCH];
     __shared__ ra_u64 t0[RA_BATCH], t1[RA_BATCH];
-    __shared__ uint4 staged[RA_STAGE_BYTES / 16];
+    __shared__ ra_u64 staged[RA_STAGE_BYTES / 8];
+    __shared__ int jdx[RA_BATCH];  // out index of each message, -1 for a dead letter
+    __shared__ bool gaps;
     unsigned char *ctrl = ra_arg_ptr(a, RA_ARG_OFF_CTRL);
     unsigned char *out_base = ra_arg_ptr(a, RA_ARG_OFF_OUT);
     const float *params = (const float *)ra_arg_ptr(a, RA_ARG_OFF_PARAMS);
@@ -383,7 +388,7 @@ __device__ void ra_ring_loop(const ra_ring_args &a) {
                     long long fr = sink ? RA_BATCH : ra_free(&out, 1);
                     if (fr < 0) { ra_fault(ctrl, &tr, stage, clk, &life); stop = 1; break; }
                     n = (ra_u32)min(min(av, fr), (long long)RA_BATCH);
-                    if (ins[k].q.slot_size <= RA_STAGE_BYTES) n = min(n, RA_STAGE_BYTES / ins[k].q.slot_size);
+                    if (ra_stage_pitch(ins[k].q.slot_size) <= RA_STAGE_BYTES) n = min(n, RA_STAGE_BYTES / ra_stage_pitch(ins[k].q.slot_size));
                     cur = k;
                     next = (k + 1) % nin;
                 }
@@ -398,20 +403,22 @@ __device__ void ra_ring_loop(const ra_ring_args &a) {
         // cut to fit, so this is all or nothing. Thread 0's acquire of tail
         // and the barrier above order these loads after the producer's
         // writes.
-        const bool stg = in->q.slot_size <= RA_STAGE_BYTES;
+        const ra_u32 pitch = ra_stage_pitch(in->q.slot_size);
+        const bool stg = pitch <= RA_STAGE_BYTES;
         if (stg && n) {
-            ra_u32 words = in->q.slot_size / 16;
+            ra_u32 words = in->q.slot_size / 8, pw = pitch / 8;
             for (ra_u32 x = threadIdx.x; x < n * words; x += blockDim.x) {
-                ra_u32 i = x / words;
-                staged[x] = ((const uint4 *)ra_q_slot(in->q, in->own + i))[x - i * words];
+                ra_u32 i = x / words, o = x - i * words;
+                staged[i * pw + o] = ((const ra_u64 *)ra_q_slot(in->q, in->own + i))[o];
             }
             __syncthreads();
         }
-#define RA_IN_SLOT(i) (stg ? (const unsigned char *)staged + (size_t)(i) * in->q.slot_size : ra_q_slot(in->q, in->own + (i)))
-        // The stage, one message per warp (lane 0 runs the scalar stage).
-        ra_u32 warps = blockDim.x / 32, w = threadIdx.x / 32;
-        if ((threadIdx.x & 31) == 0) {
-            for (ra_u32 i = w; i < n && w < warps; i += warps) {
+#define RA_IN_SLOT(i) (stg ? (const unsigned char *)staged + (size_t)(i) * pitch : ra_q_slot(in->q, in->own + (i)))
+        // The stage: one message per thread. A stage with state sees its
+        // messages one at a time, in order, on thread 0.
+        const bool one = state != 0;
+        if (!one || threadIdx.x == 0) {
+            for (ra_u32 i = one ? 0 : threadIdx.x; i < n; i += one ? 1 : blockDim.x) {
                 const unsigned char *m = RA_IN_SLOT(i);
                 ra_u32 len = ra_slot_len(m);
                 float *o; int cap;
@@ -428,7 +435,30 @@ __device__ void ra_ring_loop(const ra_ring_args &a) {
             }
         }
         __syncthreads();
+        // Out-slot headers, one thread each, when no dead letter left a gap
+        // to close (the usual case); otherwise thread 0 compacts below.
         if (threadIdx.x == 0) {
+            bool g = false;
+            for (ra_u32 i = 0; i < n; i++) g |= res[i] < 0;
+            gaps = g;
+        }
+        __syncthreads();
+        if (!gaps && !sink) {
+            for (ra_u32 i = threadIdx.x; i < n; i += blockDim.x) {
+                const unsigned char *m = RA_IN_SLOT(i);
+                ra_u32 flags = ra_slot_flags(m);
+                ra_write_header(ra_q_slot(out.q, out.own + i), ra_slot_id(m), *(const ra_u32 *)(m + RA_SLOT_OFF_TYPE), (ra_u32)res[i] * 4,
+                                flags, stage, (flags & RA_FLAG_SAMPLED) ? t1[i] : 0);
+            }
+            __syncthreads();  // the headers before thread 0 publishes them
+        }
+        if (threadIdx.x == 0 && !gaps) {
+            processed += n;
+            if (!sink && n) {
+                out.own += n;
+                ra_store_release(ra_q_word(out.q, RA_Q_OFF_TAIL), out.own, out.sys);  // every thread's slots above first
+            }
+        } else if (threadIdx.x == 0) {
             ra_u32 j = 0;
             for (ra_u32 i = 0; i < n; i++) {
                 const unsigned char *m = RA_IN_SLOT(i);
@@ -458,6 +488,8 @@ __device__ void ra_ring_loop(const ra_ring_args &a) {
                 out.own += j;
                 ra_store_release(ra_q_word(out.q, RA_Q_OFF_TAIL), out.own, out.sys);  // the slots above first
             }
+        }
+        if (threadIdx.x == 0) {
             // Trace records after the results are on their way: a sampled
             // message is not held up by its own record.
             for (ra_u32 i = 0; i < n && !stop; i++) {
