@@ -8,6 +8,9 @@ const (
 	// MaxDeviceInLinks is how many in-links a device loop reads: a stage's
 	// upstream link, its host ingress, and two more (stolen work, a peer).
 	MaxDeviceInLinks = 4
+	// DeviceBatch is the most messages a device loop takes in one step
+	// (RA_BATCH): a sink stage's result buffer holds one batch.
+	DeviceBatch = 64
 
 	ArgOffCtrl   = 0                             // u64: control block (mapped pinned)
 	ArgOffIn     = 8                             // u64[MaxDeviceInLinks]: in-link regions

@@ -147,7 +147,6 @@ __device__ __forceinline__ ra_u32 ra_slot_flags(const unsigned char *s) {
 // is processed: head moves only after the batch is done. A batch comes from
 // one in-link; the in-links take turns.
 
-#define RA_BATCH 32
 
 // A batch's in-slots are copied into shared memory by the whole block
 // (8-byte loads spread over all threads, one round trip over PCIe for a
@@ -177,6 +176,7 @@ struct ra_link_end {
     ra_queue q;
     ra_u64 own;    // our index (head for the in-link, tail for out-links)
     ra_u64 other;  // cached index of the other side
+    ra_u64 pub;    // own as last published (in-links publish head lazily)
     bool sys;
 };
 
@@ -191,6 +191,7 @@ __device__ __forceinline__ bool ra_attach(unsigned char *base, ra_link_end *e, b
     ra_u64 h = ra_load_acquire_sys(ra_q_word(e->q, RA_Q_OFF_HEAD));
     if (t - h > cap) return false;
     e->own = consumer ? h : t;
+    e->pub = e->own;
     e->other = h;  // the consumer's tail cache starts empty, the producer's head cache exact
     return true;
 }
@@ -307,6 +308,7 @@ __device__ void ra_ring_loop(const ra_ring_args &a) {
         stop = 0; n = 0; cur = 0; next = 0; drain = false; sink = out_base == 0;
         clk = ra_clock_offset(ctrl);
         out.q.base = 0; tr.q.base = 0;
+        for (ra_u32 k = 0; k < RA_MAX_IN_LINKS; k++) ins[k].q.base = 0;
         life = RA_STATE_LAUNCHED;
         ack = ra_load_acquire_sys32((const ra_u32 *)(ctrl + RA_CB_OFF_COMMAND_ACK));
         bool ok = nin >= 1 && nin <= RA_MAX_IN_LINKS && ra_attach(ra_arg_ptr(a, RA_ARG_OFF_TRACE), &tr, false, true) &&
@@ -498,12 +500,27 @@ __device__ void ra_ring_loop(const ra_ring_args &a) {
                 if (ra_record(&tr, ctrl, ack, RA_REC_TRACE, m, stage, t0[i], t1[i], 0)) traced++;
                 else { life = RA_STATE_FAULTED; stop = 1; }
             }
+            // Head, then the counters, then the trace tail: a host that
+            // has seen a dead letter finds it counted (the trace pump reads
+            // the tail, then the records), and a host reading the counters
+            // and the link together sees each message once. Head costs a
+            // fence at the producer's scope, so it is published once an
+            // eighth of the link is consumed, and whenever the loop idles:
+            // the slots are free a little later, nothing else waits on it.
+            bool publish = false;
             if (n) {
                 in->own += n;
-                ra_store_release(ra_q_word(in->q, RA_Q_OFF_HEAD), in->own, in->sys);  // done reading them
-                // Counters before the trace tail: a host that has seen a
-                // dead letter finds it counted (the trace pump reads the
-                // tail, then the records).
+                publish = in->own - in->pub >= max((ra_u64)RA_BATCH, ((ra_u64)in->q.mask + 1) / 8);
+                ns = 0;
+            } else {
+                for (ra_u32 k = 0; k < nin; k++) publish |= ins[k].own != ins[k].pub;
+            }
+            if (publish || (tr.own != published_tr)) {
+                for (ra_u32 k = 0; k < nin; k++) {
+                    if (ins[k].own == ins[k].pub) continue;
+                    ra_store_release(ra_q_word(ins[k].q, RA_Q_OFF_HEAD), ins[k].own, ins[k].sys);  // done reading them
+                    ins[k].pub = ins[k].own;
+                }
                 *(volatile ra_u64 *)(ctrl + RA_CB_OFF_PROCESSED) = processed;
                 *(volatile ra_u64 *)(ctrl + RA_CB_OFF_DROPPED) = dropped;
                 *(volatile ra_u64 *)(ctrl + RA_CB_OFF_ERRORS) = errors;
@@ -512,15 +529,18 @@ __device__ void ra_ring_loop(const ra_ring_args &a) {
                     ra_store_release_sys(ra_q_word(tr.q, RA_Q_OFF_TAIL), tr.own);
                     published_tr = tr.own;
                 }
-                ns = 0;
-            } else {
-                ra_backoff(&ns);  // idle: sleep a little, then look at the command word again
             }
+            if (!n) ra_backoff(&ns);  // idle: sleep a little, then look at the command word again
         }
         __syncthreads();
 #undef RA_IN_SLOT
     }
     if (threadIdx.x == 0) {
+        // Heads not yet published (never on a fault: a corrupt link is
+        // left as it was found).
+        for (ra_u32 k = 0; life != RA_STATE_FAULTED && k < nin && k < RA_MAX_IN_LINKS; k++) {
+            if (ins[k].q.base && ins[k].own != ins[k].pub) ra_store_release(ra_q_word(ins[k].q, RA_Q_OFF_HEAD), ins[k].own, ins[k].sys);
+        }
         // Close the out-link after its last publish and the trace ring last,
         // so a drained pump means the kernel's account is complete.
         *(volatile ra_u64 *)(ctrl + RA_CB_OFF_PROCESSED) = processed;

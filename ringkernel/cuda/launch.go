@@ -15,10 +15,6 @@ import (
 	rk "github.com/ringactor/ringactor/ringkernel"
 )
 
-// batch is RA_BATCH of ringactor.cuh: a sink's result buffer holds one
-// batch.
-const batch = 32
-
 // Start launches job's ring kernel: one block on its own non-blocking
 // stream, refused if it would not be co-resident with the device's other
 // ring kernels.
@@ -219,7 +215,7 @@ func (l *loop) args(job *rk.Job) ([]byte, error) {
 		for _, c := range job.In {
 			slot = max(slot, int(c.Link().Config().SlotSize))
 		}
-		if p, err = floats(nil, batch*(slot-p2pqueue.SlotHeaderSize)/4); err != nil {
+		if p, err = floats(nil, rk.DeviceBatch*(slot-p2pqueue.SlotHeaderSize)/4); err != nil {
 			return nil, err
 		}
 		put(rk.ArgOffSink, p)

@@ -104,6 +104,7 @@ func defs() []def {
 		{"RA_TRACE_SLOT_SIZE", rk.TraceSlotSize, "slot size of trace rings"},
 
 		{"RA_MAX_IN_LINKS", rk.MaxDeviceInLinks, "in-links of one device loop"},
+		{"RA_BATCH", rk.DeviceBatch, "messages one step of a device loop takes at most"},
 		{"RA_ARG_OFF_CTRL", rk.ArgOffCtrl, "ra_ring_args: control block"},
 		{"RA_ARG_OFF_IN", rk.ArgOffIn, "ra_ring_args: in-link regions"},
 		{"RA_ARG_OFF_OUT", rk.ArgOffOut, "ra_ring_args: out-link region"},
