@@ -157,6 +157,9 @@ __device__ __forceinline__ ra_u32 ra_slot_flags(const unsigned char *s) {
 // (at most two to a bank). A batch whose slots do not fit is cut to what
 // fits; a slot larger than this is read where it is.
 #define RA_STAGE_BYTES 16384
+
+// A ring kernel's heartbeat period, ns.
+#define RA_BEAT_NS 10000ull
 __device__ __forceinline__ unsigned ra_stage_pitch(unsigned slot_size) { return slot_size + 8; }
 
 // The launch argument block, passed by value: a plain block of words read
@@ -176,7 +179,7 @@ struct ra_link_end {
     ra_queue q;
     ra_u64 own;    // our index (head for the in-link, tail for out-links)
     ra_u64 other;  // cached index of the other side
-    ra_u64 pub;    // own as last published (in-links publish head lazily)
+    ra_u64 pub;    // own as last published
     bool sys;
 };
 
@@ -303,6 +306,7 @@ __device__ void ra_ring_loop(const ra_ring_args &a) {
     ra_u64 processed = 0, dropped = 0, errors = 0, traced = 0;
     ra_u64 published_tr = 0;  // trace tail last published
     ra_u32 iter = 0;
+    ra_u64 last_beat = 0;
     unsigned ns = 0;
     if (threadIdx.x == 0) {
         stop = 0; n = 0; cur = 0; next = 0; drain = false; sink = out_base == 0;
@@ -329,12 +333,14 @@ __device__ void ra_ring_loop(const ra_ring_args &a) {
         if (threadIdx.x == 0) {
             // Words in host memory cost a PCIe round trip to read and a
             // .sys fence to publish: the heartbeat and the clock offset
-            // every 64th iteration (the watchdog's scale is milliseconds),
-            // the command word every 8th (a command waits a few us).
+            // every RA_BEAT_NS (the watchdog's scale is milliseconds), the
+            // command word every 8th iteration (a command waits a few us).
             ra_u32 it = iter++;
-            if ((it & 63u) == 0) {
+            ra_u64 now = ra_globaltimer();
+            if (it == 0 || now - last_beat >= RA_BEAT_NS) {
+                last_beat = now;
                 clk = ra_clock_offset(ctrl);
-                ra_store_release_sys((ra_u64 *)(ctrl + RA_CB_OFF_HEARTBEAT), ra_globaltimer() + clk);
+                ra_store_release_sys((ra_u64 *)(ctrl + RA_CB_OFF_HEARTBEAT), now + clk);
             }
             ra_u32 s = (it & 7u) == 0 ? ra_load_acquire_sys32(seq) : ack;
             // Commands: the lifecycle table of ringkernel.Next.
@@ -454,11 +460,13 @@ __device__ void ra_ring_loop(const ra_ring_args &a) {
             }
             __syncthreads();  // the headers before thread 0 publishes them
         }
+        bool sys_fenced = false;  // thread 0: a .sys release done this step
         if (threadIdx.x == 0 && !gaps) {
             processed += n;
             if (!sink && n) {
                 out.own += n;
                 ra_store_release(ra_q_word(out.q, RA_Q_OFF_TAIL), out.own, out.sys);  // every thread's slots above first
+                sys_fenced = out.sys;
             }
         } else if (threadIdx.x == 0) {
             ra_u32 j = 0;
@@ -489,6 +497,7 @@ __device__ void ra_ring_loop(const ra_ring_args &a) {
             if (!sink && j) {
                 out.own += j;
                 ra_store_release(ra_q_word(out.q, RA_Q_OFF_TAIL), out.own, out.sys);  // the slots above first
+                sys_fenced = out.sys;
             }
         }
         if (threadIdx.x == 0) {
@@ -503,24 +512,17 @@ __device__ void ra_ring_loop(const ra_ring_args &a) {
             // Head, then the counters, then the trace tail: a host that
             // has seen a dead letter finds it counted (the trace pump reads
             // the tail, then the records), and a host reading the counters
-            // and the link together sees each message once. Head costs a
-            // fence at the producer's scope, so it is published once an
-            // eighth of the link is consumed, and whenever the loop idles:
-            // the slots are free a little later, nothing else waits on it.
-            bool publish = false;
+            // and the link together sees each message once.
             if (n) {
                 in->own += n;
-                publish = in->own - in->pub >= max((ra_u64)RA_BATCH, ((ra_u64)in->q.mask + 1) / 8);
+                // Done reading the slots. The out-link's .sys release just
+                // above already ordered those reads before anything later,
+                // so then a plain store publishes head as well as a second
+                // fence would.
+                if (sys_fenced) *(volatile ra_u64 *)ra_q_word(in->q, RA_Q_OFF_HEAD) = in->own;
+                else ra_store_release(ra_q_word(in->q, RA_Q_OFF_HEAD), in->own, in->sys);
+                in->pub = in->own;
                 ns = 0;
-            } else {
-                for (ra_u32 k = 0; k < nin; k++) publish |= ins[k].own != ins[k].pub;
-            }
-            if (publish || (tr.own != published_tr)) {
-                for (ra_u32 k = 0; k < nin; k++) {
-                    if (ins[k].own == ins[k].pub) continue;
-                    ra_store_release(ra_q_word(ins[k].q, RA_Q_OFF_HEAD), ins[k].own, ins[k].sys);  // done reading them
-                    ins[k].pub = ins[k].own;
-                }
                 *(volatile ra_u64 *)(ctrl + RA_CB_OFF_PROCESSED) = processed;
                 *(volatile ra_u64 *)(ctrl + RA_CB_OFF_DROPPED) = dropped;
                 *(volatile ra_u64 *)(ctrl + RA_CB_OFF_ERRORS) = errors;
@@ -529,8 +531,9 @@ __device__ void ra_ring_loop(const ra_ring_args &a) {
                     ra_store_release_sys(ra_q_word(tr.q, RA_Q_OFF_TAIL), tr.own);
                     published_tr = tr.own;
                 }
+            } else {
+                ra_backoff(&ns);  // idle: sleep a little, then look at the command word again
             }
-            if (!n) ra_backoff(&ns);  // idle: sleep a little, then look at the command word again
         }
         __syncthreads();
 #undef RA_IN_SLOT
