@@ -53,7 +53,7 @@ func Run(ctx context.Context, b *rkcuda.Backend, o Options) ([]Row, error) {
 		}
 	}
 	say("gpubench: (a) ring-kernel round trip, %d samples", o.Samples)
-	rt, err := roundTrip(ctx, b, o.Samples)
+	rt, parts, err := roundTrip(ctx, b, o.Samples)
 	if err != nil {
 		return nil, fmt.Errorf("round trip: %w", err)
 	}
@@ -68,11 +68,32 @@ func Run(ctx context.Context, b *rkcuda.Backend, o Options) ([]Row, error) {
 		return nil, fmt.Errorf("hop: %w", err)
 	}
 	say("gpubench: (d) 3-stage pipeline, %d messages", o.Messages)
-	rate, err := pipeline(ctx, b, o.Messages)
+	rate, err := pipeline(ctx, b, o.Messages, 3)
 	if err != nil {
 		return nil, fmt.Errorf("pipeline: %w", err)
 	}
-	return rows(rt, base, graph, hop, rate), nil
+	say("gpubench: (e) where the pipeline's time goes: the host alone, host to a sink kernel, one stage; %d messages each", o.Messages)
+	var split [3]float64
+	for i, stages := range []int{-1, 0, 1} {
+		if split[i], err = pipeline(ctx, b, o.Messages, stages); err != nil {
+			return nil, fmt.Errorf("pipeline with %d stages: %w", stages, err)
+		}
+	}
+	out := rows(rt, base, graph, hop, rate)
+	for i, name := range []string{rowRTSend, rowRTStage, rowRTBack} {
+		out = append(out, Row{Name: name, Backend: "cuda", P50: pct(parts[i], .5), P99: pct(parts[i], .99)})
+	}
+	for i, name := range []string{rowHostLink, rowIngress, rowOneStage} {
+		r := Row{Name: name, Backend: "cuda", MsgsPerSec: split[i], Baseline: rowPipeline}
+		if rate > 0 {
+			r.Ratio = split[i] / rate
+		}
+		if i == 0 {
+			r.Backend = "host"
+		}
+		out = append(out, r)
+	}
+	return out, nil
 }
 
 // Row names.
@@ -82,6 +103,24 @@ const (
 	rowGraph     = "gpu/graph-replay-per-message-64B"
 	rowHop       = "gpu/hop-device-link"
 	rowPipeline  = "gpu/pipeline-3stage-64B"
+
+	// Where a round trip's time goes, from sampled messages' trace
+	// records (device times through the calibrated offset, within about
+	// a microsecond): host send to the stage starting (the host's write
+	// over PCIe, the loop's poll of tail, the slots staged), the stage
+	// itself, and the stage's end to the host holding the result (slot
+	// headers, the .sys release of tail, the host's poll).
+	rowRTSend  = "gpu/round-trip/send-to-stage"
+	rowRTStage = "gpu/round-trip/stage"
+	rowRTBack  = "gpu/round-trip/stage-to-host"
+
+	// Where the pipeline's time goes: the same sender and receiver over a
+	// link in mapped pinned memory with no kernel (the host's ceiling),
+	// the sender into a sink kernel (ingress over PCIe and the loop), and
+	// one identity stage between them.
+	rowHostLink = "gpu/pipeline-split/host-only"
+	rowIngress  = "gpu/pipeline-split/ingress-to-sink"
+	rowOneStage = "gpu/pipeline-split/one-stage"
 )
 
 // rows lays the measurements out as package bench does: the round trip
@@ -166,30 +205,42 @@ func (r *rig) close() {
 
 // roundTrip sends one 64-byte message at a time through an identity ring
 // kernel and spins for its return.
-func roundTrip(ctx context.Context, b *rkcuda.Backend, n int) ([]time.Duration, error) {
+func roundTrip(ctx context.Context, b *rkcuda.Backend, n int) ([]time.Duration, [3][]time.Duration, error) {
+	var parts [3][]time.Duration
 	r := &rig{b: b}
 	defer r.close()
 	in, err := r.link(p2pqueue.MappedPinnedMemory, 64, 16)
 	if err != nil {
-		return nil, err
+		return nil, parts, err
 	}
 	out, err := r.link(p2pqueue.MappedPinnedMemory, 64, 16)
 	if err != nil {
-		return nil, err
+		return nil, parts, err
 	}
-	if err := r.launch(ctx, rk.Spec{Stage: rk.Stage{Name: "echo", Op: "identity"}, In: []*p2pqueue.Link{in}, Out: out}); err != nil {
-		return nil, err
+	// Every 16th message is sampled: its trace record splits its trip.
+	var mu sync.Mutex
+	recs := map[uint64]rk.TraceRecord{}
+	if err := r.launch(ctx, rk.Spec{Stage: rk.Stage{Name: "echo", Op: "identity"}, In: []*p2pqueue.Link{in}, Out: out,
+		TraceCapacity: 4096, OnTrace: func(t rk.TraceRecord) { mu.Lock(); recs[t.ID] = t; mu.Unlock() }}); err != nil {
+		return nil, parts, err
 	}
 	send, _ := in.Producer()
 	recv, _ := out.Consumer()
 	msg := p2pqueue.Message{Payload: kernels.EncodeFloats(nil, make([]float32, 16))}
 	var got p2pqueue.Message
 	lat := make([]time.Duration, 0, n)
+	type trip struct{ sent, back time.Time }
+	trips := map[uint64]trip{}
 	for i := range n + n/10 { // the first tenth warms up
 		msg.ID = uint64(i)
+		msg.Flags, msg.Enqueued = 0, 0
+		sampled := i >= n/10 && i%16 == 0 && len(trips) < 4000
+		if sampled {
+			msg.Flags = p2pqueue.FlagSampled
+		}
 		t0 := time.Now()
 		if err := send.TryEnqueue(&msg); err != nil {
-			return nil, err
+			return nil, parts, err
 		}
 		for {
 			err := recv.TryDequeue(&got)
@@ -197,18 +248,45 @@ func roundTrip(ctx context.Context, b *rkcuda.Backend, n int) ([]time.Duration, 
 				break
 			}
 			if !errors.Is(err, p2pqueue.ErrEmpty) {
-				return nil, err
+				return nil, parts, err
 			}
 			if ctx.Err() != nil {
-				return nil, ctx.Err()
+				return nil, parts, ctx.Err()
 			}
 		}
+		t1 := time.Now()
 		if i >= n/10 {
-			lat = append(lat, time.Since(t0))
+			lat = append(lat, t1.Sub(t0))
+		}
+		if sampled {
+			trips[msg.ID] = trip{t0, t1}
 		}
 	}
+	// The records come through the trace pump; wait for them a little.
+	for deadline := time.Now().Add(2 * time.Second); time.Now().Before(deadline); time.Sleep(time.Millisecond) {
+		mu.Lock()
+		k := len(recs)
+		mu.Unlock()
+		if k >= len(trips) {
+			break
+		}
+	}
+	mu.Lock()
+	for id, tp := range trips {
+		rec, ok := recs[id]
+		if !ok {
+			continue
+		}
+		parts[0] = append(parts[0], rec.Dequeued.Sub(tp.sent))
+		parts[1] = append(parts[1], rec.Done.Sub(rec.Dequeued))
+		parts[2] = append(parts[2], tp.back.Sub(rec.Done))
+	}
+	mu.Unlock()
+	for i := range parts {
+		slices.Sort(parts[i])
+	}
 	slices.Sort(lat)
-	return lat, nil
+	return lat, parts, nil
 }
 
 // perMessage measures the same work as the round trip done the
@@ -552,37 +630,62 @@ func (h *hopRecords) wait(ctx context.Context, from, to uint64, idle time.Durati
 
 // pipeline pushes batched 64-byte messages through x*2 -> sqrt -> +1 on one
 // GPU and returns messages per second end to end.
-func pipeline(ctx context.Context, b *rkcuda.Backend, total int) (float64, error) {
+// pipeline sends total 64-byte messages in batches from one goroutine and
+// receives them in another, through stages ring kernels on GPU 0: 3 (x2,
+// sqrt, +1, joined by links in device memory), 1 (identity), 0 (a sink
+// kernel: done when it has processed them all) or -1 (no kernel: the
+// receiver reads the sender's link itself).
+func pipeline(ctx context.Context, b *rkcuda.Backend, total, stages int) (float64, error) {
 	r := &rig{b: b}
 	defer r.close()
 	in, err := r.link(p2pqueue.MappedPinnedMemory, 4096, 16)
 	if err != nil {
 		return 0, err
 	}
-	l1, err := r.link(p2pqueue.DeviceMemory, 4096, 16)
-	if err != nil {
-		return 0, err
-	}
-	l2, err := r.link(p2pqueue.DeviceMemory, 4096, 16)
-	if err != nil {
-		return 0, err
-	}
-	out, err := r.link(p2pqueue.MappedPinnedMemory, 4096, 16)
-	if err != nil {
-		return 0, err
-	}
-	specs := []rk.Spec{
-		{Stage: rk.Stage{Name: "x2", Op: "scale", Params: []float32{2}}, ID: 1, In: []*p2pqueue.Link{in}, Out: l1, OutLocal: true},
-		{Stage: rk.Stage{Name: "sqrt", Op: "sqrt"}, ID: 2, In: []*p2pqueue.Link{l1}, InLocal: []bool{true}, Out: l2, OutLocal: true},
-		{Stage: rk.Stage{Name: "plus1", Op: "offset", Params: []float32{1}}, ID: 3, In: []*p2pqueue.Link{l2}, InLocal: []bool{true}, Out: out},
-	}
-	for _, s := range specs {
-		if err := r.launch(ctx, s); err != nil {
+	out := in
+	var sink *rk.Kernel
+	switch stages {
+	case 3:
+		l1, err := r.link(p2pqueue.DeviceMemory, 4096, 16)
+		if err != nil {
 			return 0, err
 		}
+		l2, err := r.link(p2pqueue.DeviceMemory, 4096, 16)
+		if err != nil {
+			return 0, err
+		}
+		if out, err = r.link(p2pqueue.MappedPinnedMemory, 4096, 16); err != nil {
+			return 0, err
+		}
+		specs := []rk.Spec{
+			{Stage: rk.Stage{Name: "x2", Op: "scale", Params: []float32{2}}, ID: 1, In: []*p2pqueue.Link{in}, Out: l1, OutLocal: true},
+			{Stage: rk.Stage{Name: "sqrt", Op: "sqrt"}, ID: 2, In: []*p2pqueue.Link{l1}, InLocal: []bool{true}, Out: l2, OutLocal: true},
+			{Stage: rk.Stage{Name: "plus1", Op: "offset", Params: []float32{1}}, ID: 3, In: []*p2pqueue.Link{l2}, InLocal: []bool{true}, Out: out},
+		}
+		for _, s := range specs {
+			if err := r.launch(ctx, s); err != nil {
+				return 0, err
+			}
+		}
+	case 1:
+		if out, err = r.link(p2pqueue.MappedPinnedMemory, 4096, 16); err != nil {
+			return 0, err
+		}
+		if err := r.launch(ctx, rk.Spec{Stage: rk.Stage{Name: "id", Op: "identity"}, ID: 1, In: []*p2pqueue.Link{in}, Out: out}); err != nil {
+			return 0, err
+		}
+	case 0:
+		if err := r.launch(ctx, rk.Spec{Stage: rk.Stage{Name: "sink", Op: "identity"}, ID: 1, In: []*p2pqueue.Link{in}}); err != nil {
+			return 0, err
+		}
+		sink = r.kernels[len(r.kernels)-1]
+		out = nil
 	}
 	send, _ := in.Producer()
-	recv, _ := out.Consumer()
+	var recv *p2pqueue.Consumer
+	if out != nil {
+		recv, _ = out.Consumer()
+	}
 	payload := kernels.EncodeFloats(nil, make([]float32, 16))
 	// The sender stops with ctx; on an early return it is cancelled and
 	// waited for before r.close frees the links it writes to.
@@ -611,6 +714,15 @@ func pipeline(ctx context.Context, b *rkcuda.Backend, total int) (float64, error
 	}()
 	msgs := make([]p2pqueue.Message, 256)
 	for got := 0; got < total; {
+		if sink != nil { // the sink's own count says when it has them all
+			if got = int(sink.Status().Processed); got < total {
+				if ctx.Err() != nil {
+					return 0, ctx.Err()
+				}
+				time.Sleep(20 * time.Microsecond)
+			}
+			continue
+		}
 		k, err := recv.DequeueBatch(ctx, msgs)
 		got += k
 		if err != nil {
