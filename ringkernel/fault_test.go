@@ -3,6 +3,7 @@ package ringkernel_test
 import (
 	"errors"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -11,20 +12,23 @@ import (
 	rk "github.com/ringactor/ringactor/ringkernel"
 )
 
-// hangOp blocks on a message whose first float is negative until release
-// is closed: a stage function that never returns, on purpose.
+// hangOp blocks on a message whose first float is negative until the
+// current run's release is closed: a stage function that never returns, on
+// purpose. Each run of the test (-count=N) gets fresh channels.
+type hangChans struct{ release, entered chan struct{} }
+
 var (
-	hangOnce    sync.Once
-	hangRelease = make(chan struct{})
-	hangEntered = make(chan struct{}, 16)
+	hangOnce sync.Once
+	hangNow  atomic.Pointer[hangChans]
 )
 
-func registerHang(t *testing.T) {
+func registerHang(t *testing.T) *hangChans {
 	hangOnce.Do(func() {
 		err := kernels.Register(kernels.Op{Name: "rk_test_hang", Go: func(_, _, in, out []float32) (int, error) {
 			if len(in) > 0 && in[0] < 0 {
-				hangEntered <- struct{}{}
-				<-hangRelease
+				h := hangNow.Load()
+				h.entered <- struct{}{}
+				<-h.release
 			}
 			return copy(out, in), nil
 		}})
@@ -32,6 +36,9 @@ func registerHang(t *testing.T) {
 			t.Fatal(err)
 		}
 	})
+	h := &hangChans{release: make(chan struct{}), entered: make(chan struct{}, 16)}
+	hangNow.Store(h)
+	return h
 }
 
 // A kernel stuck in its stage function stops beating; the host declares it
@@ -39,14 +46,19 @@ func registerHang(t *testing.T) {
 // from it, even once the function returns.
 func TestFaultAbandonsAHungKernel(t *testing.T) {
 	simOnly(t, "a Go stage function that hangs")
-	registerHang(t)
-	r := launch(t, rk.Stage{Name: "hang", Op: "rk_test_hang", Stateful: true}, 16, 4, true)
+	hang := registerHang(t)
+	// All four are queued before the kernel may take any, so they are one
+	// batch: the one the function hangs in.
+	r := launch(t, rk.Stage{Name: "hang", Op: "rk_test_hang", Stateful: true}, 16, 4, false)
 	for id, v := range []float32{1, -1, 2, 3} {
 		if err := r.send.TryEnqueue(&p2pqueue.Message{Header: p2pqueue.Header{ID: uint64(id + 1)}, Payload: kernels.EncodeFloats(nil, []float32{v})}); err != nil {
 			t.Fatal(err)
 		}
 	}
-	<-hangEntered
+	if err := r.k.Activate(ctxT(t)); err != nil {
+		t.Fatal(err)
+	}
+	<-hang.entered
 	time.Sleep(20 * time.Millisecond)
 	if age := r.k.Status().HeartbeatAge; age < 10*time.Millisecond {
 		t.Fatalf("a hung loop still beats: heartbeat %v old", age)
@@ -82,7 +94,7 @@ func TestFaultAbandonsAHungKernel(t *testing.T) {
 	}
 	// Let the function return: the loop ends (told to terminate) and its
 	// dead letters are not delivered: the host already counted them.
-	close(hangRelease)
+	close(hang.release)
 	select {
 	case <-r.k.Done():
 	case <-time.After(10 * time.Second):
