@@ -158,10 +158,8 @@ __device__ __forceinline__ ra_u32 ra_slot_flags(const unsigned char *s) {
 // fits; a slot larger than this is read where it is.
 #define RA_STAGE_BYTES 16384
 
-// A ring kernel's heartbeat period, and how often it reads its command
-// word (each a PCIe round trip), ns.
+// A ring kernel's heartbeat period, ns.
 #define RA_BEAT_NS 10000ull
-#define RA_CMD_POLL_NS 2000ull
 __device__ __forceinline__ unsigned ra_stage_pitch(unsigned slot_size) { return slot_size + 8; }
 
 // The launch argument block, passed by value: a plain block of words read
@@ -308,7 +306,7 @@ __device__ void ra_ring_loop(const ra_ring_args &a) {
     ra_u64 processed = 0, dropped = 0, errors = 0, traced = 0;
     ra_u64 published_tr = 0;  // trace tail last published
     ra_u32 iter = 0;
-    ra_u64 last_beat = 0, last_cmd = 0;
+    ra_u64 last_beat = 0;
     unsigned ns = 0;
     if (threadIdx.x == 0) {
         stop = 0; n = 0; cur = 0; next = 0; drain = false; sink = out_base == 0;
@@ -336,7 +334,7 @@ __device__ void ra_ring_loop(const ra_ring_args &a) {
             // Words in host memory cost a PCIe round trip to read and a
             // .sys fence to publish: the heartbeat and the clock offset
             // every RA_BEAT_NS (the watchdog's scale is milliseconds), the
-            // command word every RA_CMD_POLL_NS (a command waits a few us).
+            // command word every 8th iteration (a command waits a few us).
             ra_u32 it = iter++;
             ra_u64 now = ra_globaltimer();
             if (it == 0 || now - last_beat >= RA_BEAT_NS) {
@@ -344,11 +342,7 @@ __device__ void ra_ring_loop(const ra_ring_args &a) {
                 clk = ra_clock_offset(ctrl);
                 ra_store_release_sys((ra_u64 *)(ctrl + RA_CB_OFF_HEARTBEAT), now + clk);
             }
-            ra_u32 s = ack;
-            if (it == 0 || now - last_cmd >= RA_CMD_POLL_NS) {
-                last_cmd = now;
-                s = ra_load_acquire_sys32(seq);
-            }
+            ra_u32 s = (it & 7u) == 0 ? ra_load_acquire_sys32(seq) : ack;
             // Commands: the lifecycle table of ringkernel.Next.
             if (s != ack) {
                 ra_u32 c = *(volatile ra_u32 *)cmd;
@@ -409,11 +403,9 @@ __device__ void ra_ring_loop(const ra_ring_args &a) {
                 if (!stop && n == 0 && done) { life = RA_STATE_TERMINATED; stop = 1; }
             }
             deq = ra_globaltimer() + clk;
-            if (!stop && n == 0) ra_backoff(&ns);  // idle: sleep a little before polling again
         }
         __syncthreads();
         if (stop) break;
-        if (n == 0) continue;  // idle: one barrier per poll, not the five of a batch
         ra_link_end *in = &ins[cur];
         // In-slots into shared memory, all threads at once; the batch was
         // cut to fit, so this is all or nothing. Thread 0's acquire of tail
@@ -539,6 +531,8 @@ __device__ void ra_ring_loop(const ra_ring_args &a) {
                     ra_store_release_sys(ra_q_word(tr.q, RA_Q_OFF_TAIL), tr.own);
                     published_tr = tr.own;
                 }
+            } else {
+                ra_backoff(&ns);  // idle: sleep a little, then look at the command word again
             }
         }
         __syncthreads();
