@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	drv "github.com/ringactor/ringactor/cuda"
+	"github.com/ringactor/ringactor/kernels"
 )
 
 // Under CUDA_LAUNCH_BLOCKING=1 the first persistent kernel would never
@@ -94,5 +95,27 @@ func TestBadThreadCountsRefused(t *testing.T) {
 		if _, err := New(Options{Threads: n}); err == nil || !strings.Contains(err.Error(), "threads per block") {
 			t.Errorf("%d threads: %v", n, err)
 		}
+	}
+}
+
+// A module not loaded yet is refused while ring kernels run on the device
+// (on an H100 such a load waited for them, under EAGER and LAZY alike),
+// before any driver call; a loaded one is served.
+func TestNewModuleRefusedWhileKernelsRun(t *testing.T) {
+	t.Setenv(LiveModuleLoadEnv, "")
+	d := &device{id: 2, blocks: 1, modules: map[string]*drv.Module{}, live: map[*loop]struct{}{}}
+	_, err := d.module(kernels.Op{Name: "user.op"}, []byte("ptx"))
+	if !errors.Is(err, ErrModuleWhileRunning) {
+		t.Fatalf("a new module with a kernel running: %v, want ErrModuleWhileRunning", err)
+	}
+	for _, want := range []string{"user.op", "device 2", LiveModuleLoadEnv} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("error %q lacks %q", err, want)
+		}
+	}
+	loaded := &drv.Module{}
+	d.modules[hashPTX([]byte("ptx"))] = loaded
+	if m, err := d.module(kernels.Op{Name: "user.op"}, []byte("ptx")); err != nil || m != loaded {
+		t.Fatalf("a loaded module: %v, %v", m, err)
 	}
 }
