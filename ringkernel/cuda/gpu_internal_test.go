@@ -39,6 +39,25 @@ func gpuBackend(t *testing.T, opts Options) *Backend {
 // cleanup before its memory is freed.
 func spin(t *testing.T, b *Backend, id uint32) *rk.Kernel {
 	t.Helper()
+	in := pinnedLink(t, b)
+	k, err := rk.Launch(context.Background(), b, rk.Spec{Stage: rk.Stage{Name: fmt.Sprint("spin", id), Op: "identity", Stateful: true}, ID: id, In: []*p2pqueue.Link{in}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		if err := k.Terminate(ctx, false); err != nil {
+			t.Errorf("terminate %d: %v", id, err)
+		}
+	})
+	return k
+}
+
+// pinnedLink is a small link in mapped pinned memory on device 0, freed at
+// cleanup (after the kernels reading it, whose cleanups come later).
+func pinnedLink(t *testing.T, b *Backend) *p2pqueue.Link {
+	t.Helper()
 	cfg := p2pqueue.ConfigFor(64, 64)
 	n, err := cfg.RegionSize()
 	if err != nil {
@@ -53,18 +72,7 @@ func spin(t *testing.T, b *Backend, id uint32) *rk.Kernel {
 	if err != nil {
 		t.Fatal(err)
 	}
-	k, err := rk.Launch(context.Background(), b, rk.Spec{Stage: rk.Stage{Name: fmt.Sprint("spin", id), Op: "identity", Stateful: true}, ID: id, In: []*p2pqueue.Link{in}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		defer cancel()
-		if err := k.Terminate(ctx, false); err != nil {
-			t.Errorf("terminate %d: %v", id, err)
-		}
-	})
-	return k
+	return in
 }
 
 // Loading a module while a ring kernel spins: under the CUDA_MODULE_LOADING
@@ -258,18 +266,7 @@ func TestGPUConcurrentGridLimit(t *testing.T) {
 			t.Fatalf("ring kernel %d of %d did not start: %v", i+1, limit, err)
 		}
 	}
-	cfg := p2pqueue.ConfigFor(64, 64)
-	n, _ := cfg.RegionSize()
-	r, err := b.Alloc(0, n, p2pqueue.MappedPinnedMemory)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { b.Free(r) })
-	in, err := p2pqueue.Init(r, cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	_, err = rk.Launch(context.Background(), b, rk.Spec{Stage: rk.Stage{Name: "one-too-many", Op: "identity"}, In: []*p2pqueue.Link{in}})
+	_, err := rk.Launch(context.Background(), b, rk.Spec{Stage: rk.Stage{Name: "one-too-many", Op: "identity"}, In: []*p2pqueue.Link{pinnedLink(t, b)}})
 	if !errors.Is(err, ErrTooManyKernels) {
 		t.Fatalf("kernel %d: %v, want ErrTooManyKernels", limit+1, err)
 	}
