@@ -10,7 +10,7 @@ const (
 	MaxDeviceInLinks = 4
 	// DeviceBatch is the most messages a device loop takes in one step
 	// (RA_BATCH): a sink stage's result buffer holds one batch.
-	DeviceBatch = 64
+	DeviceBatch = 128
 
 	ArgOffCtrl   = 0                             // u64: control block (mapped pinned)
 	ArgOffIn     = 8                             // u64[MaxDeviceInLinks]: in-link regions

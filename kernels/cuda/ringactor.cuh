@@ -156,7 +156,7 @@ __device__ __forceinline__ ra_u32 ra_slot_flags(const unsigned char *s) {
 // same word of consecutive slots fall on different shared-memory banks
 // (at most two to a bank). A batch whose slots do not fit is cut to what
 // fits; a slot larger than this is read where it is.
-#define RA_STAGE_BYTES 16384
+#define RA_STAGE_BYTES 32768
 
 // A ring kernel's heartbeat period, ns.
 #define RA_BEAT_NS 10000ull

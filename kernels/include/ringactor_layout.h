@@ -85,7 +85,7 @@
 #define RA_REC_OFF_TEXT            0x18u
 #define RA_TRACE_SLOT_SIZE         0xc0u     // slot size of trace rings
 #define RA_MAX_IN_LINKS            4u        // in-links of one device loop
-#define RA_BATCH                   0x40u     // messages one step of a device loop takes at most
+#define RA_BATCH                   0x80u     // messages one step of a device loop takes at most
 #define RA_ARG_OFF_CTRL            0u        // ra_ring_args: control block
 #define RA_ARG_OFF_IN              8u        // ra_ring_args: in-link regions
 #define RA_ARG_OFF_OUT             0x28u     // ra_ring_args: out-link region
