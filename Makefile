@@ -37,7 +37,7 @@ vet:
 # skip under -race (package internal/racecheck says why) and run again
 # here without it. The cluster code's own logic is race-tested in runtime.
 REMOTE_TESTS ?= Remote
-REMOTE_PKGS  ?= ./internal/nodeproc ./examples/pipeline ./internal/bench
+REMOTE_PKGS  ?= ./internal/nodeproc ./examples/pipeline ./internal/bench ./cmd/ringactor
 
 test: vet
 	$(GO) test -race -timeout $(TEST_TIMEOUT) $(PKGS)

@@ -28,13 +28,15 @@ import (
 	"text/tabwriter"
 
 	"github.com/ringactor/ringactor/internal/nodeproc"
+	"github.com/ringactor/ringactor/internal/stdio"
 	ra "github.com/ringactor/ringactor/runtime"
 )
 
 func main() {
-	nodeproc.Main() // the remote benchmark starts this binary again as its peer node
+	out := stdio.Claim() // stdout is ours: -json prints a document there
+	nodeproc.Main()      // the remote benchmark starts this binary again as its peer node
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
-	err := run(ctx, os.Args[1:], os.Stdout, os.Stderr)
+	err := run(ctx, os.Args[1:], out, os.Stderr)
 	stop()
 	if err != nil {
 		if !errors.Is(err, flag.ErrHelp) {

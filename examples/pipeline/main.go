@@ -40,6 +40,7 @@ import (
 	"go.opentelemetry.io/otel/trace/noop"
 
 	"github.com/ringactor/ringactor/internal/nodeproc"
+	"github.com/ringactor/ringactor/internal/stdio"
 	"github.com/ringactor/ringactor/kernels"
 	ra "github.com/ringactor/ringactor/runtime"
 )
@@ -68,10 +69,11 @@ type job interface {
 }
 
 func main() {
-	nodeproc.Main() // -remote-stage2 starts this program again as the stage-2 node
+	out := stdio.Claim() // stdout is for the job's own output
+	nodeproc.Main()      // -remote-stage2 starts this program again as the stage-2 node
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
 	defer stop()
-	if err := run(ctx, os.Args[1:], os.Stdout, os.Stderr); err != nil {
+	if err := run(ctx, os.Args[1:], out, os.Stderr); err != nil {
 		fmt.Fprintln(os.Stderr, "pipeline:", err)
 		os.Exit(1)
 	}

@@ -27,6 +27,7 @@ import (
 	"github.com/asynkron/protoactor-go/actor"
 	"google.golang.org/protobuf/types/known/wrapperspb"
 
+	"github.com/ringactor/ringactor/internal/stdio"
 	ra "github.com/ringactor/ringactor/runtime"
 )
 
@@ -60,7 +61,9 @@ func Main() {
 		fmt.Fprintf(os.Stderr, "nodeproc: bad %s: %v\n", envConfig, err)
 		os.Exit(2)
 	}
-	if err := serve(cfg, os.Stdin, os.Stdout); err != nil {
+	// stdout is the protocol to the parent: whatever a library prints
+	// there goes to stderr instead.
+	if err := serve(cfg, os.Stdin, stdio.Claim()); err != nil {
 		fmt.Fprintln(os.Stderr, "nodeproc:", err)
 		os.Exit(1)
 	}

@@ -1,0 +1,20 @@
+package stdio
+
+import (
+	"os"
+	"testing"
+)
+
+// Claim hands out the real stdout, every time, and leaves os.Stdout
+// pointing at stderr.
+func TestClaimIsIdempotent(t *testing.T) {
+	real := os.Stdout
+	defer func() { os.Stdout = real }()
+	first := Claim()
+	if first != real || os.Stdout != os.Stderr {
+		t.Fatalf("first claim: got %v, os.Stdout %v", first.Name(), os.Stdout.Name())
+	}
+	if again := Claim(); again != real {
+		t.Fatalf("second claim returned %v, want the real stdout", again.Name())
+	}
+}
