@@ -519,7 +519,10 @@ func (rt *Runtime) deliverTo(sink Sink, done context.Context, r Result) {
 // Close stops the pipeline: it takes no more messages, and then with drain
 // every stage finishes what it holds in order; without, each stage
 // dead-letters what it holds ("shutdown without drain"). Results already
-// past the last stage are delivered. It returns when every kernel has ended
+// past the last stage are delivered. A drained close activates a stage
+// that was deactivated first (a Deactivate to its PID): a drain means
+// finishing what the pipeline holds, and the stages before a deactivated
+// one could not drain into it. It returns when every kernel has ended
 // and every result and dead letter is delivered, or when ctx ends (the
 // drain is then cut short, with its messages dead-lettered). Close is
 // idempotent.
@@ -539,6 +542,16 @@ func (p *Pipeline) Close(ctx context.Context, drain bool) error {
 		}
 		var errs []error
 		f := p.faulted.Load()
+		if drain && f == nil {
+			for _, s := range p.stages {
+				if s.kernel.Status().State != rk.Idle {
+					continue
+				}
+				if err := s.kernel.Activate(ctx); err != nil {
+					errs = append(errs, fmt.Errorf("ringactor: stage %q was deactivated and could not be activated to drain: %w", s.spec.Name, err))
+				}
+			}
+		}
 		for _, s := range p.stages {
 			if err := s.kernel.Terminate(ctx, drain && f == nil); err != nil {
 				errs = append(errs, err)
