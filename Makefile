@@ -6,12 +6,13 @@ TEST_TIMEOUT ?= 15m
 FUZZTIME  ?= 10s
 BENCHTIME ?= 1s
 
-.PHONY: help run build test vet generate check-generate ptx check-ptx fuzz bench bench-go stress gpu-bundle
+.PHONY: help run build test flake vet generate check-generate ptx check-ptx fuzz bench bench-go stress gpu-bundle
 
 help:
 	@echo "make run             the main job: x*2 -> sqrt -> +1 on devices 0,1,2 (simulated without a GPU)"
 	@echo "make build           compile every package and command"
 	@echo "make test            go vet, then go test -race over every package (the two-process tests without -race; bounded by $(TEST_TIMEOUT))"
+	@echo "make flake           every package's tests FLAKE_N times (default 10) with -race and -short, in one process each: hunts flaky tests (not part of CI)"
 	@echo "make bench           ringactor bench: every benchmark beside its baseline, one table (BENCHFLAGS=-quick, -json, -only PREFIX)"
 	@echo "make bench-go        the Go benchmarks of p2pqueue (link vs channel, more payload sizes)"
 	@echo "make stress          the reliability stress test at full size: 1e6 messages, stages toggled, one faulted"
@@ -42,6 +43,14 @@ REMOTE_PKGS  ?= ./internal/nodeproc ./examples/pipeline ./internal/bench ./cmd/r
 test: vet
 	$(GO) test -race -timeout $(TEST_TIMEOUT) $(PKGS)
 	$(GO) test -timeout $(TEST_TIMEOUT) -run '$(REMOTE_TESTS)' $(REMOTE_PKGS)
+
+# Flaky-test hunt: every test FLAKE_N times in one process per package
+# (-count, so package state that breaks a second run fails too), race on,
+# -short sizes for the stress tests. About 15 minutes on 2 cores.
+FLAKE_N ?= 10
+flake:
+	$(GO) test -race -short -count=$(FLAKE_N) -timeout 40m $(PKGS)
+	$(GO) test -short -count=$(FLAKE_N) -timeout 20m -run '$(REMOTE_TESTS)' $(REMOTE_PKGS)
 
 generate:
 	$(GO) generate ./kernels/...
