@@ -48,7 +48,7 @@ func stripComments(s string) string {
 
 // A tiny kernel using the device-side barrier compiles through NVRTC for
 // the shipped virtual architecture and sm_90, and its PTX has the
-// system-scope release stores and acquire loads the design asks for, and
+// system-scope release stores and acquire loads docs/ARCHITECTURE.md §2 asks for, and
 // the __nanosleep backoff. Skips where NVRTC is missing, fails under
 // RINGACTOR_REQUIRE_NVRTC=1.
 func TestCUDABarrierCompiles(t *testing.T) {

@@ -16,9 +16,9 @@
 // written by peers, or in mapped pinned host memory written across PCIe,
 // where atomics are not atomic on many platforms; stores and loads with
 // release/acquire order work on every GPU and the host alike, exactly as
-// the link queue's indices do (DESIGN §3). The price is that claiming an
-// index is local: Flags.Participant refuses a second claim in this process,
-// and agents elsewhere must be given distinct indices.
+// the link queue's indices do (docs/ARCHITECTURE.md §2). The price is that
+// claiming an index is local: Flags.Participant refuses a second claim in
+// this process, and agents elsewhere must be given distinct indices.
 //
 // Init writes a barrier into a host-visible p2pqueue.Region (tests and the
 // sim backend use p2pqueue.NewAlignedRegion; GPUs, mapped pinned memory);

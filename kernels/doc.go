@@ -6,13 +6,14 @@
 //
 // # Device code
 //
-// cuda/ringactor.cuh holds the queue access with the design's memory orders
-// (each rule once), the globaltimer clock, the __nanosleep backoff, and the
-// persistent loop (ra_ring_loop): thread 0 of one block is the only agent on
-// the links, the block's warps run the stage over a batch, results are
-// published in order and in-slots freed after the batch; every iteration
-// beats the heartbeat and reads the command word, so terminate always ends
-// it. RingSource wraps an op's stage function in that loop.
+// cuda/ringactor.cuh holds the queue access with the memory orders of
+// docs/ARCHITECTURE.md §2 (each rule once), the globaltimer clock, the
+// __nanosleep backoff, and the persistent loop (ra_ring_loop, described in
+// docs/ARCHITECTURE.md §4): thread 0 of one block is the only agent on the
+// links, the block's threads run the stage over a batch (one message each),
+// results are published in order and in-slots freed after the batch; the
+// loop reads the command word every few iterations, so terminate always
+// ends it. RingSource wraps an op's stage function in that loop.
 //
 // # User-defined stages
 //

@@ -54,7 +54,7 @@ func TestBuiltinsHaveCUDA(t *testing.T) {
 }
 
 // The queue helpers (acquire/release at both scopes, the timer, backoff)
-// compile and reach the PTX as the memory orders the design asks for.
+// compile and reach the PTX as the memory orders docs/ARCHITECTURE.md §2 asks for.
 func TestQueueHelpersEmitOrderedAccesses(t *testing.T) {
 	n := cudatest.NVRTC(t)
 	probe := `#include "ringactor.cuh"

@@ -58,9 +58,10 @@ func (p Placement) String() string {
 
 // Place chooses a link's placement from its ends (device ids, or Host) and
 // the topology (peer reports whether device a can write device b's memory).
-// It is the one place the kind of a link is decided (DESIGN §3): the queue
-// lives with its consumer wherever the producer can reach it, because each
-// consumer poll is then a local read and each publish one remote write.
+// It is the one place the kind of a link is decided (docs/ARCHITECTURE.md
+// §7): the queue lives with its consumer wherever the producer can reach
+// it, because each consumer poll is then a local read and each publish one
+// remote write.
 func Place(producer, consumer int, peer func(a, b int) bool) (Placement, error) {
 	switch {
 	case producer == Host && consumer == Host:

@@ -43,7 +43,7 @@
 //
 // A Stage names a registered op (package kernels), its params, and whether
 // it is stateful (one consumer, messages in order) or stateless (parallel
-// workers on sim, one warp per message on CUDA). The kernel as a whole is
+// workers on sim, one thread per message on CUDA). The kernel as a whole is
 // the only consumer of each in-link and the only producer of its out-link:
 // workers run the stage over a batch, results are published in message
 // order, and in-slots are freed only after the whole batch is done.

@@ -56,7 +56,7 @@ func (c ErrorCode) String() string {
 	return fmt.Sprintf("ErrorCode(%d)", int32(c))
 }
 
-// Reason is the class of a dead letter, as DESIGN §7 names them.
+// Reason is the class of a dead letter (docs/ARCHITECTURE.md §6).
 type Reason uint32
 
 const (

@@ -21,9 +21,10 @@ type Stage struct {
 	// order (actor semantics). Required for ops that keep state; a
 	// stateless op may ask for it to keep order.
 	Stateful bool
-	// Workers is a stateless stage's parallelism: goroutines on sim
-	// (default 1: a sim stage shares the machine with its neighbours),
-	// warps on CUDA. Stateful stages have exactly one.
+	// Workers is a stateless stage's parallelism on sim: goroutines
+	// (default 1: a sim stage shares the machine with its neighbours).
+	// The CUDA backend runs one thread per message instead (its
+	// Options.Threads). Stateful stages have exactly one.
 	Workers int
 	// SlotSize is the slot size in bytes of the stage's in-link, a
 	// multiple of 64 (default DefaultSlotSize). Pipelines use it to build

@@ -68,9 +68,10 @@ type DeadLetter struct {
 	ID     uint64
 	Stage  string
 	Device int
-	// Reason is DESIGN §7's class: "stage error", "decode error",
-	// "oversize payload", "shutdown without drain", "stage faulted",
-	// "pipeline closed", "send cancelled", "stage stopped", "queue closed".
+	// Reason is the dead letter's class (docs/ARCHITECTURE.md §6): "stage
+	// error", "decode error", "oversize payload", "shutdown without drain",
+	// "stage faulted", "pipeline closed", "send cancelled", "stage
+	// stopped", "queue closed", "mailbox full", "remote unreachable".
 	Reason string
 	Err    error
 }

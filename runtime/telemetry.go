@@ -64,8 +64,8 @@ func newTelemetry(tp trace.TracerProvider, mp metric.MeterProvider, pipeline str
 	if err != nil {
 		return nil, err
 	}
-	// The pipeline's account (DESIGN §7): sent = delivered + dead_lettered
-	// + in_flight, read together so the four agree.
+	// The pipeline's account (docs/ARCHITECTURE.md §6): sent = delivered +
+	// dead_lettered + in_flight, read together so the four agree.
 	sent, err := m.Int64ObservableCounter("ringactor.pipeline.sent", metric.WithDescription("messages that entered the pipeline"))
 	if err != nil {
 		return nil, err

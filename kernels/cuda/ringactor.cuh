@@ -1,5 +1,5 @@
 // ringactor device-side helpers: link-queue access with the memory orders of
-// the design (one place per rule), the global timer, and the stage signature.
+// docs/ARCHITECTURE.md §2 (one place per rule), the timer, and the stage signature.
 // Plain CUDA C++ plus inline PTX; compiles with NVRTC 11.8 and newer.
 #ifndef RINGACTOR_CUH
 #define RINGACTOR_CUH

@@ -31,9 +31,10 @@ var ErrTooManyKernels = errors.New("ringkernel/cuda: too many ring kernels on th
 
 // Options tunes the backend. The zero value is sensible.
 type Options struct {
-	// Threads per block of a stateless stage (default 256: eight warps,
-	// each running the stage over one message). A stateful stage runs one
-	// warp so it sees its messages in order.
+	// Threads per block of a stateless stage (default 256, each thread
+	// running the stage over one message of a batch). A stateful stage
+	// runs one warp, and an op with state runs on its thread 0 alone, so
+	// it sees its messages in order (docs/ARCHITECTURE.md §4).
 	Threads int
 	// DeviceArena and PinnedArena are the bytes taken from the driver per
 	// device at first use, for links in device memory and for control

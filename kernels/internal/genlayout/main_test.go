@@ -36,7 +36,7 @@ func TestHeaderCarriesTheGoValues(t *testing.T) {
 		}
 	}
 	if q.OffTail != 0x80 || q.OffHead != 0x100 || q.OffSlots != 0x180 {
-		t.Fatal("layout moved: update this test with DESIGN §3")
+		t.Fatal("layout moved: update this test with docs/ARCHITECTURE.md §2")
 	}
 	names := map[string]bool{}
 	for _, d := range defs() {
