@@ -2,7 +2,9 @@ package kernels_test
 
 import (
 	"errors"
+	"fmt"
 	"strings"
+	"sync/atomic"
 	"testing"
 
 	"github.com/ringactor/ringactor/cuda"
@@ -25,11 +27,15 @@ func (c *countingCompiler) Compile(src cuda.Source, arch string, _ ...string) (*
 
 // Built-ins for the shipped arch need no compiler; other arches and user
 // ops compile once per distinct source and are served from the cache after.
+var buildRuns atomic.Int64
+
 func TestBuildCachesBySourceHash(t *testing.T) {
 	op, _ := kernels.Lookup("relu")
 	if _, err := kernels.Build(nil, op, kernels.ShippedArch); err != nil {
 		t.Fatalf("shipped PTX needs no NVRTC: %v", err)
 	}
+	// The cache outlives a run: a source of this run's own (-count=N).
+	op.CUDA += fmt.Sprintf("\n// run %d\n", buildRuns.Add(1))
 	c := &countingCompiler{}
 	a, err := kernels.Build(c, op, "sm_90")
 	if err != nil {
@@ -46,6 +52,9 @@ func TestBuildCachesBySourceHash(t *testing.T) {
 	}
 	if _, err := kernels.Build(c, changed, kernels.ShippedArch); err != nil || c.calls != 3 {
 		t.Fatalf("a changed built-in used the shipped PTX: %d calls, %v", c.calls, err)
+	}
+	if _, err := kernels.Build(c, op, kernels.ShippedArch); err != nil || c.calls != 4 {
+		t.Fatalf("this run's relu used the shipped PTX: %d calls, %v", c.calls, err)
 	}
 	if !strings.Contains(kernels.RingSource(op).Code, "RA_RING_KERNEL(ra_relu)") {
 		t.Fatal("ring source lacks the loop")

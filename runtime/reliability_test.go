@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"flag"
+	"fmt"
 	"io"
 	"math/rand/v2"
 	"strings"
@@ -30,6 +31,7 @@ type hang struct {
 }
 
 func newHang(t *testing.T, op string) *hang {
+	op = fmt.Sprintf("%s_%d", op, hangRuns.Add(1)) // ops stay registered: a fresh name per run (-count=N)
 	h := &hang{op: op, entered: make(chan struct{}, 64), release: make(chan struct{})}
 	if err := kernels.Register(kernels.Op{Name: op, Go: func(_, _, in, out []float32) (int, error) {
 		if len(in) > 0 && in[0] < 0 {
@@ -43,6 +45,8 @@ func newHang(t *testing.T, op string) *hang {
 	t.Cleanup(func() { close(h.release) })
 	return h
 }
+
+var hangRuns atomic.Int64
 
 // account collects results and dead letters by id.
 type account struct {

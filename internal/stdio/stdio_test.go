@@ -2,12 +2,14 @@ package stdio
 
 import (
 	"os"
+	"sync"
 	"testing"
 )
 
 // Claim hands out the real stdout, every time, and leaves os.Stdout
 // pointing at stderr.
 func TestClaimIsIdempotent(t *testing.T) {
+	once, out = sync.Once{}, nil // a fresh process's state, for -count=N
 	real := os.Stdout
 	defer func() { os.Stdout = real }()
 	first := Claim()
