@@ -1,0 +1,54 @@
+package deps
+
+import (
+	"os/exec"
+	"strings"
+	"testing"
+)
+
+// rule: the packages matching pkg (a go list pattern) must not depend,
+// directly or not, on any import path with one of the forbidden prefixes.
+type rule struct {
+	pkg       string
+	forbidden []string
+	why       string
+}
+
+var rules = []rule{
+	{"github.com/ringactor/ringactor/p2pqueue", []string{"github.com/asynkron/protoactor-go", "go.opentelemetry.io", "github.com/ringactor/ringactor/ringkernel", "github.com/ringactor/ringactor/runtime", "github.com/ringactor/ringactor/cuda"},
+		"the link queue is pure Go below everything"},
+	{"github.com/ringactor/ringactor/cuda", []string{"github.com/asynkron/protoactor-go", "go.opentelemetry.io", "github.com/ringactor/ringactor/ringkernel", "github.com/ringactor/ringactor/runtime"},
+		"the driver bindings know nothing of ring kernels or actors"},
+	{"github.com/ringactor/ringactor/kernels", []string{"github.com/asynkron/protoactor-go", "go.opentelemetry.io", "github.com/ringactor/ringactor/ringkernel", "github.com/ringactor/ringactor/runtime"},
+		"kernel sources and Go references sit below ring kernels"},
+	{"github.com/ringactor/ringactor/ringkernel/...", []string{"github.com/asynkron/protoactor-go", "go.opentelemetry.io", "github.com/ringactor/ringactor/runtime"},
+		"nothing below runtime imports protoactor or otel"},
+	{"github.com/ringactor/ringactor/barrier", []string{"github.com/asynkron/protoactor-go", "go.opentelemetry.io", "github.com/ringactor/ringactor/runtime"},
+		"the device barrier is below the actor layer"},
+}
+
+// deps lists every package pattern's packages depend on, themselves included.
+func deps(t *testing.T, pattern string) []string {
+	t.Helper()
+	out, err := exec.Command("go", "list", "-deps", "-f", "{{.ImportPath}}", pattern).CombinedOutput()
+	if err != nil {
+		t.Fatalf("go list -deps %s: %v\n%s", pattern, err, out)
+	}
+	return strings.Fields(string(out))
+}
+
+// The arrows point one way: see docs/ARCHITECTURE.md §1.
+func TestImportRules(t *testing.T) {
+	if _, err := exec.LookPath("go"); err != nil {
+		t.Skipf("no go command to list imports: %v", err)
+	}
+	for _, r := range rules {
+		for _, d := range deps(t, r.pkg) {
+			for _, f := range r.forbidden {
+				if d == f || strings.HasPrefix(d, f+"/") {
+					t.Errorf("%s depends on %s: %s", r.pkg, d, r.why)
+				}
+			}
+		}
+	}
+}
