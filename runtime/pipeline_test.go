@@ -345,24 +345,20 @@ func TestStageActors(t *testing.T) {
 	if r := <-results; r.ID != 8 || r.Floats[0] != 5 {
 		t.Fatalf("result sent to the middle stage %+v", r)
 	}
-	res, err := root.RequestFuture(pid, ra.Stats{}, 5*time.Second).Result()
-	if err != nil {
-		t.Fatal(err)
-	}
-	st, ok := res.(ra.StageStats)
-	if !ok || st.Stage != "double" || st.Processed != 1 {
-		t.Fatalf("stats answer %#v", res)
+	// A kernel publishes its counters after its results (the result can
+	// be out before the count is): wait for the count, don't assume it.
+	st := stageStatsUntil(t, root, pid, func(st ra.StageStats) bool { return st.Processed == 1 })
+	if st.Stage != "double" || st.Processed != 1 {
+		t.Fatalf("stats answer %#v", st)
 	}
 	if _, err := root.RequestFuture(pid, ra.Deactivate{}, 5*time.Second).Result(); err != nil {
 		t.Fatal(err)
 	}
 	root.Send(pid, ra.Data{ID: 9, Floats: []float32{2}})
-	time.Sleep(20 * time.Millisecond)
-	res, _ = root.RequestFuture(pid, ra.Stats{}, 5*time.Second).Result()
-	if st := res.(ra.StageStats); st.State.String() != "idle" || st.Queued() != 1 {
+	if st := stageStatsUntil(t, root, pid, func(st ra.StageStats) bool { return st.Queued() == 1 }); st.State.String() != "idle" {
 		t.Fatalf("after deactivate: %+v", st.Status)
 	}
-	res, _ = root.RequestFuture(pid, ra.Deactivate{}, 5*time.Second).Result()
+	res, _ := root.RequestFuture(pid, ra.Deactivate{}, 5*time.Second).Result()
 	if err, ok := res.(error); !ok || !strings.Contains(err.Error(), "cannot deactivate") {
 		t.Fatalf("an invalid command answered %v", res)
 	}
@@ -372,6 +368,30 @@ func TestStageActors(t *testing.T) {
 	}
 	if _, err := p.PID("nope"); err == nil || !strings.Contains(err.Error(), "double, root, inc") {
 		t.Fatalf("unknown stage: %v", err)
+	}
+}
+
+// stageStatsUntil asks pid for its Stats until cond holds, failing t if it
+// does not within 10 s; it returns the last answer.
+func stageStatsUntil(t *testing.T, root *actor.RootContext, pid *actor.PID, cond func(ra.StageStats) bool) ra.StageStats {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		res, err := root.RequestFuture(pid, ra.Stats{}, 5*time.Second).Result()
+		if err != nil {
+			t.Fatal(err)
+		}
+		st, ok := res.(ra.StageStats)
+		if !ok {
+			t.Fatalf("stats answer %#v", res)
+		}
+		if cond(st) {
+			return st
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("stats never met the condition: %+v", st.Status)
+		}
+		time.Sleep(time.Millisecond)
 	}
 }
 
