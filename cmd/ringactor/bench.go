@@ -53,7 +53,13 @@ func benchCmd(ctx context.Context, args []string, out, errOut io.Writer) error {
 	if err != nil {
 		return err
 	}
-	if *asJSON {
+	return printRows(out, rows, *asJSON)
+}
+
+// printRows writes rows as the table, or as one JSON document with asJSON
+// (nothing else reaches out then: progress goes to errOut).
+func printRows(out io.Writer, rows []bench.Row, asJSON bool) error {
+	if asJSON {
 		enc := json.NewEncoder(out)
 		enc.SetIndent("", "  ")
 		return enc.Encode(rows)

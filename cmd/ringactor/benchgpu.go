@@ -2,12 +2,10 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"flag"
 	"fmt"
 	"io"
 
-	"github.com/ringactor/ringactor/internal/bench"
 	"github.com/ringactor/ringactor/internal/gpubench"
 	rkcuda "github.com/ringactor/ringactor/ringkernel/cuda"
 )
@@ -36,11 +34,5 @@ func benchGPU(ctx context.Context, args []string, out, errOut io.Writer) error {
 	if err != nil {
 		return err
 	}
-	if *asJSON {
-		enc := json.NewEncoder(out)
-		enc.SetIndent("", "  ")
-		return enc.Encode(rows)
-	}
-	bench.Print(out, rows)
-	return nil
+	return printRows(out, rows, *asJSON)
 }
