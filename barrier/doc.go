@@ -36,8 +36,8 @@
 // name when the barrier was given WithNames); it matches both ErrTimeout
 // and context.DeadlineExceeded. Participant.ArriveAndWait is one phase with
 // the participant's own generation counter. Missing and Generation read
-// the array without waiting. The memory-order rule is written once, in
-// order.go: sync/atomic, as in p2pqueue/order.go.
+// the array without waiting. The memory-order rule is the one of package
+// internal/order, shared with the link queue and the control block.
 //
 // # Device side
 //

@@ -6,6 +6,7 @@ import (
 	"sync/atomic"
 	"unsafe"
 
+	"github.com/ringactor/ringactor/internal/order"
 	"github.com/ringactor/ringactor/p2pqueue"
 )
 
@@ -49,11 +50,11 @@ func Init(r p2pqueue.Region, n int, opts ...Option) (*Flags, error) {
 		return nil, err
 	}
 	b := r.Bytes
-	publish32(word32(b, OffMagic), 0) // no barrier here while the rest is written
+	order.StoreRelease32(order.Word32(b, OffMagic), 0) // no barrier here while the rest is written
 	clear(b[OffMagic+4 : size])
 	putU16(b[OffVersion:], Version)
 	putU32(b[OffParticipants:], uint32(n))
-	publish32(word32(b, OffMagic), Magic)
+	order.StoreRelease32(order.Word32(b, OffMagic), Magic)
 	return newFlags(r, n, o), nil
 }
 
@@ -68,13 +69,13 @@ func Attach(r p2pqueue.Region, opts ...Option) (*Flags, error) {
 		return nil, err
 	}
 	b := r.Bytes
-	if m := observe32(word32(b, OffMagic)); m != Magic {
+	if m := order.LoadAcquire32(order.Word32(b, OffMagic)); m != Magic {
 		return nil, fmt.Errorf("%w: %#08x, want %#08x", ErrBadMagic, m, Magic)
 	}
 	if v := getU16(b[OffVersion:]); v != Version {
 		return nil, fmt.Errorf("%w: %d, this build reads %d", ErrBadVersion, v, Version)
 	}
-	n32 := observe32(word32(b, OffParticipants))
+	n32 := order.LoadAcquire32(order.Word32(b, OffParticipants))
 	if n32 < 1 || n32 > MaxParticipants {
 		return nil, fmt.Errorf("%w: %d participants in the header; want 1..%d", ErrBadCount, n32, MaxParticipants)
 	}
@@ -91,7 +92,7 @@ func Attach(r p2pqueue.Region, opts ...Option) (*Flags, error) {
 }
 
 func checkRegion(r p2pqueue.Region, size int, what string) error {
-	if !littleEndian {
+	if !order.LittleEndian {
 		return ErrBigEndian
 	}
 	if !r.Kind.HostVisible() || r.Bytes == nil {
@@ -124,7 +125,7 @@ func applyOptions(n int, opts []Option) (options, error) {
 func newFlags(r p2pqueue.Region, n int, o options) *Flags {
 	f := &Flags{r: r, n: n, words: make([]*uint64, n), names: o.names, claimed: make([]atomic.Bool, n)}
 	for i := range f.words {
-		f.words[i] = word64(r.Bytes, lineOff(i))
+		f.words[i] = order.Word64(r.Bytes, lineOff(i))
 	}
 	return f
 }
@@ -145,7 +146,7 @@ func (f *Flags) Generation(i int) (uint64, error) {
 	if i < 0 || i >= f.n {
 		return 0, fmt.Errorf("%w: %d; the barrier has participants 0..%d", ErrBadIndex, i, f.n-1)
 	}
-	return observe(f.words[i]), nil
+	return order.LoadAcquire64(f.words[i]), nil
 }
 
 // Missing returns the indices of the participants that have not reached
@@ -153,7 +154,7 @@ func (f *Flags) Generation(i int) (uint64, error) {
 func (f *Flags) Missing(gen uint64) []int {
 	var m []int
 	for i, w := range f.words {
-		if observe(w) < gen {
+		if order.LoadAcquire64(w) < gen {
 			m = append(m, i)
 		}
 	}
@@ -169,7 +170,7 @@ func (f *Flags) Wait(ctx context.Context, gen uint64) error {
 	// so a word seen at gen is not read again.
 	i := 0
 	for {
-		for i < f.n && observe(f.words[i]) >= gen {
+		for i < f.n && order.LoadAcquire64(f.words[i]) >= gen {
 			i++
 		}
 		if i == f.n {
@@ -210,7 +211,7 @@ func (f *Flags) Participant(i int) (*Participant, error) {
 	if !f.claimed[i].CompareAndSwap(false, true) {
 		return nil, fmt.Errorf("%w: participant %d%s", ErrClaimed, i, f.nameOf(i))
 	}
-	return &Participant{f: f, i: i, word: f.words[i], last: observe(f.words[i])}, nil
+	return &Participant{f: f, i: i, word: f.words[i], last: order.LoadAcquire64(f.words[i])}, nil
 }
 
 func (f *Flags) nameOf(i int) string {
@@ -242,7 +243,7 @@ func (p *Participant) Arrive(gen uint64) error {
 	if gen <= p.last {
 		return fmt.Errorf("%w: participant %d%s arrived at %d after %d", ErrBadGeneration, p.i, p.f.nameOf(p.i), gen, p.last)
 	}
-	arrive(p.word, gen)
+	order.StoreRelease64(p.word, gen)
 	p.last = gen
 	return nil
 }

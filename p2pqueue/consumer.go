@@ -5,6 +5,8 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+
+	"github.com/ringactor/ringactor/internal/order"
 )
 
 // Consumer is the one reader of a link: it owns head. It is not safe for
@@ -33,7 +35,7 @@ func (c *Consumer) avail() (int, error) {
 	if n := c.tailCache - c.head; n != 0 {
 		return int(n), nil // validated when cached; head moves only towards it
 	}
-	t := observe(c.l.tail) // acquire: slots up to tail are visible
+	t := order.LoadAcquire64(c.l.tail) // acquire: slots up to tail are visible
 	n := t - c.head
 	if n > uint64(c.l.cfg.Capacity) {
 		return 0, fmt.Errorf("%w: link %d: tail %d is behind head %d or more than %d slots ahead of it",
@@ -58,10 +60,10 @@ func (c *Consumer) Peek(n int) (int, error) {
 	if a == 0 {
 		// Closed counts only once drained: the producer stores closed after
 		// its last tail, so seeing closed and then re-reading tail is exact.
-		switch closed := observe32(c.l.closed); closed {
+		switch closed := order.LoadAcquire32(c.l.closed); closed {
 		case 0:
 			c.emptyPolls++
-			publish(c.l.emptyPolls, c.emptyPolls)
+			order.StoreRelease64(c.l.emptyPolls, c.emptyPolls)
 			return 0, ErrEmpty
 		case 1:
 			if a, err = c.avail(); err != nil {
@@ -110,9 +112,9 @@ func (c *Consumer) Release(k int) error {
 	}
 	c.head += uint64(k)
 	c.releases++
-	publish(c.l.bytesOut, c.bytesOut)
-	publish(c.l.releases, c.releases)
-	publish(c.l.head, c.head) // release: we are done reading those slots
+	order.StoreRelease64(c.l.bytesOut, c.bytesOut)
+	order.StoreRelease64(c.l.releases, c.releases)
+	order.StoreRelease64(c.l.head, c.head) // release: we are done reading those slots
 	return nil
 }
 
@@ -226,8 +228,8 @@ func (c *Consumer) pause(ctx context.Context) error {
 	if bell == nil || !c.w.sleeping() {
 		return c.w.wait(ctx)
 	}
-	publish32(c.l.parked, 1) // sequentially consistent: ordered before the re-check below
-	defer publish32(c.l.parked, 0)
+	order.StoreRelease32(c.l.parked, 1) // sequentially consistent: ordered before the re-check below
+	defer order.StoreRelease32(c.l.parked, 0)
 	// Re-check after announcing: either we see the producer's new tail here,
 	// or the producer sees our flag after its tail store and rings.
 	if c.l.Len() != 0 || c.l.Closed() {

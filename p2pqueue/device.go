@@ -3,6 +3,8 @@ package p2pqueue
 import (
 	"fmt"
 	"sync"
+
+	"github.com/ringactor/ringactor/internal/order"
 )
 
 // DeviceAccess copies bytes between the host and memory it cannot map, such
@@ -28,7 +30,7 @@ type deviceLink struct {
 // host shadow by the same code as for host memory, then copied in with the
 // magic last, so a device loop attaching early never sees half a header.
 func initDevice(r Region, cfg Config) (*Link, error) {
-	if !littleEndian {
+	if !order.LittleEndian {
 		return nil, ErrBigEndian
 	}
 	need, err := cfg.RegionSize()
@@ -78,7 +80,7 @@ func copyWords(dst, buf []byte) {
 	for off := 0; off+8 <= len(buf); off += 8 {
 		v := uint64(buf[off]) | uint64(buf[off+1])<<8 | uint64(buf[off+2])<<16 | uint64(buf[off+3])<<24 |
 			uint64(buf[off+4])<<32 | uint64(buf[off+5])<<40 | uint64(buf[off+6])<<48 | uint64(buf[off+7])<<56
-		publishSeqCst(word64(dst, off), v)
+		order.StoreSeqCst64(order.Word64(dst, off), v)
 	}
 }
 

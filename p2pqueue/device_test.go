@@ -4,6 +4,8 @@ import (
 	"errors"
 	"sync"
 	"testing"
+
+	"github.com/ringactor/ringactor/internal/order"
 )
 
 // fakeDevice is device memory as a test sees it: bytes the host may only
@@ -37,7 +39,7 @@ func (f *fakeDevice) CopyOut(p []byte, off int) error {
 		p[i] = 0
 	}
 	for o := 0; o+8 <= len(p); o += 8 {
-		v := observe(word64(f.mem.Bytes, off+o))
+		v := order.LoadAcquire64(order.Word64(f.mem.Bytes, off+o))
 		for k := range 8 {
 			p[o+k] = byte(v >> (8 * k))
 		}

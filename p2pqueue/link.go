@@ -4,6 +4,8 @@ import (
 	"encoding/binary"
 	"fmt"
 	"sync/atomic"
+
+	"github.com/ringactor/ringactor/internal/order"
 )
 
 // Link is a handle on a queue in a region. Any number of goroutines may read
@@ -48,7 +50,7 @@ func Init(r Region, cfg Config) (*Link, error) {
 
 // initAt starts both indices at start; tests use it to wrap them.
 func initAt(r Region, cfg Config, start uint64) (*Link, error) {
-	if !littleEndian {
+	if !order.LittleEndian {
 		return nil, ErrBigEndian
 	}
 	if err := r.check(); err != nil {
@@ -62,7 +64,7 @@ func initAt(r Region, cfg Config, start uint64) (*Link, error) {
 		return nil, fmt.Errorf("%w: %d bytes; %d slots of %d bytes need %d", ErrRegionTooSmall, len(r.Bytes), cfg.Capacity, cfg.SlotSize, need)
 	}
 	b := r.Bytes
-	publish32(word32(b, OffMagic), 0) // invalidate first: a reformat is not a live queue
+	order.StoreRelease32(order.Word32(b, OffMagic), 0) // invalidate first: a reformat is not a live queue
 	l := newLink(r, cfg)
 	format(l, cfg, start)
 	return l, nil
@@ -76,23 +78,23 @@ func format(l *Link, cfg Config, start uint64) {
 	binary.LittleEndian.PutUint32(b[OffCapacity:], cfg.Capacity)
 	binary.LittleEndian.PutUint32(b[OffSlotSize:], cfg.SlotSize)
 	binary.LittleEndian.PutUint64(b[OffLinkID:], cfg.LinkID)
-	publish(l.tail, start)
-	publish(l.head, start)
-	publish32(word32(b, OffMagic), Magic)
+	order.StoreRelease64(l.tail, start)
+	order.StoreRelease64(l.head, start)
+	order.StoreRelease32(order.Word32(b, OffMagic), Magic)
 }
 
 // Attach validates the queue in r and returns a handle on it. It never
 // trusts the memory: every field is checked and anything wrong is an error
 // naming the field, never a panic.
 func Attach(r Region) (*Link, error) {
-	if !littleEndian {
+	if !order.LittleEndian {
 		return nil, ErrBigEndian
 	}
 	if err := r.check(); err != nil {
 		return nil, err
 	}
 	b := r.Bytes
-	if m := observe32(word32(b, OffMagic)); m != Magic {
+	if m := order.LoadAcquire32(order.Word32(b, OffMagic)); m != Magic {
 		return nil, fmt.Errorf("%w: %#08x, want %#08x; the region was not initialised with p2pqueue.Init", ErrBadMagic, m, Magic)
 	}
 	if v := binary.LittleEndian.Uint16(b[OffVersion:]); v != Version {
@@ -118,16 +120,16 @@ func Attach(r Region) (*Link, error) {
 	// while both sides run. Retry a few times before calling it corrupt.
 	var h, t uint64
 	for try := 0; ; try++ {
-		h = observe(l.head)
-		t = observe(l.tail)
+		h = order.LoadAcquire64(l.head)
+		t = order.LoadAcquire64(l.tail)
 		if t-h <= uint64(cfg.Capacity) {
 			break
 		}
-		if observe(l.head) == h || try == 8 {
+		if order.LoadAcquire64(l.head) == h || try == 8 {
 			return nil, fmt.Errorf("%w: tail %d and head %d are %d slots apart in a queue of %d", ErrCorrupt, t, h, t-h, cfg.Capacity)
 		}
 	}
-	if c := observe32(l.closed); c > 1 {
+	if c := order.LoadAcquire32(l.closed); c > 1 {
 		return nil, fmt.Errorf("%w: closed flag is %d, want 0 or 1", ErrCorrupt, c)
 	}
 	return l, nil
@@ -149,16 +151,16 @@ func newLinkOver(r Region, b []byte, cfg Config) *Link {
 		mask:       uint64(cfg.Capacity) - 1,
 		hdr:        b[:OffSlots:OffSlots],
 		slots:      slots,
-		tail:       word64(b, OffTail),
-		head:       word64(b, OffHead),
-		closed:     word32(b, OffClosed),
-		parked:     word32(b, OffParked),
-		bytesIn:    word64(b, OffBytesIn),
-		fullWaits:  word64(b, OffFullWaits),
-		publishes:  word64(b, OffPublishes),
-		bytesOut:   word64(b, OffBytesOut),
-		emptyPolls: word64(b, OffEmptyPolls),
-		releases:   word64(b, OffReleases),
+		tail:       order.Word64(b, OffTail),
+		head:       order.Word64(b, OffHead),
+		closed:     order.Word32(b, OffClosed),
+		parked:     order.Word32(b, OffParked),
+		bytesIn:    order.Word64(b, OffBytesIn),
+		fullWaits:  order.Word64(b, OffFullWaits),
+		publishes:  order.Word64(b, OffPublishes),
+		bytesOut:   order.Word64(b, OffBytesOut),
+		emptyPolls: order.Word64(b, OffEmptyPolls),
+		releases:   order.Word64(b, OffReleases),
 	}
 }
 
@@ -184,8 +186,8 @@ func (l *Link) Len() int {
 	if l.dev != nil {
 		defer l.dev.refresh(l)()
 	}
-	h := observe(l.head)
-	t := observe(l.tail)
+	h := order.LoadAcquire64(l.head)
+	t := order.LoadAcquire64(l.tail)
 	return clampLen(t-h, l.cfg.Capacity)
 }
 
@@ -205,7 +207,7 @@ func (l *Link) Closed() bool {
 	return l.closedFlag()
 }
 
-func (l *Link) closedFlag() bool { return observe32(l.closed) == 1 }
+func (l *Link) closedFlag() bool { return order.LoadAcquire32(l.closed) == 1 }
 
 // SetDoorbell gives the link a doorbell that the producer rings when the
 // consumer has parked. Both sides must work through this Link, in this
@@ -237,20 +239,20 @@ func (l *Link) Stats() Stats {
 	if l.dev != nil {
 		defer l.dev.refresh(l)()
 	}
-	h := observe(l.head)
-	t := observe(l.tail)
+	h := order.LoadAcquire64(l.head)
+	t := order.LoadAcquire64(l.tail)
 	return Stats{
 		Published:      t,
 		Consumed:       h,
 		InFlight:       clampLen(t-h, l.cfg.Capacity),
 		Closed:         l.closedFlag(),
-		BytesIn:        observe(l.bytesIn),
-		BytesOut:       observe(l.bytesOut),
-		FullWaits:      observe(l.fullWaits),
-		EmptyPolls:     observe(l.emptyPolls),
-		Publishes:      observe(l.publishes),
-		Releases:       observe(l.releases),
-		ConsumerParked: observe32(l.parked) == 1,
+		BytesIn:        order.LoadAcquire64(l.bytesIn),
+		BytesOut:       order.LoadAcquire64(l.bytesOut),
+		FullWaits:      order.LoadAcquire64(l.fullWaits),
+		EmptyPolls:     order.LoadAcquire64(l.emptyPolls),
+		Publishes:      order.LoadAcquire64(l.publishes),
+		Releases:       order.LoadAcquire64(l.releases),
+		ConsumerParked: order.LoadAcquire32(l.parked) == 1,
 	}
 }
 
@@ -265,8 +267,8 @@ func (l *Link) Producer() (*Producer, error) {
 	if l.dev != nil {
 		defer l.dev.refresh(l)()
 	}
-	t := observe(l.tail)
-	h := observe(l.head)
+	t := order.LoadAcquire64(l.tail)
+	h := order.LoadAcquire64(l.head)
 	if t-h > uint64(l.cfg.Capacity) {
 		l.producerTaken.Store(false)
 		return nil, fmt.Errorf("%w: link %d: tail %d and head %d are %d slots apart in a queue of %d",
@@ -274,7 +276,7 @@ func (l *Link) Producer() (*Producer, error) {
 	}
 	return &Producer{
 		l: l, tail: t, headCache: h, closed: l.closedFlag(),
-		bytesIn: observe(l.bytesIn), fullWaits: observe(l.fullWaits), publishes: observe(l.publishes),
+		bytesIn: order.LoadAcquire64(l.bytesIn), fullWaits: order.LoadAcquire64(l.fullWaits), publishes: order.LoadAcquire64(l.publishes),
 	}, nil
 }
 
@@ -287,10 +289,10 @@ func (l *Link) Consumer() (*Consumer, error) {
 	if l.dev != nil {
 		defer l.dev.refresh(l)()
 	}
-	h := observe(l.head)
+	h := order.LoadAcquire64(l.head)
 	return &Consumer{
 		l: l, head: h, tailCache: h,
-		bytesOut: observe(l.bytesOut), emptyPolls: observe(l.emptyPolls), releases: observe(l.releases),
+		bytesOut: order.LoadAcquire64(l.bytesOut), emptyPolls: order.LoadAcquire64(l.emptyPolls), releases: order.LoadAcquire64(l.releases),
 	}, nil
 }
 
@@ -313,8 +315,8 @@ func (l *Link) Queued() ([]Header, error) {
 	if l.dev != nil {
 		return nil, l.dev.hostUse(l, "read the queued headers of")
 	}
-	h := observe(l.head)
-	n := uint64(clampLen(observe(l.tail)-h, l.cfg.Capacity))
+	h := order.LoadAcquire64(l.head)
+	n := uint64(clampLen(order.LoadAcquire64(l.tail)-h, l.cfg.Capacity))
 	out := make([]Header, 0, n)
 	for i := range n {
 		var hd Header

@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"time"
+
+	"github.com/ringactor/ringactor/internal/order"
 )
 
 // Producer is the one writer of a link: it owns tail. It is not safe for
@@ -35,7 +37,7 @@ func (p *Producer) free(want int) (int, error) {
 	if used := p.tail - p.headCache; capacity-used >= uint64(want) {
 		return int(capacity - used), nil
 	}
-	h := observe(p.l.head)
+	h := order.LoadAcquire64(p.l.head)
 	used := p.tail - h
 	if used > capacity {
 		return 0, fmt.Errorf("%w: link %d: head %d is ahead of tail %d or more than %d slots behind it",
@@ -62,7 +64,7 @@ func (p *Producer) Reserve(n int) (int, error) {
 	}
 	if f == 0 {
 		p.fullWaits++
-		publish(p.l.fullWaits, p.fullWaits)
+		order.StoreRelease64(p.l.fullWaits, p.fullWaits)
 		return 0, ErrFull
 	}
 	p.reserved = min(n, f)
@@ -136,18 +138,18 @@ func (p *Producer) Commit(k int) error {
 	}
 	p.tail += uint64(k)
 	p.publishes++
-	publish(p.l.bytesIn, p.bytesIn)
-	publish(p.l.publishes, p.publishes)
+	order.StoreRelease64(p.l.bytesIn, p.bytesIn)
+	order.StoreRelease64(p.l.publishes, p.publishes)
 	if bell := p.l.bell.Load(); bell != nil {
 		// Full fence: our read of parked must not pass our tail store, or a
 		// consumer parking right now could miss both (see Consumer.pause).
-		publishSeqCst(p.l.tail, p.tail)
-		if observe32(p.l.parked) == 1 {
+		order.StoreSeqCst64(p.l.tail, p.tail)
+		if order.LoadAcquire32(p.l.parked) == 1 {
 			bell.ring()
 		}
 		return nil
 	}
-	publish(p.l.tail, p.tail) // release: the slots above are visible before tail
+	order.StoreRelease64(p.l.tail, p.tail) // release: the slots above are visible before tail
 	return nil
 }
 
@@ -230,7 +232,7 @@ func (p *Producer) Close() {
 		return
 	}
 	p.closed = true
-	publish32(p.l.closed, 1) // after the last tail store: drained-then-closed is exact
+	order.StoreRelease32(p.l.closed, 1) // after the last tail store: drained-then-closed is exact
 	if bell := p.l.bell.Load(); bell != nil {
 		bell.ring()
 	}

@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"testing"
 	"time"
+
+	"github.com/ringactor/ringactor/internal/order"
 )
 
 func msg(id uint64, payload string) *Message {
@@ -376,7 +378,7 @@ func TestCorruptIndicesAreErrors(t *testing.T) {
 	// after that is an error too, not a slice past the ring.
 	out := make([]Message, 64)
 	for _, bad := range []uint64{100, 1 << 63, ^uint64(0)} {
-		publish(l.tail, bad)
+		order.StoreRelease64(l.tail, bad)
 		var m Message
 		for range 3 {
 			if err := c.TryDequeue(&m); !errors.Is(err, ErrCorrupt) {
@@ -390,8 +392,8 @@ func TestCorruptIndicesAreErrors(t *testing.T) {
 			}
 		}
 	}
-	publish(l.tail, 0)
-	publish(l.head, 50)
+	order.StoreRelease64(l.tail, 0)
+	order.StoreRelease64(l.head, 50)
 	for i := range 4 { // room by the cached head
 		if err := p.TryEnqueue(msg(uint64(i), "")); err != nil {
 			t.Fatalf("producer: %v", err)
@@ -405,17 +407,17 @@ func TestCorruptIndicesAreErrors(t *testing.T) {
 			t.Fatalf("batch producer on a corrupt head: %d, %v", n, err)
 		}
 	}
-	if got := observe(l.tail); got != 4 {
+	if got := order.LoadAcquire64(l.tail); got != 4 {
 		t.Fatalf("producer published past a corrupt head: tail %d", got)
 	}
-	publish(l.head, 0) // the consumer's own value again
+	order.StoreRelease64(l.head, 0) // the consumer's own value again
 	var m Message
 	for i := range 4 {
 		if err := c.TryDequeue(&m); err != nil || m.ID != uint64(i) {
 			t.Fatalf("after recovery: %v id %d", err, m.ID)
 		}
 	}
-	publish32(l.closed, 9) // empty now: the garbage flag must be named, not read as open
+	order.StoreRelease32(l.closed, 9) // empty now: the garbage flag must be named, not read as open
 	if err := c.TryDequeue(&m); !errors.Is(err, ErrCorrupt) {
 		t.Fatalf("garbage closed flag: %v", err)
 	}

@@ -6,6 +6,8 @@ import (
 	"runtime"
 	"sync/atomic"
 	"time"
+
+	"github.com/ringactor/ringactor/internal/order"
 )
 
 // Waiting for space or for a message: spin a little (the other side is
@@ -122,11 +124,11 @@ func ParkAll(ctx context.Context, bell *Doorbell, max time.Duration, cs ...*Cons
 		}
 	}
 	for _, c := range cs {
-		publish32(c.l.parked, 1) // sequentially consistent: before the re-checks below
+		order.StoreRelease32(c.l.parked, 1) // sequentially consistent: before the re-checks below
 	}
 	defer func() {
 		for _, c := range cs {
-			publish32(c.l.parked, 0)
+			order.StoreRelease32(c.l.parked, 0)
 		}
 	}()
 	for _, c := range cs {

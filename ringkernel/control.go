@@ -6,6 +6,7 @@ import (
 	"sync/atomic"
 	"unsafe"
 
+	"github.com/ringactor/ringactor/internal/order"
 	"github.com/ringactor/ringactor/p2pqueue"
 )
 
@@ -54,10 +55,10 @@ var ErrBadControlBlock = errors.New("ringkernel: bad control block")
 // ControlBlock is a kernel's control block in memory both the host and the
 // kernel can reach (mapped pinned memory on a GPU, Go memory on sim).
 //
-// Memory order, written once here: every word is accessed with sync/atomic
-// (sequentially consistent, so at least acquire/release). The host writes
-// Command, then CommandSeq; the kernel reads CommandSeq, then Command, and
-// writes State, then CommandAck. Counters are single-writer words.
+// Memory order: internal/order's rule (one writer per word, release stores,
+// acquire loads). The host writes Command, then CommandSeq; the kernel
+// reads CommandSeq, then Command, and writes State, then CommandAck.
+// Counters are single-writer words.
 type ControlBlock struct {
 	r                                                   p2pqueue.Region
 	command, seq, stage, state, ack                     *uint32
@@ -74,10 +75,10 @@ func InitControlBlock(r p2pqueue.Region, stageID uint32) (*ControlBlock, error) 
 		return nil, err
 	}
 	clear(r.Bytes[:CtrlSize])
-	atomic.StoreUint32(cb.stage, stageID)
-	atomic.StoreUint32(cb.state, uint32(Launched))
-	atomic.StoreUint32((*uint32)(unsafe.Pointer(&r.Bytes[CtrlOffVersion])), uint32(CtrlVersion))
-	atomic.StoreUint32((*uint32)(unsafe.Pointer(&r.Bytes[CtrlOffMagic])), CtrlMagic) // last
+	order.StoreRelease32(cb.stage, stageID)
+	order.StoreRelease32(cb.state, uint32(Launched))
+	order.StoreRelease32(order.Word32(r.Bytes, CtrlOffVersion), uint32(CtrlVersion))
+	order.StoreRelease32(order.Word32(r.Bytes, CtrlOffMagic), CtrlMagic) // last
 	return cb, nil
 }
 
@@ -87,10 +88,10 @@ func AttachControlBlock(r p2pqueue.Region) (*ControlBlock, error) {
 	if err != nil {
 		return nil, err
 	}
-	if m := atomic.LoadUint32((*uint32)(unsafe.Pointer(&r.Bytes[CtrlOffMagic]))); m != CtrlMagic {
+	if m := order.LoadAcquire32(order.Word32(r.Bytes, CtrlOffMagic)); m != CtrlMagic {
 		return nil, fmt.Errorf("%w: magic %#x, want %#x", ErrBadControlBlock, m, CtrlMagic)
 	}
-	if v := uint16(atomic.LoadUint32((*uint32)(unsafe.Pointer(&r.Bytes[CtrlOffVersion])))); v != CtrlVersion {
+	if v := uint16(order.LoadAcquire32(order.Word32(r.Bytes, CtrlOffVersion))); v != CtrlVersion {
 		return nil, fmt.Errorf("%w: version %d, want %d", ErrBadControlBlock, v, CtrlVersion)
 	}
 	return cb, nil
@@ -107,8 +108,11 @@ func viewControlBlock(r p2pqueue.Region) (*ControlBlock, error) {
 	if uintptr(unsafe.Pointer(&b[0]))%p2pqueue.RegionAlign != 0 {
 		return nil, fmt.Errorf("%w: base not %d-byte aligned", ErrBadControlBlock, p2pqueue.RegionAlign)
 	}
-	w32 := func(off int) *uint32 { return (*uint32)(unsafe.Pointer(&b[off])) }
-	w64 := func(off int) *uint64 { return (*uint64)(unsafe.Pointer(&b[off])) }
+	if !order.LittleEndian {
+		return nil, fmt.Errorf("%w: this host is big-endian; control blocks are little-endian words shared with the device", ErrBadControlBlock)
+	}
+	w32 := func(off int) *uint32 { return order.Word32(b, off) }
+	w64 := func(off int) *uint64 { return order.Word64(b, off) }
 	return &ControlBlock{
 		r:       r,
 		command: w32(CtrlOffCommand), seq: w32(CtrlOffCommandSeq), stage: w32(CtrlOffStageID),
@@ -131,29 +135,29 @@ func (cb *ControlBlock) Post(c Command) uint32 { return cb.PostArg(c, 0) }
 
 // PostArg is Post with the command's argument.
 func (cb *ControlBlock) PostArg(c Command, arg uint64) uint32 {
-	seq := atomic.LoadUint32(cb.seq) + 1
-	atomic.StoreUint64(cb.arg, arg)
-	atomic.StoreUint32(cb.command, uint32(c))
-	atomic.StoreUint32(cb.seq, seq) // after the command: the kernel reads seq first
+	seq := order.LoadAcquire32(cb.seq) + 1
+	order.StoreRelease64(cb.arg, arg)
+	order.StoreRelease32(cb.command, uint32(c))
+	order.StoreRelease32(cb.seq, seq) // after the command: the kernel reads seq first
 	return seq
 }
 
 // SetClockOffset tells a device kernel the host-minus-device clock offset
 // in ns, which it adds to every time it writes. A backend whose kernels
 // read the host's clock (sim) leaves it 0.
-func (cb *ControlBlock) SetClockOffset(ns int64) { atomic.StoreUint64(cb.clockOffset, uint64(ns)) }
+func (cb *ControlBlock) SetClockOffset(ns int64) { order.StoreRelease64(cb.clockOffset, uint64(ns)) }
 
 // ClockOffset is the offset last set.
-func (cb *ControlBlock) ClockOffset() int64 { return int64(atomic.LoadUint64(cb.clockOffset)) }
+func (cb *ControlBlock) ClockOffset() int64 { return int64(order.LoadAcquire64(cb.clockOffset)) }
 
 // Acked is the sequence number of the last command the kernel applied.
-func (cb *ControlBlock) Acked() uint32 { return atomic.LoadUint32(cb.ack) }
+func (cb *ControlBlock) Acked() uint32 { return order.LoadAcquire32(cb.ack) }
 
 // State is the kernel's state as it last wrote it.
-func (cb *ControlBlock) State() State { return State(atomic.LoadUint32(cb.state)) }
+func (cb *ControlBlock) State() State { return State(order.LoadAcquire32(cb.state)) }
 
 // StageID is the stage id the kernel stamps on what it emits.
-func (cb *ControlBlock) StageID() uint32 { return atomic.LoadUint32(cb.stage) }
+func (cb *ControlBlock) StageID() uint32 { return order.LoadAcquire32(cb.stage) }
 
 // Counters are a kernel's counters as read from its control block.
 type Counters struct {
@@ -167,11 +171,11 @@ type Counters struct {
 // Counters reads the kernel's counters.
 func (cb *ControlBlock) Counters() Counters {
 	return Counters{
-		Processed: atomic.LoadUint64(cb.processed), Dropped: atomic.LoadUint64(cb.dropped),
-		Errors: atomic.LoadUint64(cb.errs), Traced: atomic.LoadUint64(cb.traced),
-		Stolen:    atomic.LoadUint64(cb.stolen),
-		Heartbeat: atomic.LoadUint64(cb.heartbeat),
-		LastError: ErrorCode(atomic.LoadInt32(cb.lastErr)), LastErrorID: atomic.LoadUint64(cb.lastID),
+		Processed: order.LoadAcquire64(cb.processed), Dropped: order.LoadAcquire64(cb.dropped),
+		Errors: order.LoadAcquire64(cb.errs), Traced: order.LoadAcquire64(cb.traced),
+		Stolen:    order.LoadAcquire64(cb.stolen),
+		Heartbeat: order.LoadAcquire64(cb.heartbeat),
+		LastError: ErrorCode(atomic.LoadInt32(cb.lastErr)), LastErrorID: order.LoadAcquire64(cb.lastID),
 	}
 }
 
@@ -179,42 +183,42 @@ func (cb *ControlBlock) Counters() Counters {
 
 // Pending returns the command the host posted since ack, if any.
 func (cb *ControlBlock) Pending(ack uint32) (Command, uint32, bool) {
-	seq := atomic.LoadUint32(cb.seq)
+	seq := order.LoadAcquire32(cb.seq)
 	if seq == ack {
 		return CmdNone, ack, false
 	}
-	return Command(atomic.LoadUint32(cb.command)), seq, true
+	return Command(order.LoadAcquire32(cb.command)), seq, true
 }
 
 // Arg is the argument of the pending command (read after Pending).
-func (cb *ControlBlock) Arg() uint64 { return atomic.LoadUint64(cb.arg) }
+func (cb *ControlBlock) Arg() uint64 { return order.LoadAcquire64(cb.arg) }
 
 // StoreStolen publishes the count of messages forwarded to thieves; store
 // it before acknowledging the CmdSteal that moved them.
-func (cb *ControlBlock) StoreStolen(n uint64) { atomic.StoreUint64(cb.stolen, n) }
+func (cb *ControlBlock) StoreStolen(n uint64) { order.StoreRelease64(cb.stolen, n) }
 
 // Apply records state s and acknowledges command seq.
 func (cb *ControlBlock) Apply(s State, seq uint32) {
-	atomic.StoreUint32(cb.state, uint32(s))
-	atomic.StoreUint32(cb.ack, seq) // after the state: an acked host sees it
+	order.StoreRelease32(cb.state, uint32(s))
+	order.StoreRelease32(cb.ack, seq) // after the state: an acked host sees it
 }
 
 // SetState records state s without acknowledging a command (loop end, fault).
-func (cb *ControlBlock) SetState(s State) { atomic.StoreUint32(cb.state, uint32(s)) }
+func (cb *ControlBlock) SetState(s State) { order.StoreRelease32(cb.state, uint32(s)) }
 
 // Beat stores the heartbeat.
-func (cb *ControlBlock) Beat(deviceNanos uint64) { atomic.StoreUint64(cb.heartbeat, deviceNanos) }
+func (cb *ControlBlock) Beat(deviceNanos uint64) { order.StoreRelease64(cb.heartbeat, deviceNanos) }
 
 // StoreCounters publishes the kernel's counters.
 func (cb *ControlBlock) StoreCounters(processed, dropped, errs, traced uint64) {
-	atomic.StoreUint64(cb.processed, processed)
-	atomic.StoreUint64(cb.dropped, dropped)
-	atomic.StoreUint64(cb.errs, errs)
-	atomic.StoreUint64(cb.traced, traced)
+	order.StoreRelease64(cb.processed, processed)
+	order.StoreRelease64(cb.dropped, dropped)
+	order.StoreRelease64(cb.errs, errs)
+	order.StoreRelease64(cb.traced, traced)
 }
 
 // StoreLastError records the last dead letter's code and message id.
 func (cb *ControlBlock) StoreLastError(code ErrorCode, id uint64) {
-	atomic.StoreUint64(cb.lastID, id)
+	order.StoreRelease64(cb.lastID, id)
 	atomic.StoreInt32(cb.lastErr, int32(code))
 }

@@ -1,6 +1,6 @@
 //go:build amd64 && !race
 
-package p2pqueue
+package order
 
 // storeRelease64 is a plain MOVQ (order_amd64.s): a release store under TSO.
 // The call is opaque to the compiler, so it cannot move earlier stores past it.

@@ -1,6 +1,6 @@
 //go:build !amd64 || race
 
-package p2pqueue
+package order
 
 import "sync/atomic"
 
