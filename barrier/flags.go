@@ -7,6 +7,7 @@ import (
 	"unsafe"
 
 	"github.com/ringactor/ringactor/internal/order"
+	"github.com/ringactor/ringactor/internal/wait"
 	"github.com/ringactor/ringactor/p2pqueue"
 )
 
@@ -164,8 +165,8 @@ func (f *Flags) Missing(gen uint64) []int {
 // Wait waits until every participant has reached generation gen, without
 // being one: for an observer. See Participant.Wait.
 func (f *Flags) Wait(ctx context.Context, gen uint64) error {
-	var w waiter
-	defer w.stop()
+	w := wait.Waiter{P: barrierWait}
+	defer w.Stop()
 	// Words only grow (each has one writer, whose generations increase),
 	// so a word seen at gen is not read again.
 	i := 0
@@ -176,7 +177,7 @@ func (f *Flags) Wait(ctx context.Context, gen uint64) error {
 		if i == f.n {
 			return nil
 		}
-		if err := w.wait(ctx); err != nil {
+		if err := w.Wait(ctx); err != nil {
 			return f.timeout(gen, err)
 		}
 	}

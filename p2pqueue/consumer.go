@@ -7,6 +7,7 @@ import (
 	"fmt"
 
 	"github.com/ringactor/ringactor/internal/order"
+	"github.com/ringactor/ringactor/internal/wait"
 )
 
 // Consumer is the one reader of a link: it owns head. It is not safe for
@@ -17,7 +18,7 @@ type Consumer struct {
 	tailCache uint64 // last valid tail we observed; re-read only when we look empty
 	peeked    int
 	stage     []byte // batch staging buffer
-	w         waiter
+	w         wait.Waiter
 
 	bytesOut, emptyPolls, releases uint64
 }
@@ -146,7 +147,7 @@ func (c *Consumer) copyOut(slot []byte, idx uint64, m *Message) error {
 // Dequeue copies the next message into m, waiting until one is published,
 // the link is closed and drained (ErrClosed), or ctx is done.
 func (c *Consumer) Dequeue(ctx context.Context, m *Message) error {
-	c.w.reset()
+	c.w.Reset()
 	for {
 		err := c.TryDequeue(m)
 		if !errors.Is(err, ErrEmpty) {
@@ -193,7 +194,7 @@ func (c *Consumer) TryDequeueBatch(ms []Message) (int, error) {
 // DequeueBatch waits until at least one message is available and copies up
 // to len(ms) of them into ms, as TryDequeueBatch does.
 func (c *Consumer) DequeueBatch(ctx context.Context, ms []Message) (int, error) {
-	c.w.reset()
+	c.w.Reset()
 	for {
 		n, err := c.TryDequeueBatch(ms)
 		if !errors.Is(err, ErrEmpty) {
@@ -209,7 +210,7 @@ func (c *Consumer) DequeueBatch(ctx context.Context, ms []Message) (int, error) 
 // message is published, the link is closed and drained, or ctx ends. The
 // messages stay in their slots: Read them, then Release.
 func (c *Consumer) PeekWait(ctx context.Context, n int) (int, error) {
-	c.w.reset()
+	c.w.Reset()
 	for {
 		k, err := c.Peek(n)
 		if !errors.Is(err, ErrEmpty) || n <= 0 {
@@ -225,8 +226,8 @@ func (c *Consumer) PeekWait(ctx context.Context, n int) (int, error) {
 // has spun and yielded without luck parks until rung.
 func (c *Consumer) pause(ctx context.Context) error {
 	bell := c.l.bell.Load()
-	if bell == nil || !c.w.sleeping() {
-		return c.w.wait(ctx)
+	if bell == nil || !c.w.Sleeping() {
+		return c.w.Wait(ctx)
 	}
 	order.StoreRelease32(c.l.parked, 1) // sequentially consistent: ordered before the re-check below
 	defer order.StoreRelease32(c.l.parked, 0)
@@ -235,5 +236,5 @@ func (c *Consumer) pause(ctx context.Context) error {
 	if c.l.Len() != 0 || c.l.Closed() {
 		return nil
 	}
-	return c.w.sleep(ctx, bell.fallback, bell.ch)
+	return c.w.Sleep(ctx, bell.fallback, bell.ch)
 }

@@ -6,6 +6,7 @@ import (
 	"sync/atomic"
 
 	"github.com/ringactor/ringactor/internal/order"
+	"github.com/ringactor/ringactor/internal/wait"
 )
 
 // Link is a handle on a queue in a region. Any number of goroutines may read
@@ -275,7 +276,7 @@ func (l *Link) Producer() (*Producer, error) {
 			ErrCorrupt, l.cfg.LinkID, t, h, t-h, l.cfg.Capacity)
 	}
 	return &Producer{
-		l: l, tail: t, headCache: h, closed: l.closedFlag(),
+		l: l, tail: t, headCache: h, closed: l.closedFlag(), w: wait.Waiter{P: linkWait},
 		bytesIn: order.LoadAcquire64(l.bytesIn), fullWaits: order.LoadAcquire64(l.fullWaits), publishes: order.LoadAcquire64(l.publishes),
 	}, nil
 }
@@ -291,7 +292,7 @@ func (l *Link) Consumer() (*Consumer, error) {
 	}
 	h := order.LoadAcquire64(l.head)
 	return &Consumer{
-		l: l, head: h, tailCache: h,
+		l: l, head: h, tailCache: h, w: wait.Waiter{P: linkWait},
 		bytesOut: order.LoadAcquire64(l.bytesOut), emptyPolls: order.LoadAcquire64(l.emptyPolls), releases: order.LoadAcquire64(l.releases),
 	}, nil
 }

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/ringactor/ringactor/internal/order"
+	"github.com/ringactor/ringactor/internal/wait"
 )
 
 // Producer is the one writer of a link: it owns tail. It is not safe for
@@ -18,7 +19,7 @@ type Producer struct {
 	reserved  int
 	lens      []int // payload lengths of the reserved slots written so far, in order
 	closed    bool
-	w         waiter
+	w         wait.Waiter
 
 	bytesIn, fullWaits, publishes uint64
 }
@@ -169,13 +170,13 @@ func (p *Producer) TryEnqueue(m *Message) error {
 // Enqueue publishes m, waiting with backoff while the queue is full, until
 // ctx is done.
 func (p *Producer) Enqueue(ctx context.Context, m *Message) error {
-	p.w.reset()
+	p.w.Reset()
 	for {
 		err := p.TryEnqueue(m)
 		if !errors.Is(err, ErrFull) {
 			return err
 		}
-		if err := p.w.wait(ctx); err != nil {
+		if err := p.w.Wait(ctx); err != nil {
 			return fmt.Errorf("link %d: enqueue of message %d: %w", p.l.cfg.LinkID, m.ID, err)
 		}
 	}
@@ -206,15 +207,15 @@ func (p *Producer) TryEnqueueBatch(ms []Message) (int, error) {
 // many it published.
 func (p *Producer) EnqueueBatch(ctx context.Context, ms []Message) (int, error) {
 	done := 0
-	p.w.reset()
+	p.w.Reset()
 	for done < len(ms) {
 		n, err := p.TryEnqueueBatch(ms[done:])
 		done += n
 		switch {
 		case err == nil:
-			p.w.reset()
+			p.w.Reset()
 		case errors.Is(err, ErrFull):
-			if err := p.w.wait(ctx); err != nil {
+			if err := p.w.Wait(ctx); err != nil {
 				return done, fmt.Errorf("link %d: enqueue of %d messages, %d sent: %w", p.l.cfg.LinkID, len(ms), done, err)
 			}
 		default:

@@ -3,75 +3,18 @@ package p2pqueue
 import (
 	"context"
 	"fmt"
-	"runtime"
 	"sync/atomic"
 	"time"
 
 	"github.com/ringactor/ringactor/internal/order"
+	"github.com/ringactor/ringactor/internal/wait"
 )
 
-// Waiting for space or for a message: spin a little (the other side is
-// usually running on another core), then yield, then sleep with exponential
-// backoff so an idle side costs little CPU. A consumer whose link has a
-// Doorbell parks instead of sleeping and is woken by the producer.
-const (
-	spinTries  = 32
-	yieldTries = 256
-	minSleep   = time.Microsecond
-	maxSleep   = 500 * time.Microsecond
-)
-
-type waiter struct {
-	n     int
-	timer *time.Timer
-}
-
-func (w *waiter) reset() { w.n = 0 }
-
-// sleeping reports whether the next wait would sleep rather than spin.
-func (w *waiter) sleeping() bool { return w.n >= spinTries+yieldTries }
-
-// wait waits one step; it returns ctx's error once ctx is done.
-func (w *waiter) wait(ctx context.Context) error {
-	w.n++
-	switch {
-	case w.n <= spinTries:
-		if w.n%8 == 0 {
-			return ctx.Err()
-		}
-		return nil
-	case w.n <= spinTries+yieldTries:
-		runtime.Gosched()
-		return ctx.Err()
-	}
-	d := minSleep << min(w.n-spinTries-yieldTries, 20)
-	return w.sleep(ctx, min(d, maxSleep), nil)
-}
-
-// sleep waits for d, a ring of bell (if not nil), or ctx.
-func (w *waiter) sleep(ctx context.Context, d time.Duration, bell <-chan struct{}) error {
-	if w.timer == nil {
-		w.timer = time.NewTimer(d)
-	} else {
-		w.timer.Reset(d)
-	}
-	select {
-	case <-ctx.Done():
-		w.timer.Stop()
-		return ctx.Err()
-	case <-bell:
-		w.timer.Stop()
-		return nil
-	case <-w.timer.C:
-		return nil
-	}
-}
-
-func (w *waiter) stop() {
-	if w.timer != nil {
-		w.timer.Stop()
-	}
-}
+// Waiting for space or for a message: internal/wait's spin, yield, sleep,
+// with a long yield phase (the other side of a link is usually busy on
+// another core). A consumer whose link has a Doorbell parks instead of
+// sleeping and is woken by the producer.
+var linkWait = wait.Policy{Spin: 32, Yield: 256, MinSleep: time.Microsecond, MaxSleep: 500 * time.Microsecond}
 
 // Doorbell wakes a parked consumer. The consumer announces it is parked in
 // its line of the queue and re-checks tail before sleeping; the producer
@@ -136,7 +79,7 @@ func ParkAll(ctx context.Context, bell *Doorbell, max time.Duration, cs ...*Cons
 			return nil
 		}
 	}
-	var w waiter
-	defer w.stop()
-	return w.sleep(ctx, max, bell.ch)
+	w := wait.Waiter{P: linkWait}
+	defer w.Stop()
+	return w.Sleep(ctx, max, bell.ch)
 }

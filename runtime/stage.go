@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	goruntime "runtime"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -12,6 +11,7 @@ import (
 	"github.com/asynkron/protoactor-go/actor"
 	"go.opentelemetry.io/otel/attribute"
 
+	"github.com/ringactor/ringactor/internal/wait"
 	"github.com/ringactor/ringactor/kernels"
 	"github.com/ringactor/ringactor/p2pqueue"
 	rk "github.com/ringactor/ringactor/ringkernel"
@@ -100,7 +100,8 @@ func (s *stage) send(ctx context.Context, ds []Data) (int, error) {
 	defer s.mu.Unlock()
 	p := s.p
 	done := 0
-	var w backoff
+	w := wait.Waiter{P: ingressWait}
+	defer w.Stop()
 	var firstErr error
 	for done < len(ds) {
 		if s.closed.Load() {
@@ -116,7 +117,7 @@ func (s *stage) send(ctx context.Context, ds []Data) (int, error) {
 		}
 		if errors.Is(err, p2pqueue.ErrFull) {
 			if s.kernel.Status().State.Running() {
-				if werr := w.wait(ctx); werr != nil {
+				if werr := w.Wait(ctx); werr != nil {
 					p.rejectRest(s, ds[done:], "send cancelled")
 					return done, fmt.Errorf("ringactor: send to stage %q: %d of %d sent: %w", s.spec.Name, done, len(ds), werr)
 				}
@@ -129,7 +130,7 @@ func (s *stage) send(ctx context.Context, ds []Data) (int, error) {
 			p.rejectRest(s, ds[done:], "queue closed")
 			return done, fmt.Errorf("ringactor: stage %q: %w", s.spec.Name, err)
 		}
-		w.reset()
+		w.Reset()
 		var now time.Time // read only for sampled messages: a clock read costs as much as a copy
 		written := 0
 		for i := range k {
@@ -172,29 +173,9 @@ func (s *stage) send(ctx context.Context, ds []Data) (int, error) {
 	return done, firstErr
 }
 
-// backoff waits for room in an ingress link: yield, then sleep up to 1 ms.
-type backoff struct{ n int }
-
-func (b *backoff) reset() { b.n = 0 }
-
-func (b *backoff) wait(ctx context.Context) error {
-	b.n++
-	if err := ctx.Err(); err != nil {
-		return err
-	}
-	if b.n < 16 {
-		goruntime.Gosched() // the kernel may need this core to drain
-		return nil
-	}
-	t := time.NewTimer(min(time.Duration(b.n-15)*10*time.Microsecond, time.Millisecond))
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return ctx.Err()
-	case <-t.C:
-		return nil
-	}
-}
+// ingressWait waits for room in an ingress link: no spin (the kernel must
+// drain first), yields (it may need this core), then sleeps up to 1 ms.
+var ingressWait = wait.Policy{Yield: 16, MinSleep: 10 * time.Microsecond, MaxSleep: time.Millisecond}
 
 // stageActor is the Go side of a ring kernel: it answers control messages.
 // Data messages never reach it: its mailbox puts them into the kernel's
