@@ -153,9 +153,9 @@ func TestTimeoutNamesMissing(t *testing.T) {
 	if err := p3.Arrive(2); err != nil {
 		t.Fatal(err)
 	}
+	start := time.Now() // before the deadline is set, so the wait cannot look shorter than it
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Millisecond)
 	defer cancel()
-	start := time.Now()
 	err := p0.Wait(ctx, 1)
 	if d := time.Since(start); d < 20*time.Millisecond || d > 5*time.Second {
 		t.Errorf("wait took %v with a 20ms deadline", d)
