@@ -314,11 +314,14 @@ func TestBarrierSpans(t *testing.T) {
 	ctx, parent := sdktrace.NewTracerProvider().Tracer("test").Start(barrierCtx(t), "caller")
 	defer parent.End()
 	var wg sync.WaitGroup
+	calling := make(chan struct{})
 	wg.Go(func() {
+		close(calling)
 		if err := b.Await(ctx, "p", 7); err != nil {
 			t.Error(err)
 		}
 	})
+	<-calling // p is on its way whatever the scheduler did; q comes 20 ms later
 	time.Sleep(20 * time.Millisecond)
 	if err := b.Await(ctx, "q", 7); err != nil {
 		t.Fatal(err)
@@ -345,7 +348,7 @@ func TestBarrierSpans(t *testing.T) {
 		if a["ringactor.barrier"].AsString() != "traced" || a["ringactor.barrier.phase"].AsInt64() != 7 {
 			t.Errorf("wait span attributes %v", a)
 		}
-		if w := a["ringactor.barrier.wait_ns"].AsInt64(); w <= 0 || (who == "p" && w < int64(15*time.Millisecond)) {
+		if w := a["ringactor.barrier.wait_ns"].AsInt64(); w <= 0 || (who == "p" && w < int64(10*time.Millisecond)) {
 			t.Errorf("%s waited %v", who, time.Duration(w))
 		}
 		if s.Parent().SpanID() != parent.SpanContext().SpanID() {
@@ -359,8 +362,10 @@ func TestBarrierSpans(t *testing.T) {
 	if a["ringactor.barrier.phase"].AsInt64() != 7 || a["ringactor.barrier.arrived"].AsInt64() != 2 || a["ringactor.barrier.participants"].AsInt64() != 2 {
 		t.Errorf("phase span attributes %v", a)
 	}
-	if d := phase.EndTime().Sub(phase.StartTime()); d < 15*time.Millisecond {
-		t.Errorf("phase span lasts %v; p arrived 20ms before q", d)
+	// The phase runs from p's arrival to the release: most of the 20 ms,
+	// less however late the actor took p's arrival on a loaded machine.
+	if d := phase.EndTime().Sub(phase.StartTime()); d < 10*time.Millisecond {
+		t.Errorf("phase span lasts %v; p set out 20ms before q", d)
 	}
 	if len(phase.Links()) != 2 {
 		t.Errorf("phase span has %d links, want one per wait", len(phase.Links()))
