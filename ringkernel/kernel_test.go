@@ -262,6 +262,8 @@ func TestEveryBuiltinOpThroughAKernel(t *testing.T) {
 					}
 				}
 			}
+			// Counters are published after the results they count.
+			eventually(t, "the count", func() bool { return r.k.Status().Processed == msgs })
 			st := r.k.Status()
 			if st.Processed != msgs || st.Dropped != 0 {
 				t.Fatalf("status %+v, want %d processed and none dropped", st, msgs)
@@ -303,6 +305,8 @@ func TestOpErrorDeadLettersAndKeepsRunning(t *testing.T) {
 			t.Fatalf("dead letter without the stage's error text: %+v", d)
 		}
 	}
+	// Counters are published after the records and results they count.
+	eventually(t, "the counts", func() bool { st := r.k.Status(); return st.Processed+st.Dropped == msgs })
 	st := r.k.Status()
 	if st.State != rk.Active || st.Errors != uint64(len(bad)) || st.Dropped != uint64(len(bad)) || st.Processed != msgs-uint64(len(bad)) {
 		t.Fatalf("status %+v", st)
@@ -658,9 +662,7 @@ func TestTraceRecords(t *testing.T) {
 			t.Fatalf("record %d times out of order: %+v", i, tr)
 		}
 	}
-	if st := r.k.Status(); st.Traced != 10 {
-		t.Fatalf("traced %d, want 10", st.Traced)
-	}
+	eventually(t, "10 traced", func() bool { return r.k.Status().Traced == 10 })
 }
 
 // Payloads that are not float vectors, and results that do not fit the out
