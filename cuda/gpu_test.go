@@ -141,15 +141,7 @@ func TestGPUMemory(t *testing.T) {
 
 func TestGPULaunch(t *testing.T) {
 	dev, c := gpu(t)
-	m, err := c.LoadModule("gpu_test.ptx", []byte(gpuTestPTX))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer m.Unload()
-	store, err := m.Function("ra_test_store")
-	if err != nil {
-		t.Fatal(err)
-	}
+	m, store := testModule(t, c)
 	nop, err := m.Function("ra_test_nop")
 	if err != nil {
 		t.Fatal(err)
@@ -242,15 +234,7 @@ func TestGPULaunch(t *testing.T) {
 // and times a replay against the same work issued call by call.
 func TestGPUGraph(t *testing.T) {
 	_, c := gpu(t)
-	m, err := c.LoadModule("gpu_test.ptx", []byte(gpuTestPTX))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer m.Unload()
-	store, err := m.Function("ra_test_store")
-	if err != nil {
-		t.Fatal(err)
-	}
+	_, store := testModule(t, c)
 	h, err := c.AllocHost(32, false)
 	if err != nil {
 		t.Fatal(err)
@@ -345,4 +329,20 @@ func TestGPUPeers(t *testing.T) {
 			t.Fatalf("enable %d: %v", i, err)
 		}
 	}
+}
+
+// testModule loads the test module into c (unloaded at cleanup) and returns
+// it with its ra_test_store kernel.
+func testModule(t *testing.T, c *cuda.Context) (*cuda.Module, *cuda.Function) {
+	t.Helper()
+	m, err := c.LoadModule("gpu_test.ptx", []byte(gpuTestPTX))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { m.Unload() })
+	store, err := m.Function("ra_test_store")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return m, store
 }

@@ -13,16 +13,8 @@ import (
 // and reported the drain as unfinished).
 func TestDrainedCloseActivatesADeactivatedStage(t *testing.T) {
 	e := newEnv(t, "")
-	spec := guide("deactivated")
 	var delivered atomic.Int64
-	spec.Deliver.Func = func(ra.Result) { delivered.Add(1) }
-	p, err := e.rt.Build(ctxT(t), spec)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := p.Start(ctxT(t)); err != nil {
-		t.Fatal(err)
-	}
+	p := startCounting(t, e.rt, "deactivated", &delivered)
 	pid, _ := p.PID("root") // the middle stage
 	if _, err := e.rt.System().Root.RequestFuture(pid, ra.Deactivate{}, 5*time.Second).Result(); err != nil {
 		t.Fatal(err)

@@ -17,18 +17,7 @@ import (
 func TestSecondPipelineWhileFirstRuns(t *testing.T) {
 	e := deviceEnv(t)
 	var got [2]atomic.Int64
-	start := func(i int, name string) *ra.Pipeline {
-		spec := guide(name)
-		spec.Deliver.Func = func(ra.Result) { got[i].Add(1) }
-		p, err := e.rt.Build(ctxT(t), spec)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := p.Start(ctxT(t)); err != nil {
-			t.Fatal(err)
-		}
-		return p
-	}
+	start := func(i int, name string) *ra.Pipeline { return startCounting(t, e.rt, name, &got[i]) }
 	first := start(0, "first")
 	send := func(p *ra.Pipeline, n int) {
 		for i := range n {
@@ -53,16 +42,8 @@ func TestSecondPipelineWhileFirstRuns(t *testing.T) {
 
 func TestCloseWithoutDrainWhileBusy(t *testing.T) {
 	e := deviceEnv(t)
-	spec := guide("busy")
 	var delivered atomic.Int64
-	spec.Deliver.Func = func(ra.Result) { delivered.Add(1) }
-	p, err := e.rt.Build(ctxT(t), spec)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := p.Start(ctxT(t)); err != nil {
-		t.Fatal(err)
-	}
+	p := startCounting(t, e.rt, "busy", &delivered)
 	ctx, cancel := context.WithCancel(ctxT(t))
 	sent := make(chan struct{})
 	go func() {
@@ -98,4 +79,20 @@ func TestCloseWithoutDrainWhileBusy(t *testing.T) {
 	if st.InFlight != 0 || st.Delivered+st.DeadLettered != st.Sent || st.Delivered != uint64(delivered.Load()) {
 		t.Fatalf("after a close without drain while busy: %+v (delivered to the callback: %d)", st, delivered.Load())
 	}
+}
+
+// startCounting builds and starts the guide pipeline under name, counting
+// its results into delivered.
+func startCounting(t *testing.T, rt *ra.Runtime, name string, delivered *atomic.Int64) *ra.Pipeline {
+	t.Helper()
+	spec := guide(name)
+	spec.Deliver.Func = func(ra.Result) { delivered.Add(1) }
+	p, err := rt.Build(ctxT(t), spec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := p.Start(ctxT(t)); err != nil {
+		t.Fatal(err)
+	}
+	return p
 }
