@@ -36,7 +36,7 @@ vet:
 # writes it under (upstream, in its latest version), so a test process that
 # holds a cluster node with a peer trips the race detector: those tests
 # skip under -race (package internal/racecheck says why) and run again
-# here without it. The cluster code's own logic is race-tested in runtime.
+# here without it. The cluster code's own logic is race-tested in runtime/cluster.
 REMOTE_TESTS ?= Remote
 REMOTE_PKGS  ?= ./internal/nodeproc ./examples/pipeline ./internal/bench ./cmd/ringactor
 
@@ -64,7 +64,7 @@ ptx:
 check-ptx: ptx
 	@git diff --exit-code -- kernels/ptx && test -z "$$(git status --porcelain -- kernels/ptx)" || { echo "shipped PTX is stale: run 'make ptx' and commit"; exit 1; }
 
-# The runtime targets' (FuzzDecodeMessage, FuzzDecodeBatch) test binary links protoactor and OpenTelemetry, whose
+# The runtime/cluster targets' (FuzzDecodeMessage, FuzzDecodeBatch) test binary links protoactor and OpenTelemetry, whose
 # coverage map makes each run about 8x dearer than the other targets' runs:
 # given a count (FUZZTIME=200000x) it runs a quarter of it, given a
 # duration the whole duration. Set MSG_FUZZTIME to choose.
@@ -76,8 +76,8 @@ fuzz:
 	$(GO) test -run '^$$' -fuzz '^FuzzAttach$$' -fuzztime $(FUZZTIME) ./barrier
 	$(GO) test -run '^$$' -fuzz '^FuzzDecodeFloats$$' -fuzztime $(FUZZTIME) ./kernels
 	$(GO) test -run '^$$' -fuzz '^FuzzDecodeRecord$$' -fuzztime $(FUZZTIME) ./ringkernel
-	$(GO) test -run '^$$' -fuzz '^FuzzDecodeMessage$$' -fuzztime $(MSG_FUZZTIME) ./runtime
-	$(GO) test -run '^$$' -fuzz '^FuzzDecodeBatch$$' -fuzztime $(MSG_FUZZTIME) ./runtime
+	$(GO) test -run '^$$' -fuzz '^FuzzDecodeMessage$$' -fuzztime $(MSG_FUZZTIME) ./runtime/cluster
+	$(GO) test -run '^$$' -fuzz '^FuzzDecodeBatch$$' -fuzztime $(MSG_FUZZTIME) ./runtime/cluster
 
 stress:
 	$(GO) test -race -count=1 -timeout $(TEST_TIMEOUT) -run '^TestStressTogglesAndAFault$$' -v ./runtime -args -stress

@@ -52,5 +52,5 @@
 // it.
 //
 // The actor-level protocol (Arrive and Release messages to a barrier actor)
-// is in package runtime (Runtime.NewBarrier), which owns the actor system.
+// is in package runtime/collective (NewBarrier), on the runtime's actor system.
 package barrier

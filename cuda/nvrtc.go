@@ -85,3 +85,14 @@ func noNVRTC(tried []string, why string) error {
 	return fmt.Errorf("%w (tried %s%s); install NVRTC (Debian: libnvrtc11.2 and libnvrtc-builtins11.8 from non-free; or the CUDA toolkit) or set %s to the library's path",
 		ErrNoNVRTC, strings.Join(tried, ", "), why, NVRTCEnv)
 }
+
+// PTX compiles code (which includes headers by name) for arch and returns
+// the PTX: Compile for callers that keep their own source type, such as
+// package kernels' Compiler.
+func (n *NVRTC) PTX(name, code string, headers map[string]string, arch string, options ...string) ([]byte, error) {
+	out, err := n.Compile(Source{Name: name, Code: code, Headers: headers}, arch, options...)
+	if err != nil {
+		return nil, err
+	}
+	return out.PTX, nil
+}

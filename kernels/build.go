@@ -4,12 +4,11 @@ import (
 	"crypto/sha256"
 	"embed"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"sort"
 	"strings"
 	"sync"
-
-	"github.com/ringactor/ringactor/cuda"
 )
 
 // ShippedArch is the virtual architecture the shipped PTX is built for; the
@@ -22,10 +21,26 @@ var CompileOptions = []string{"--std=c++14"}
 //go:embed ptx
 var ptxFS embed.FS
 
-// Compiler compiles CUDA C++ to PTX: *cuda.NVRTC, or a test double.
+// Compiler compiles CUDA C++ to PTX: package cuda's *NVRTC, or a test
+// double. code includes headers by name; name is the file name compiler
+// messages show. Package kernels knows only this method, not the driver
+// bindings.
 type Compiler interface {
-	Compile(src cuda.Source, arch string, options ...string) (*cuda.Compiled, error)
+	PTX(name, code string, headers map[string]string, arch string, options ...string) ([]byte, error)
 }
+
+// Program is one CUDA C++ translation unit and the headers it includes by
+// name (the fields of package cuda's Source, so either converts to the
+// other).
+type Program struct {
+	Name    string
+	Code    string
+	Headers map[string]string
+}
+
+// ErrNoCompiler: a kernel needs compiling and Build was given no
+// compiler (NVRTC is not installed or could not be loaded).
+var ErrNoCompiler = errors.New("kernels: no CUDA compiler (NVRTC)")
 
 // Symbol is the C name of op's stage function and the prefix of its ring
 // kernel (Symbol+"_ring"): "ra_" and the op's name with every character
@@ -46,9 +61,9 @@ func Symbol(opName string) string {
 // RingSource is the whole program for op's ring kernel: the op's stage
 // source, which defines RA_STAGE(Symbol(op.Name)), and the persistent loop
 // around it.
-func RingSource(op Op) cuda.Source {
+func RingSource(op Op) Program {
 	sym := Symbol(op.Name)
-	return cuda.Source{
+	return Program{
 		Name:    sym + ".cu",
 		Code:    op.CUDA + "\nRA_RING_KERNEL(" + sym + ")\n",
 		Headers: Headers(),
@@ -107,16 +122,16 @@ func Build(c Compiler, op Op, arch string) ([]byte, error) {
 		return ptx, nil
 	}
 	if c == nil {
-		return nil, fmt.Errorf("kernels: op %q for %s needs NVRTC: %w", op.Name, arch, cuda.ErrNoNVRTC)
+		return nil, fmt.Errorf("%w: op %q for %s needs compiling by NVRTC; install it or set RINGACTOR_NVRTC to its library", ErrNoCompiler, op.Name, arch)
 	}
-	out, err := c.Compile(src, arch, CompileOptions...)
+	ptx, err := c.PTX(src.Name, src.Code, src.Headers, arch, CompileOptions...)
 	if err != nil {
 		return nil, fmt.Errorf("kernels: op %q: %w", op.Name, err)
 	}
 	cacheMu.Lock()
-	cache[key] = out.PTX
+	cache[key] = ptx
 	cacheMu.Unlock()
-	return out.PTX, nil
+	return ptx, nil
 }
 
 // isBuiltin reports whether op is the registered built-in of its name,
@@ -126,7 +141,7 @@ func isBuiltin(op Op) bool {
 	return ok && src == op.CUDA
 }
 
-func hashSource(src cuda.Source, arch string) string {
+func hashSource(src Program, arch string) string {
 	h := sha256.New()
 	fmt.Fprintf(h, "%s\x00%s\x00%s\x00", arch, strings.Join(CompileOptions, " "), src.Code)
 	names := make([]string, 0, len(src.Headers))

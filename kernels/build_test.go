@@ -17,12 +17,12 @@ type countingCompiler struct {
 	fail  bool
 }
 
-func (c *countingCompiler) Compile(src cuda.Source, arch string, _ ...string) (*cuda.Compiled, error) {
+func (c *countingCompiler) PTX(name, code string, _ map[string]string, arch string, _ ...string) ([]byte, error) {
 	c.calls++
 	if c.fail {
-		return nil, &cuda.CompileError{Name: src.Name, Arch: arch, Log: "line 1: error: expected a ;"}
+		return nil, &cuda.CompileError{Name: name, Arch: arch, Log: "line 1: error: expected a ;"}
 	}
-	return &cuda.Compiled{PTX: []byte("// " + arch + "\n" + src.Code)}, nil
+	return []byte("// " + arch + "\n" + code), nil
 }
 
 // Built-ins for the shipped arch need no compiler; other arches and user
@@ -67,7 +67,7 @@ func TestBuildErrors(t *testing.T) {
 		t.Fatalf("op without CUDA: %v", err)
 	}
 	op.CUDA = "RA_STAGE(ra_nosrc) { return 0 }"
-	if _, err := kernels.Build(nil, op, "sm_90"); !errors.Is(err, cuda.ErrNoNVRTC) {
+	if _, err := kernels.Build(nil, op, "sm_90"); !errors.Is(err, kernels.ErrNoCompiler) {
 		t.Fatalf("no compiler: %v", err)
 	}
 	var ce *cuda.CompileError

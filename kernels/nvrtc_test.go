@@ -25,7 +25,7 @@ func TestStagesCompileWithNVRTC(t *testing.T) {
 			t.Fatal(err)
 		}
 		for _, arch := range []string{"compute_70", "sm_80", "sm_90"} {
-			out, err := n.Compile(kernels.RingSource(op), arch, kernels.CompileOptions...)
+			out, err := n.Compile(cuda.Source(kernels.RingSource(op)), arch, kernels.CompileOptions...)
 			if err != nil {
 				t.Fatalf("%s for %s: %v", name, arch, err)
 			}
@@ -102,7 +102,7 @@ func TestShippedPTX(t *testing.T) {
 	}
 	n := cudatest.NVRTC(t)
 	op, _ := kernels.Lookup("saxpy")
-	out, err := n.Compile(kernels.RingSource(op), kernels.ShippedArch, kernels.CompileOptions...)
+	out, err := n.Compile(cuda.Source(kernels.RingSource(op)), kernels.ShippedArch, kernels.CompileOptions...)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -7,7 +7,6 @@ import (
 	"strings"
 	"sync/atomic"
 	"testing"
-	"time"
 
 	rk "github.com/ringactor/ringactor/ringkernel"
 	"github.com/ringactor/ringactor/ringkernel/sim"
@@ -78,32 +77,3 @@ func TestInjectedBackendMustAgreeWithTheName(t *testing.T) {
 type unnamed struct{ *sim.Backend }
 
 func (unnamed) Name() string { return "opencl" }
-
-// A backend that cannot run stealing groups (CUDA's, today) makes Group
-// fail at once with its error, not hang.
-func TestGroupStealingRefusalSurfaces(t *testing.T) {
-	b := &recording{Backend: sim.New(2)}
-	rt, err := ra.New(ra.Config{Backend: b, Devices: ra.DeviceOptions{Log: io.Discard}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer rt.Close()
-	start := time.Now()
-	_, err = rt.Group(ctxT(t), ra.GroupSpec{Name: "steal", Devices: []int{0, 1}, Steal: true,
-		Stage: ra.StageSpec{Name: "x3", Op: "scale", Params: []float32{3}}})
-	if err == nil || !strings.Contains(err.Error(), "steal links") {
-		t.Fatalf("stealing group on a backend without stealing: %v", err)
-	}
-	if d := time.Since(start); d > 5*time.Second {
-		t.Fatalf("refusal took %v", d)
-	}
-	// Without stealing the same backend runs the group.
-	g, err := rt.Group(ctxT(t), ra.GroupSpec{Name: "nosteal", Devices: []int{0, 1},
-		Stage: ra.StageSpec{Name: "x3", Op: "scale", Params: []float32{3}}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := g.Close(ctxT(t), true); err != nil {
-		t.Fatal(err)
-	}
-}

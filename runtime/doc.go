@@ -14,8 +14,8 @@
 // uses simulated devices otherwise; "cuda" where it cannot run is an error
 // wrapping the cause (cuda.ErrNoDriver where there is no driver). Close
 // releases a backend the runtime opened, after its kernels have ended.
-// The CUDA backend does not yet run stage groups with stealing: Group
-// returns its error.
+// The CUDA backend does not yet run stage groups with stealing
+// (runtime/group): building one returns its error.
 //
 // # Pipelines and stage actors
 //
@@ -35,7 +35,8 @@
 // Every message that enters a pipeline ends once, delivered or
 // dead-lettered with its id, stage and reason ("stage error", "decode
 // error", "oversize payload", "shutdown without drain", "stage faulted",
-// "pipeline closed", "send cancelled", "stage stopped", "mailbox full").
+// "pipeline closed", "send cancelled", "stage stopped", "mailbox full";
+// a cluster pipeline adds "remote unreachable").
 // Dead letters go to OnDeadLetter, DeadLetterChan and DeadLetterPID; the
 // account is also exported as the metrics ringactor.pipeline.sent,
 // .delivered, .dead_lettered and .in_flight.
@@ -53,58 +54,20 @@
 // dead-lettered by the host as "stage faulted". Close, graceful or not, is
 // bounded by its ctx.
 //
-// # Messages that leave the process
+// # Packages built on this one
 //
-// EncodeMessage and DecodeMessage carry Data, Result and DeadLetter as
-// msgpack in a versioned envelope (the format is in codec.go); a sampled
-// Data's span context travels as a W3C traceparent. Decoding bytes that are
-// not such a message returns an error wrapping ErrBadMessage that says what
-// was wrong, never a panic.
+// Each builds on the exported API here (Build, Pipeline, the actor system,
+// NewLink, the Sink and PipelineSpec fields documented for them); runtime
+// imports none of them, so a program of local pipelines links no cluster
+// stack:
 //
-// # Stages on other nodes
-//
-// Runtime.Join makes the runtime a node of a protoactor cluster
-// (NodeConfig: the automanaged provider for a fixed host list, or any
-// provider, such as the in-memory test provider). Node.Build builds a
-// ClusterPipeline whose StageSpec.Node names other nodes: consecutive
-// stages on one node form a segment, run there as a local Pipeline by a
-// cluster grain of the node's own kind ("ringactor.node.<name>"), so
-// placement by name is protoactor cluster's own placement. Segments on
-// different nodes are joined by batched links over protoactor remote: an
-// egress batch travels as one message, the slots' bytes in a msgpack Batch
-// inside a wrapperspb.BytesValue (wire.go has the format; encoders are
-// reused, so steady state allocates per batch, not per message).
-//
-// The origin (the node that built the pipeline) owns the account. A
-// message that leaves it is tracked until it comes back or a remote segment
-// reports its dead letter; whoever takes it off that list ends it, so a
-// result that arrives after its node was declared unreachable is dropped
-// (counted by Late), never counted twice. A dead node (its watched segment
-// terminates, or a request to it fails) turns what it held, and whatever is
-// sent to it afterwards, into dead letters with reason "remote
-// unreachable"; Rejoin places its segments again once a node of that name
-// is back. ClusterOptions.Window bounds what is out on other nodes.
-//
-// # Stage groups, stealing, barriers and collectives
-//
-// Runtime.Group runs one stage on several devices behind one PID, split by
-// a Policy: Static (equal shares), Dynamic (by measured throughput), Guided
-// (shrinking chunks to the shortest queue) or MemoryAware (by free memory).
-// With Steal, a coordinator reads the instances' queue depths and sends
-// Steal{n, to} to the busiest instance's actor; its kernel forwards up to n
-// queued messages over a dedicated link to the idlest, so each kernel stays
-// the only consumer of its own queue. Order is not kept across a group;
-// GroupStats balances over the whole group.
-//
-// Runtime.NewBarrier is the actor-level barrier: participants Arrive, all
-// are answered Release once every one has, or a timeout naming who is
-// missing (package barrier is the device-side flag array).
-//
-// ScatterGather, Reduce and AllReduce run collectives on ring kernels,
-// each checked against Go in the tests. AllReduce follows the ring
-// algorithm step by step; between steps the host carries each step's
-// results into the next kernel's ingress (a kernel sees one message at a
-// time, so the two operands of a step travel as one message).
+//   - runtime/group: one stage on several devices behind one PID, split by
+//     a policy, with work stealing between the instances' kernels.
+//   - runtime/collective: the actor-level barrier, and ScatterGather,
+//     Reduce and AllReduce on ring kernels.
+//   - runtime/cluster: pipelines whose stages run on other processes
+//     (protoactor cluster nodes), and the msgpack codec for messages that
+//     leave the process.
 //
 // # Telemetry
 //

@@ -17,7 +17,7 @@ import (
 func TestSecondPipelineWhileFirstRuns(t *testing.T) {
 	e := deviceEnv(t)
 	var got [2]atomic.Int64
-	start := func(i int, name string) *ra.Pipeline { return startCounting(t, e.rt, name, &got[i]) }
+	start := func(i int, name string) *ra.Pipeline { return startCounting(t, e.RT, name, &got[i]) }
 	first := start(0, "first")
 	send := func(p *ra.Pipeline, n int) {
 		for i := range n {
@@ -43,7 +43,7 @@ func TestSecondPipelineWhileFirstRuns(t *testing.T) {
 func TestCloseWithoutDrainWhileBusy(t *testing.T) {
 	e := deviceEnv(t)
 	var delivered atomic.Int64
-	p := startCounting(t, e.rt, "busy", &delivered)
+	p := startCounting(t, e.RT, "busy", &delivered)
 	ctx, cancel := context.WithCancel(ctxT(t))
 	sent := make(chan struct{})
 	go func() {

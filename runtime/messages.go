@@ -46,3 +46,15 @@ type StageStats struct {
 	Device int
 	rk.Status
 }
+
+// Steal asks a group instance's kernel to forward up to N queued messages
+// to its thief number To (the instances in order, itself left out); the
+// coordinator sends it to the instance's PID (group.Group's InstancePID), and so
+// may anyone. The answer is Stolen.
+type Steal struct{ N, To int }
+
+// Stolen answers Steal: how many messages moved.
+type Stolen struct {
+	Moved int
+	Err   error
+}

@@ -45,14 +45,13 @@ type PipelineSpec struct {
 	// OnFault is told when a stage faults, before the teardown.
 	OnFault func(StageFaulted)
 
-	// Set by a stage group for its one-stage instances: links from the
-	// other instances' victims (extra in-links) and to their thieves.
-	stealIn, stealTo []*p2pqueue.Link
-	// Set by a cluster pipeline for a segment whose results go on to
-	// another process: forward takes each egress batch in place of Deliver
-	// (the payloads are the slots' bytes, valid until it returns) and ends
-	// every message in it, sent on or dead-lettered.
-	forward func(ctx context.Context, hs []p2pqueue.Header, ps [][]byte)
+	// StealIn and StealTo are for a stage group (package runtime/group),
+	// which makes one-stage pipelines whose kernels steal from each other:
+	// StealIn are extra in-links the first stage reads (victims forward
+	// stolen work into them), StealTo its links to thieves, in thief order
+	// (Steal.To indexes them). Make them with Runtime.NewLink; leave both
+	// nil otherwise.
+	StealIn, StealTo []*p2pqueue.Link
 }
 
 // Sink is where a pipeline's results go: a callback, a channel, or a PID
@@ -61,6 +60,12 @@ type Sink struct {
 	Func func(Result)
 	Chan chan<- Result
 	PID  *actor.PID
+	// Slots takes each batch of results undecoded, straight from the
+	// egress link's slots (the payloads are valid until it returns), for
+	// code that passes results on as bytes: a cluster segment forwarding
+	// them to another process. It must end every message it is given,
+	// passed on or dead-lettered; they count as delivered here.
+	Slots func(ctx context.Context, hs []p2pqueue.Header, payloads [][]byte)
 }
 
 // DeadLetter is a message that left the pipeline without a result.
@@ -149,13 +154,13 @@ func (rt *Runtime) check(spec *PipelineSpec) error {
 		return bad("sample ratio %g; want 0 to 1", spec.SampleRatio)
 	}
 	n := 0
-	for _, s := range []bool{spec.Deliver.Func != nil, spec.Deliver.Chan != nil, spec.Deliver.PID != nil} {
+	for _, s := range []bool{spec.Deliver.Func != nil, spec.Deliver.Chan != nil, spec.Deliver.PID != nil, spec.Deliver.Slots != nil} {
 		if s {
 			n++
 		}
 	}
 	if n > 1 {
-		return bad("Deliver names %d sinks; set one of Func, Chan, PID", n)
+		return bad("Deliver names %d sinks; set one of Func, Chan, PID, Slots", n)
 	}
 	seen := map[string]bool{}
 	for i := range spec.Stages {
@@ -170,7 +175,7 @@ func (rt *Runtime) check(spec *PipelineSpec) error {
 			return bad("stage %d: name %q: give it a name without spaces or slashes", i, s.Name)
 		}
 		if s.Node != "" {
-			return bad("stage %q names node %q: a pipeline across nodes is built with Node.Build, after Runtime.Join", s.Name, s.Node)
+			return bad("stage %q names node %q: a pipeline across nodes is built with package runtime/cluster (Join, then Node.Build)", s.Name, s.Node)
 		}
 		if seen[s.Name] {
 			return bad("two stages are named %q; stage names are unique", s.Name)
@@ -196,9 +201,11 @@ func (rt *Runtime) check(spec *PipelineSpec) error {
 	return nil
 }
 
-// newLink allocates and formats a link placed between two ends: where it
-// lives is p2pqueue.Place's choice from the registry's topology.
-func (rt *Runtime) newLink(from, to int, capacity, slotSize int, id uint64) (*p2pqueue.Link, p2pqueue.Placement, error) {
+// NewLink allocates and formats a link from device from to device to (or
+// p2pqueue.Host): where it lives is p2pqueue.Place's choice from the
+// registry's topology. Pipelines make their own; a stage group makes its
+// steal links with it. The link lives as long as the runtime's backend.
+func (rt *Runtime) NewLink(from, to int, capacity, slotSize int, id uint64) (*p2pqueue.Link, p2pqueue.Placement, error) {
 	pl, err := p2pqueue.Place(from, to, rt.reg.Peer)
 	if err != nil {
 		return nil, pl, err
@@ -227,13 +234,13 @@ func (p *Pipeline) build(ctx context.Context) error {
 		s := &stage{p: p, idx: i, spec: ss, dev: dev,
 			attrs: attribute.NewSet(attribute.String("ringactor.pipeline", p.spec.Name), attribute.String("ringactor.stage", ss.Name), attribute.Int("ringactor.device", ss.Device))}
 		var err error
-		if s.ingressLink, s.inPlacement, err = p.rt.newLink(p2pqueue.Host, ss.Device, ss.Capacity, ss.SlotSize, uint64(i)<<8|1); err != nil {
+		if s.ingressLink, s.inPlacement, err = p.rt.NewLink(p2pqueue.Host, ss.Device, ss.Capacity, ss.SlotSize, uint64(i)<<8|1); err != nil {
 			return fmt.Errorf("ringactor: stage %q ingress: %w", ss.Name, err)
 		}
 		s.payloadCap = s.ingressLink.Config().PayloadCap()
 		if i > 0 {
 			prev := specs[i-1]
-			if s.upstream, s.upPlacement, err = p.rt.newLink(prev.Device, ss.Device, ss.Capacity, ss.SlotSize, uint64(i)<<8|2); err != nil {
+			if s.upstream, s.upPlacement, err = p.rt.NewLink(prev.Device, ss.Device, ss.Capacity, ss.SlotSize, uint64(i)<<8|2); err != nil {
 				return fmt.Errorf("ringactor: link %q → %q: %w", prev.Name, ss.Name, err)
 			}
 		}
@@ -245,7 +252,7 @@ func (p *Pipeline) build(ctx context.Context) error {
 	}
 	last := specs[len(specs)-1]
 	var err error
-	if p.egressLink, p.egressPl, err = p.rt.newLink(last.Device, p2pqueue.Host, last.Capacity, last.SlotSize, uint64(len(specs))<<8|3); err != nil {
+	if p.egressLink, p.egressPl, err = p.rt.NewLink(last.Device, p2pqueue.Host, last.Capacity, last.SlotSize, uint64(len(specs))<<8|3); err != nil {
 		return fmt.Errorf("ringactor: egress: %w", err)
 	}
 	p.egressLink.SetDoorbell(p2pqueue.NewDoorbell())
@@ -262,8 +269,8 @@ func (p *Pipeline) build(ctx context.Context) error {
 		}
 		var stealTo []*p2pqueue.Link
 		if i == 0 {
-			in = append(in, p.spec.stealIn...)
-			stealTo = p.spec.stealTo
+			in = append(in, p.spec.StealIn...)
+			stealTo = p.spec.StealTo
 		}
 		out := p.egressLink
 		if i+1 < len(p.stages) {
@@ -342,6 +349,16 @@ func (p *Pipeline) PID(stage string) (*actor.PID, error) {
 	return s.pid, nil
 }
 
+// StageStatus reads the named stage's kernel status (what a Stats message
+// to its PID answers) without a round trip through its actor.
+func (p *Pipeline) StageStatus(stage string) (StageStats, error) {
+	s, ok := p.byName[stage]
+	if !ok {
+		return StageStats{}, fmt.Errorf("ringactor: pipeline %q has no stage %q; stages: %s", p.spec.Name, stage, strings.Join(p.StageNames(), ", "))
+	}
+	return s.stats(), nil
+}
+
 // StageNames lists the stages in order.
 func (p *Pipeline) StageNames() []string {
 	names := make([]string, len(p.stages))
@@ -389,12 +406,13 @@ func (p *Pipeline) deadLetter(d DeadLetter) {
 		at = s.idx
 	}
 	p.tele.end(d.ID, at, time.Now(), &d)
-	p.rt.tellDeadLetter(&p.spec, d)
+	p.rt.TellDeadLetter(&p.spec, d)
 }
 
-// tellDeadLetter hands a dead letter to every subscriber a spec names (rt
-// is used only for a PID).
-func (rt *Runtime) tellDeadLetter(spec *PipelineSpec, d DeadLetter) {
+// TellDeadLetter hands a dead letter to every subscriber spec names (rt
+// sends to its PID), as a pipeline does its own; code that ends messages
+// of a spec outside a Pipeline (a cluster pipeline's origin) uses it.
+func (rt *Runtime) TellDeadLetter(spec *PipelineSpec, d DeadLetter) {
 	if spec.OnDeadLetter != nil {
 		spec.OnDeadLetter(d)
 	}
@@ -454,7 +472,7 @@ func (p *Pipeline) deliverPeeked(n int) bool {
 		hs[i], ps[i], errs[i] = p.egress.Read(i)
 		total += len(ps[i]) / 4
 	}
-	if p.spec.forward != nil {
+	if p.spec.Deliver.Slots != nil {
 		return p.forwardPeeked(hs[:n], ps[:n], errs[:n])
 	}
 	slab := make([]float32, total)
@@ -483,7 +501,7 @@ func (p *Pipeline) deliverPeeked(n int) bool {
 }
 
 // forwardPeeked hands the good messages of a peeked batch to the spec's
-// forward, in place, then releases them.
+// Slots sink, in place, then releases them.
 func (p *Pipeline) forwardPeeked(hs []p2pqueue.Header, ps [][]byte, errs []error) bool {
 	k := 0
 	for i := range hs {
@@ -495,15 +513,16 @@ func (p *Pipeline) forwardPeeked(hs []p2pqueue.Header, ps [][]byte, errs []error
 		k++
 	}
 	p.delivered.Add(uint64(k))
-	p.spec.forward(p.pumpCtx, hs[:k], ps[:k])
+	p.spec.Deliver.Slots(p.pumpCtx, hs[:k], ps[:k])
 	return p.egress.Release(len(hs)) == nil
 }
 
-func (p *Pipeline) deliver(r Result) { p.rt.deliverTo(p.spec.Deliver, p.pumpCtx, r) }
+func (p *Pipeline) deliver(r Result) { p.rt.DeliverTo(p.pumpCtx, p.spec.Deliver, r) }
 
-// deliverTo hands a result to a sink; a channel send gives up when done
-// ends.
-func (rt *Runtime) deliverTo(sink Sink, done context.Context, r Result) {
+// DeliverTo hands a result to a sink as a pipeline's egress does: to its
+// Func, Chan (giving up when done ends) or PID. A Slots sink takes raw
+// batches only, so a Result for one is dropped.
+func (rt *Runtime) DeliverTo(done context.Context, sink Sink, r Result) {
 	switch {
 	case sink.Func != nil:
 		sink.Func(r)

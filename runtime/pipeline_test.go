@@ -14,29 +14,18 @@ import (
 
 	"github.com/asynkron/protoactor-go/actor"
 	"go.opentelemetry.io/otel/attribute"
-	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
 	"go.opentelemetry.io/otel/sdk/metric/metricdata"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
-	"go.opentelemetry.io/otel/sdk/trace/tracetest"
-	"go.uber.org/goleak"
 
 	"github.com/ringactor/ringactor/cuda/cudatest"
+	"github.com/ringactor/ringactor/internal/rttest"
 	ra "github.com/ringactor/ringactor/runtime"
 )
 
-// Every test must stop what it starts. protoactor's dead-letter throttle
-// runs a timer goroutine of its own for a second after a message goes to a
-// stopped actor; it ends by itself.
-func TestMain(m *testing.M) {
-	goleak.VerifyTestMain(m, goleak.IgnoreTopFunction("github.com/asynkron/protoactor-go/actor.NewDeadLetter.NewThrottle.func4.1"))
-}
+// Every test must stop what it starts.
+func TestMain(m *testing.M) { rttest.Main(m) }
 
-type env struct {
-	rt    *ra.Runtime
-	spans *tracetest.SpanRecorder
-	tp    *sdktrace.TracerProvider
-	mr    *sdkmetric.ManualReader
-}
+type env = rttest.Env
 
 // newEnv is a runtime on 4 simulated devices with topology topo.
 func newEnv(t *testing.T, topo string) *env {
@@ -65,7 +54,7 @@ func deviceEnv(t *testing.T) *env {
 	}
 	cudatest.Device(t, 0)
 	e := newEnvOn(t, ra.DeviceOptions{Backend: "cuda", Log: io.Discard})
-	gpus.Store(int32(len(e.rt.Registry().Devices())))
+	gpus.Store(int32(len(e.RT.Registry().Devices())))
 	return e
 }
 
@@ -79,30 +68,10 @@ func testDevice(d int) int {
 
 func newEnvOn(t *testing.T, opts ra.DeviceOptions) *env {
 	t.Helper()
-	e := &env{spans: tracetest.NewSpanRecorder(), mr: sdkmetric.NewManualReader()}
-	e.tp = sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(e.spans))
-	var err error
-	e.rt, err = ra.New(ra.Config{
-		Devices:        opts,
-		TracerProvider: e.tp, MeterProvider: sdkmetric.NewMeterProvider(sdkmetric.WithReader(e.mr)),
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		if err := e.rt.Close(); err != nil {
-			t.Error(err)
-		}
-		e.tp.Shutdown(context.Background())
-	})
-	return e
+	return rttest.New(t, opts)
 }
 
-func ctxT(t *testing.T) context.Context {
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	t.Cleanup(cancel)
-	return ctx
-}
+func ctxT(t *testing.T) context.Context { return rttest.Ctx(t) }
 
 // guide is the multi-GPU guide's pipeline: x*2 → sqrt → +1 on devices 0,
 // 1, 2 (as testDevice maps them).
@@ -130,7 +99,7 @@ func TestGuidePipeline(t *testing.T) {
 	var mu sync.Mutex
 	got := map[uint64][]float32{}
 	spec.Deliver.Func = func(r ra.Result) { mu.Lock(); got[r.ID] = r.Floats; mu.Unlock() }
-	p, err := e.rt.Build(ctxT(t), spec)
+	p, err := e.RT.Build(ctxT(t), spec)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -191,14 +160,14 @@ func TestTracing(t *testing.T) {
 	e := deviceEnv(t)
 	spec := guide("traced")
 	spec.SampleRatio = 1
-	p, err := e.rt.Build(ctxT(t), spec)
+	p, err := e.RT.Build(ctxT(t), spec)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if err := p.Start(ctxT(t)); err != nil {
 		t.Fatal(err)
 	}
-	parentCtx, parent := e.tp.Tracer("test").Start(context.Background(), "caller")
+	parentCtx, parent := e.TP.Tracer("test").Start(context.Background(), "caller")
 	for i := range 10 {
 		d := ra.Data{Floats: []float32{float32(i)}}
 		if i == 0 {
@@ -213,7 +182,7 @@ func TestTracing(t *testing.T) {
 		t.Fatal(err)
 	}
 	traces := map[string][]sdktrace.ReadOnlySpan{}
-	for _, s := range e.spans.Ended() {
+	for _, s := range e.Spans.Ended() {
 		if s.Name() == "caller" {
 			continue
 		}
@@ -286,7 +255,7 @@ func TestTracing(t *testing.T) {
 		t.Fatal("no message trace continues the sender's trace")
 	}
 	var rm metricdata.ResourceMetrics
-	if err := e.mr.Collect(context.Background(), &rm); err != nil {
+	if err := e.Metrics.Collect(context.Background(), &rm); err != nil {
 		t.Fatal(err)
 	}
 	found := map[string]bool{}
@@ -322,7 +291,7 @@ func TestStageActors(t *testing.T) {
 	results := make(chan ra.Result, 100)
 	spec := guide("actors")
 	spec.Deliver.Chan = results
-	p, err := e.rt.Build(ctxT(t), spec)
+	p, err := e.RT.Build(ctxT(t), spec)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -330,7 +299,7 @@ func TestStageActors(t *testing.T) {
 	if err := p.Start(ctxT(t)); err != nil {
 		t.Fatal(err)
 	}
-	root := e.rt.System().Root
+	root := e.RT.System().Root
 	pid, err := p.PID("double")
 	if err != nil {
 		t.Fatal(err)
@@ -399,16 +368,16 @@ func stageStatsUntil(t *testing.T, root *actor.RootContext, pid *actor.PID, cond
 func TestDeliverToPID(t *testing.T) {
 	e := deviceEnv(t)
 	got := make(chan ra.Result, 10)
-	sink := e.rt.System().Root.Spawn(actor.PropsFromFunc(func(c actor.Context) {
+	sink := e.RT.System().Root.Spawn(actor.PropsFromFunc(func(c actor.Context) {
 		if r, ok := c.Message().(ra.Result); ok {
 			got <- r
 		}
 	}))
-	defer func() { e.rt.System().Root.StopFuture(sink).Wait() }()
+	defer func() { e.RT.System().Root.StopFuture(sink).Wait() }()
 	spec := guide("topid")
 	spec.Deliver.PID = sink
 
-	p, err := e.rt.Build(ctxT(t), spec)
+	p, err := e.RT.Build(ctxT(t), spec)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -430,7 +399,7 @@ func TestCloseWithoutDrain(t *testing.T) {
 	reasons := map[string]int{}
 	spec := guide("nodrain")
 	spec.OnDeadLetter = func(d ra.DeadLetter) { mu.Lock(); reasons[d.Reason]++; mu.Unlock() }
-	p, err := e.rt.Build(ctxT(t), spec)
+	p, err := e.RT.Build(ctxT(t), spec)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -438,7 +407,7 @@ func TestCloseWithoutDrain(t *testing.T) {
 		t.Fatal(err)
 	}
 	pid, _ := p.PID("root")
-	e.rt.System().Root.RequestFuture(pid, ra.Deactivate{}, 5*time.Second).Wait()
+	e.RT.System().Root.RequestFuture(pid, ra.Deactivate{}, 5*time.Second).Wait()
 	for i := range 500 {
 		x := float32(i)
 		if i%50 == 0 {
@@ -483,22 +452,22 @@ func TestBuildRefusesBadSpecs(t *testing.T) {
 		{mod(func(s *ra.PipelineSpec) { s.Deliver.Chan = make(chan ra.Result); s.Deliver.Func = func(ra.Result) {} }), "set one of"},
 	}
 	for _, c := range cases {
-		if _, err := e.rt.Build(ctxT(t), c.spec); err == nil || !strings.Contains(err.Error(), c.want) {
+		if _, err := e.RT.Build(ctxT(t), c.spec); err == nil || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("%v, want an error saying %q", err, c.want)
 		}
 	}
-	p, err := e.rt.Build(ctxT(t), guide("twice"))
+	p, err := e.RT.Build(ctxT(t), guide("twice"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := e.rt.Build(ctxT(t), guide("twice")); err == nil || !strings.Contains(err.Error(), "exists") {
+	if _, err := e.RT.Build(ctxT(t), guide("twice")); err == nil || !strings.Contains(err.Error(), "exists") {
 		t.Fatalf("duplicate pipeline name: %v", err)
 	}
 	if err := p.Close(ctxT(t), true); err != nil {
 		t.Fatal(err)
 	}
 	// A too-large message is dead-lettered with the fix named.
-	p, _ = e.rt.Build(ctxT(t), guide("big"))
+	p, _ = e.RT.Build(ctxT(t), guide("big"))
 	p.Start(ctxT(t))
 	if err := p.Send(ctxT(t), ra.Data{Floats: make([]float32, 100)}); err == nil || !strings.Contains(err.Error(), "raise its SlotSize") {
 		t.Fatalf("oversize send: %v", err)
@@ -515,7 +484,7 @@ func TestSendThroughPID(t *testing.T) {
 	results := make(chan ra.Result, 64)
 	spec := guide("viapid")
 	spec.Deliver.Chan = results
-	p, err := e.rt.Build(ctxT(t), spec)
+	p, err := e.RT.Build(ctxT(t), spec)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -526,7 +495,7 @@ func TestSendThroughPID(t *testing.T) {
 	const msgs = 3000
 	go func() {
 		for i := 1; i <= msgs; i++ {
-			e.rt.System().Root.Send(pid, ra.Data{ID: uint64(i), Floats: []float32{float32(i)}})
+			e.RT.System().Root.Send(pid, ra.Data{ID: uint64(i), Floats: []float32{float32(i)}})
 		}
 	}()
 	seen := make([]bool, msgs+1)

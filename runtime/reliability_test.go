@@ -116,13 +116,13 @@ func TestWatchdogFaultsAHungStage(t *testing.T) {
 	spec.Deliver.Func, spec.OnDeadLetter = acc.result, acc.deadLetter
 	spec.HangAfter = 100 * time.Millisecond
 	spec.OnFault = func(f ra.StageFaulted) { faults <- f }
-	p, err := e.rt.Build(ctxT(t), spec)
+	p, err := e.RT.Build(ctxT(t), spec)
 	if err != nil {
 		t.Fatal(err)
 	}
 	pid, _ := p.PID("root")
 	terminated := make(chan struct{})
-	watcher, _ := e.rt.System().Root.SpawnNamed(actor.PropsFromFunc(func(c actor.Context) {
+	watcher, _ := e.RT.System().Root.SpawnNamed(actor.PropsFromFunc(func(c actor.Context) {
 		switch m := c.Message().(type) {
 		case *actor.Started:
 			c.Watch(pid)
@@ -132,7 +132,7 @@ func TestWatchdogFaultsAHungStage(t *testing.T) {
 			}
 		}
 	}), "hung-watcher")
-	defer e.rt.System().Root.Stop(watcher)
+	defer e.RT.System().Root.Stop(watcher)
 	if err := p.Start(ctxT(t)); err != nil {
 		t.Fatal(err)
 	}
@@ -183,7 +183,7 @@ func TestBackpressure(t *testing.T) {
 	e := newEnv(t, "")
 	for _, bp := range []ra.Backpressure{ra.Reject, ra.Block} {
 		acc := newAccount()
-		p, err := e.rt.Build(ctxT(t), ra.PipelineSpec{Name: "bp", Stages: []ra.StageSpec{
+		p, err := e.RT.Build(ctxT(t), ra.PipelineSpec{Name: "bp", Stages: []ra.StageSpec{
 			{Name: "s", Op: "identity", Capacity: 16, Backpressure: bp},
 		}, Deliver: ra.Sink{Func: acc.result}, OnDeadLetter: acc.deadLetter})
 		if err != nil {
@@ -221,7 +221,7 @@ func TestBackpressure(t *testing.T) {
 			t.Fatalf("%s: reasons %v, %d delivered", want, reasons, len(acc.delivered))
 		}
 	}
-	if _, err := e.rt.Build(ctxT(t), ra.PipelineSpec{Name: "bad", Stages: []ra.StageSpec{{Name: "s", Op: "identity", Backpressure: 7}}}); err == nil || !strings.Contains(err.Error(), "Block or Reject") {
+	if _, err := e.RT.Build(ctxT(t), ra.PipelineSpec{Name: "bad", Stages: []ra.StageSpec{{Name: "s", Op: "identity", Backpressure: 7}}}); err == nil || !strings.Contains(err.Error(), "Block or Reject") {
 		t.Fatalf("bad backpressure: %v", err)
 	}
 }
@@ -232,15 +232,15 @@ func TestDeadLetterSubscriptionsAndMetrics(t *testing.T) {
 	e := newEnv(t, "")
 	ch := make(chan ra.DeadLetter, 16)
 	got := make(chan ra.DeadLetter, 16)
-	sub, _ := e.rt.System().Root.SpawnNamed(actor.PropsFromFunc(func(c actor.Context) {
+	sub, _ := e.RT.System().Root.SpawnNamed(actor.PropsFromFunc(func(c actor.Context) {
 		if d, ok := c.Message().(ra.DeadLetter); ok {
 			got <- d
 		}
 	}), "dl-sub")
-	defer e.rt.System().Root.Stop(sub)
+	defer e.RT.System().Root.Stop(sub)
 	spec := guide("dl")
 	spec.DeadLetterChan, spec.DeadLetterPID = ch, sub
-	p, err := e.rt.Build(ctxT(t), spec)
+	p, err := e.RT.Build(ctxT(t), spec)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -277,7 +277,7 @@ func TestDeadLetterSubscriptionsAndMetrics(t *testing.T) {
 func collectAccount(t *testing.T, e *env, pipeline string) map[string]int64 {
 	t.Helper()
 	var rm metricdata.ResourceMetrics
-	if err := e.mr.Collect(context.Background(), &rm); err != nil {
+	if err := e.Metrics.Collect(context.Background(), &rm); err != nil {
 		t.Fatal(err)
 	}
 	vals := map[string]int64{}
@@ -328,7 +328,7 @@ func TestStressTogglesAndAFault(t *testing.T) {
 	spec.OnFault = func(f ra.StageFaulted) { faulted <- f }
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
-	p, err := e.rt.Build(ctx, spec)
+	p, err := e.RT.Build(ctx, spec)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -351,9 +351,9 @@ func TestStressTogglesAndAFault(t *testing.T) {
 			}
 			pid, _ := p.PID(p.StageNames()[r.IntN(3)])
 			// A stopped (faulted) stage's actor does not answer: that is fine.
-			e.rt.System().Root.RequestFuture(pid, ra.Deactivate{}, time.Second).Wait()
+			e.RT.System().Root.RequestFuture(pid, ra.Deactivate{}, time.Second).Wait()
 			time.Sleep(time.Duration(r.IntN(500)) * time.Microsecond)
-			e.rt.System().Root.RequestFuture(pid, ra.Activate{}, time.Second).Wait()
+			e.RT.System().Root.RequestFuture(pid, ra.Activate{}, time.Second).Wait()
 			toggles.Add(1)
 		}
 	}()

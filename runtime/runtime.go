@@ -56,7 +56,7 @@ type Runtime struct {
 
 	mu    sync.Mutex
 	names map[string]*Pipeline // nil while the pipeline is being built
-	node  *Node                // set by Join
+	roles map[string]bool      // claimed by Claim
 }
 
 // New picks a backend (Config.Backend, or the one Config.Devices.Backend
@@ -70,7 +70,7 @@ func newRuntime(cfg Config, kinds []backendKind) (*Runtime, error) {
 	if err != nil {
 		return nil, err
 	}
-	rt := &Runtime{reg: sel.reg, backend: sel.backend, system: cfg.System, tp: cfg.TracerProvider, mp: cfg.MeterProvider, names: map[string]*Pipeline{}}
+	rt := &Runtime{reg: sel.reg, backend: sel.backend, system: cfg.System, tp: cfg.TracerProvider, mp: cfg.MeterProvider, names: map[string]*Pipeline{}, roles: map[string]bool{}}
 	if c, ok := sel.backend.(interface{ Close() error }); ok && sel.owned {
 		rt.release = c.Close
 	}
@@ -94,6 +94,29 @@ func (rt *Runtime) Registry() *Registry { return rt.reg }
 
 // System is the actor system stage actors live in.
 func (rt *Runtime) System() *actor.ActorSystem { return rt.system }
+
+// TracerProvider and MeterProvider are where the runtime's spans and
+// metrics go (Config's, or the global ones).
+func (rt *Runtime) TracerProvider() trace.TracerProvider { return rt.tp }
+func (rt *Runtime) MeterProvider() metric.MeterProvider  { return rt.mp }
+
+// Claim takes role (such as "cluster node") for one user of the runtime:
+// it reports false if the role is taken already. release gives it back.
+// Packages that configure the runtime's actor system once, as
+// runtime/cluster's Join does, claim it first.
+func (rt *Runtime) Claim(role string) (release func(), ok bool) {
+	rt.mu.Lock()
+	defer rt.mu.Unlock()
+	if rt.roles[role] {
+		return func() {}, false
+	}
+	rt.roles[role] = true
+	return func() {
+		rt.mu.Lock()
+		delete(rt.roles, role)
+		rt.mu.Unlock()
+	}, true
+}
 
 // Backend is the ring-kernel backend stages run on.
 func (rt *Runtime) Backend() rk.Backend { return rt.backend }

@@ -43,6 +43,7 @@ import (
 	"github.com/ringactor/ringactor/internal/stdio"
 	"github.com/ringactor/ringactor/kernels"
 	ra "github.com/ringactor/ringactor/runtime"
+	"github.com/ringactor/ringactor/runtime/cluster"
 )
 
 type options struct {
@@ -341,7 +342,7 @@ func checkSpanFile(out io.Writer, path string) error {
 // buildRemote makes this process cluster node "main", starts node "stage2"
 // in a second process, and builds the pipeline with stage 2 there. leave
 // stops the second process and leaves the cluster.
-func buildRemote(ctx context.Context, rt *ra.Runtime, spec ra.PipelineSpec, errOut io.Writer) (*ra.ClusterPipeline, func(), error) {
+func buildRemote(ctx context.Context, rt *ra.Runtime, spec ra.PipelineSpec, errOut io.Writer) (*cluster.ClusterPipeline, func(), error) {
 	ports, err := nodeproc.FreePorts(2)
 	if err != nil {
 		return nil, nil, err
@@ -350,7 +351,7 @@ func buildRemote(ctx context.Context, rt *ra.Runtime, spec ra.PipelineSpec, errO
 	jctx, cancel := context.WithTimeout(ctx, time.Minute)
 	defer cancel()
 	fmt.Fprintln(errOut, "joining cluster as node \"main\" and starting node \"stage2\" in a second process...")
-	node, err := rt.Join(jctx, ra.NodeConfig{Name: "main", ManagePort: ports[0], Peers: peers})
+	node, err := cluster.Join(jctx, rt, cluster.NodeConfig{Name: "main", ManagePort: ports[0], Peers: peers})
 	if err != nil {
 		return nil, nil, err
 	}
@@ -371,7 +372,7 @@ func buildRemote(ctx context.Context, rt *ra.Runtime, spec ra.PipelineSpec, errO
 		return nil, nil, err
 	}
 	spec.Stages[1].Node = "stage2"
-	cp, err := node.Build(jctx, spec, ra.ClusterOptions{})
+	cp, err := node.Build(jctx, spec, cluster.ClusterOptions{})
 	if err != nil {
 		leave()
 		return nil, nil, err

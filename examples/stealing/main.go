@@ -20,6 +20,7 @@ import (
 	"time"
 
 	ra "github.com/ringactor/ringactor/runtime"
+	"github.com/ringactor/ringactor/runtime/group"
 )
 
 type options struct {
@@ -48,7 +49,7 @@ func main() {
 type result struct {
 	name  string
 	rate  float64
-	stats ra.GroupStats
+	stats group.Stats
 }
 
 func run(ctx context.Context, o options, w io.Writer) error {
@@ -67,9 +68,9 @@ func run(ctx context.Context, o options, w io.Writer) error {
 	var results []result
 	for _, c := range []struct {
 		name   string
-		policy ra.Policy
+		policy group.Policy
 		steal  bool
-	}{{"static", ra.Static, false}, {"static+stealing", ra.Static, true}, {"dynamic", ra.Dynamic, false}} {
+	}{{"static", group.Static, false}, {"static+stealing", group.Static, true}, {"dynamic", group.Dynamic, false}} {
 		r, err := once(ctx, c.name, c.policy, c.steal, devs, cost, o.messages)
 		if err != nil {
 			return fmt.Errorf("%s: %w", c.name, err)
@@ -94,7 +95,7 @@ func run(ctx context.Context, o options, w io.Writer) error {
 }
 
 // once runs one group to completion and checks its account.
-func once(ctx context.Context, name string, p ra.Policy, steal bool, devs []int, cost map[int]time.Duration, n int) (result, error) {
+func once(ctx context.Context, name string, p group.Policy, steal bool, devs []int, cost map[int]time.Duration, n int) (result, error) {
 	rt, err := ra.New(ra.Config{Devices: ra.DeviceOptions{Backend: "sim", SimDevices: len(devs), SimCost: cost, Log: io.Discard}})
 	if err != nil {
 		return result{}, err
@@ -102,7 +103,7 @@ func once(ctx context.Context, name string, p ra.Policy, steal bool, devs []int,
 	defer rt.Close()
 	done := make(chan struct{})
 	var got atomic.Int64 // results arrive on every instance's pump
-	g, err := rt.Group(ctx, ra.GroupSpec{
+	g, err := group.New(ctx, rt, group.Spec{
 		Name: "work", Devices: devs, Policy: p, Steal: steal,
 		Stage: ra.StageSpec{Name: "work", Op: "scale", Params: []float32{2}, Capacity: 512},
 		Deliver: ra.Sink{Func: func(ra.Result) {

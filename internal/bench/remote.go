@@ -13,6 +13,7 @@ import (
 
 	"github.com/ringactor/ringactor/internal/nodeproc"
 	ra "github.com/ringactor/ringactor/runtime"
+	"github.com/ringactor/ringactor/runtime/cluster"
 )
 
 // The remote comparison: a message goes from this process to a node in a
@@ -34,7 +35,7 @@ const remoteWindow = 32768
 // process ends (the peer exits when its stdin closes).
 var remoteNodes struct {
 	once sync.Once
-	node *ra.Node
+	node *cluster.Node
 	peer *nodeproc.Proc
 	echo *actor.PID
 	err  error
@@ -48,7 +49,7 @@ func startRemote(ctx context.Context) error {
 			return
 		}
 		peers := []string{fmt.Sprintf("127.0.0.1:%d", ports[0]), fmt.Sprintf("127.0.0.1:%d", ports[1])}
-		const cluster = "ringactor-bench"
+		const clusterName = "ringactor-bench"
 		rt, err := ra.New(ra.Config{Devices: ra.DeviceOptions{Backend: "sim", SimDevices: 1, Log: io.Discard}})
 		if err != nil {
 			remoteNodes.err = err
@@ -56,12 +57,12 @@ func startRemote(ctx context.Context) error {
 		}
 		jctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 		defer cancel()
-		node, err := rt.Join(jctx, ra.NodeConfig{Name: "bench-a", Cluster: cluster, ManagePort: ports[0], Peers: peers})
+		node, err := cluster.Join(jctx, rt, cluster.NodeConfig{Name: "bench-a", Cluster: clusterName, ManagePort: ports[0], Peers: peers})
 		if err != nil {
 			remoteNodes.err = err
 			return
 		}
-		peer, err := nodeproc.Start(jctx, nodeproc.Config{Name: "bench-b", Cluster: cluster, ManagePort: ports[1], Peers: peers, SimDevices: 1, Echo: true})
+		peer, err := nodeproc.Start(jctx, nodeproc.Config{Name: "bench-b", Cluster: clusterName, ManagePort: ports[1], Peers: peers, SimDevices: 1, Echo: true})
 		if err != nil {
 			remoteNodes.err = fmt.Errorf("%w (a program that runs the remote benchmark calls nodeproc.Main first)", err)
 			return
@@ -96,7 +97,7 @@ func (r *remoteBench) batched(ctx context.Context, n int, lat *latencies) (time.
 			lat.arrive(res.ID)
 			c.add()
 		}},
-	}, ra.ClusterOptions{Window: remoteWindow})
+	}, cluster.ClusterOptions{Window: remoteWindow})
 	if err != nil {
 		return 0, err
 	}
@@ -144,7 +145,7 @@ func (r *remoteBench) unbatched(ctx context.Context, n int, lat *latencies) (tim
 		if !ok {
 			return
 		}
-		d, err := ra.DecodeMessage(m.Value)
+		d, err := cluster.DecodeMessage(m.Value)
 		if err != nil {
 			bad.Store(&err)
 			return
@@ -163,7 +164,7 @@ func (r *remoteBench) unbatched(ctx context.Context, n int, lat *latencies) (tim
 			v[j] = input(id, j)
 		}
 		lat.send(id)
-		b, err := ra.EncodeMessage(ra.Data{ID: id, Floats: v})
+		b, err := cluster.EncodeMessage(ra.Data{ID: id, Floats: v})
 		if err != nil {
 			return 0, err
 		}

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	ra "github.com/ringactor/ringactor/runtime"
+	"github.com/ringactor/ringactor/runtime/group"
 )
 
 // A skewed stage group: four simulated devices run the same stage, each
@@ -38,8 +39,8 @@ func (s *simRuntime) group(steal bool) runner {
 		}
 		c := newCounter(n)
 		var mu sync.Mutex // results arrive on every instance's pump
-		g, err := s.rt.Group(ctx, ra.GroupSpec{
-			Name: fmt.Sprintf("group-%d", s.round), Devices: devs, Policy: ra.Static, Steal: steal,
+		g, err := group.New(ctx, s.rt, group.Spec{
+			Name: fmt.Sprintf("group-%d", s.round), Devices: devs, Policy: group.Static, Steal: steal,
 			Stage: ra.StageSpec{Name: "work", Op: "scale", Params: []float32{2}, Capacity: 512},
 			Deliver: ra.Sink{Func: func(r ra.Result) {
 				mu.Lock()

@@ -14,6 +14,7 @@ import (
 	"github.com/ringactor/ringactor/internal/nodeproc"
 	"github.com/ringactor/ringactor/internal/racecheck"
 	ra "github.com/ringactor/ringactor/runtime"
+	"github.com/ringactor/ringactor/runtime/cluster"
 )
 
 // These tests run two real processes on 127.0.0.1: this test binary is the
@@ -21,7 +22,7 @@ import (
 // process-wide), and it starts itself again as node "b".
 
 var (
-	origin  *ra.Node
+	origin  *cluster.Node
 	peers   []string
 	bManage int
 )
@@ -45,7 +46,7 @@ func run(m *testing.M) int {
 		return 1
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	origin, err = rt.Join(ctx, ra.NodeConfig{Name: "a", ManagePort: ports[0], Peers: peers, RefreshTTL: 200 * time.Millisecond})
+	origin, err = cluster.Join(ctx, rt, cluster.NodeConfig{Name: "a", ManagePort: ports[0], Peers: peers, RefreshTTL: 200 * time.Millisecond})
 	cancel()
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
@@ -168,7 +169,7 @@ func TestRemoteStageInAnotherProcess(t *testing.T) {
 	spec := guide("remote-guide")
 	spec.Deliver = ra.Sink{Func: l.result}
 	spec.OnDeadLetter = l.dead
-	cp, err := origin.Build(ctx, spec, ra.ClusterOptions{})
+	cp, err := origin.Build(ctx, spec, cluster.ClusterOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -208,7 +209,7 @@ func TestRemoteKillMidStream(t *testing.T) {
 	spec := guide("remote-kill")
 	spec.Deliver = ra.Sink{Func: l.result}
 	spec.OnDeadLetter = l.dead
-	cp, err := origin.Build(ctx, spec, ra.ClusterOptions{Window: 2048})
+	cp, err := origin.Build(ctx, spec, cluster.ClusterOptions{Window: 2048})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -286,7 +287,7 @@ func TestRemoteKillMidStream(t *testing.T) {
 }
 
 // waitQuiet waits until the pipeline's account stops moving.
-func waitQuiet(t *testing.T, cp *ra.ClusterPipeline, l *ledger) {
+func waitQuiet(t *testing.T, cp *cluster.ClusterPipeline, l *ledger) {
 	t.Helper()
 	deadline := time.Now().Add(30 * time.Second)
 	for time.Now().Before(deadline) {

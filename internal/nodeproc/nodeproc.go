@@ -29,6 +29,7 @@ import (
 
 	"github.com/ringactor/ringactor/internal/stdio"
 	ra "github.com/ringactor/ringactor/runtime"
+	"github.com/ringactor/ringactor/runtime/cluster"
 )
 
 // envConfig carries a child's Config, as JSON.
@@ -83,7 +84,7 @@ func serve(cfg Config, in io.Reader, out io.Writer) error {
 		return err
 	}
 	jctx, cancel := context.WithTimeout(ctx, 30*time.Second)
-	node, err := rt.Join(jctx, ra.NodeConfig{Name: cfg.Name, Cluster: cfg.Cluster, Port: cfg.Port,
+	node, err := cluster.Join(jctx, rt, cluster.NodeConfig{Name: cfg.Name, Cluster: cfg.Cluster, Port: cfg.Port,
 		ManagePort: cfg.ManagePort, Peers: cfg.Peers, RefreshTTL: cfg.RefreshTTL})
 	cancel()
 	if err != nil {

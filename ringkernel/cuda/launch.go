@@ -131,7 +131,8 @@ func (d *device) ptx(b *Backend, op kernels.Op) ([]byte, error) {
 	}
 	n, err := drv.LoadNVRTC()
 	if err != nil {
-		return kernels.Build(nil, op, kernels.ShippedArch) // the error names the missing compiler
+		_, berr := kernels.Build(nil, op, kernels.ShippedArch) // names the op and the missing compiler
+		return nil, fmt.Errorf("%w: %w", berr, err)
 	}
 	major, minor := n.Version()
 	if dv := b.drv.Version(); dv > 0 && 1000*major+10*minor > dv {

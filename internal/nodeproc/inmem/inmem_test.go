@@ -11,6 +11,7 @@ import (
 	clustertest "github.com/asynkron/protoactor-go/cluster/clusterproviders/test"
 
 	ra "github.com/ringactor/ringactor/runtime"
+	"github.com/ringactor/ringactor/runtime/cluster"
 )
 
 // TestOneNodeInMemory joins one node through the in-memory test provider
@@ -23,13 +24,13 @@ func TestOneNodeInMemory(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := rt.Join(ctx, ra.NodeConfig{Name: "bad name"}); !errors.Is(err, ra.ErrNode) {
+	if _, err := cluster.Join(ctx, rt, cluster.NodeConfig{Name: "bad name"}); !errors.Is(err, cluster.ErrNode) {
 		t.Errorf("a name with a space: %v, want ErrNode", err)
 	}
-	if _, err := rt.Join(ctx, ra.NodeConfig{Name: "x"}); err == nil || !strings.Contains(err.Error(), "ManagePort") {
+	if _, err := cluster.Join(ctx, rt, cluster.NodeConfig{Name: "x"}); err == nil || !strings.Contains(err.Error(), "ManagePort") {
 		t.Errorf("no provider and no peers: %v, want an error naming ManagePort and Peers", err)
 	}
-	node, err := rt.Join(ctx, ra.NodeConfig{Name: "solo", Provider: clustertest.NewTestProvider(clustertest.NewInMemAgent())})
+	node, err := cluster.Join(ctx, rt, cluster.NodeConfig{Name: "solo", Provider: clustertest.NewTestProvider(clustertest.NewInMemAgent())})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -40,7 +41,7 @@ func TestOneNodeInMemory(t *testing.T) {
 			t.Error(err)
 		}
 	}()
-	if _, err := rt.Join(ctx, ra.NodeConfig{Name: "again", Provider: clustertest.NewTestProvider(clustertest.NewInMemAgent())}); !errors.Is(err, ra.ErrNode) {
+	if _, err := cluster.Join(ctx, rt, cluster.NodeConfig{Name: "again", Provider: clustertest.NewTestProvider(clustertest.NewInMemAgent())}); !errors.Is(err, cluster.ErrNode) {
 		t.Errorf("second Join: %v, want ErrNode", err)
 	}
 	if got := node.Members(); len(got) != 1 || got[0] != "solo" {
@@ -49,14 +50,14 @@ func TestOneNodeInMemory(t *testing.T) {
 	wctx, wcancel := context.WithTimeout(ctx, 300*time.Millisecond)
 	err = node.WaitFor(wctx, "solo", "ghost")
 	wcancel()
-	if !errors.Is(err, ra.ErrNode) || !strings.Contains(err.Error(), "ghost") || strings.Contains(err.Error(), "solo,") {
+	if !errors.Is(err, cluster.ErrNode) || !strings.Contains(err.Error(), "ghost") || strings.Contains(err.Error(), "solo,") {
 		t.Errorf("WaitFor a node that never comes: %v, want ErrNode naming ghost only", err)
 	}
 
 	// A stage on a node that is not there: refused, naming the node and the fix.
 	spec := ra.GuideSpec("absent", [3]int{0, 1, 0})
 	spec.Stages[1].Node = "ghost"
-	if _, err := node.Build(ctx, spec, ra.ClusterOptions{Timeout: time.Second}); !errors.Is(err, ra.ErrNode) || !strings.Contains(err.Error(), `"ghost"`) {
+	if _, err := node.Build(ctx, spec, cluster.ClusterOptions{Timeout: time.Second}); !errors.Is(err, cluster.ErrNode) || !strings.Contains(err.Error(), `"ghost"`) {
 		t.Errorf("stage on an absent node: %v, want ErrNode naming it", err)
 	}
 	// Runtime.Build refuses a stage that names a node.
@@ -71,7 +72,7 @@ func TestOneNodeInMemory(t *testing.T) {
 		spec.Stages[i].Node = "solo"
 	}
 	spec.Deliver = ra.Sink{Chan: results}
-	cp, err := node.Build(ctx, spec, ra.ClusterOptions{})
+	cp, err := node.Build(ctx, spec, cluster.ClusterOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -39,7 +39,7 @@ func run(dir string) error {
 		if err != nil {
 			return fmt.Errorf("%s has no registered op: %w", file, err)
 		}
-		out, err := n.Compile(kernels.RingSource(op), kernels.ShippedArch, kernels.CompileOptions...)
+		out, err := n.Compile(cuda.Source(kernels.RingSource(op)), kernels.ShippedArch, kernels.CompileOptions...)
 		if err != nil {
 			return err
 		}

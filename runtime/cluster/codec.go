@@ -1,4 +1,4 @@
-package runtime
+package cluster
 
 import (
 	"bytes"
@@ -7,14 +7,15 @@ import (
 	"fmt"
 	"io"
 
+	ra "github.com/ringactor/ringactor/runtime"
 	"github.com/vmihailenco/msgpack/v5"
 	"github.com/vmihailenco/msgpack/v5/msgpcode"
 	"go.opentelemetry.io/otel/propagation"
 	"go.opentelemetry.io/otel/trace"
 )
 
-// The msgpack codec for the messages that leave the process: a Data sent to
-// a remote stage, a Result or DeadLetter delivered to a remote PID or
+// The msgpack codec for the messages that leave the process: a ra.Data sent to
+// a remote stage, a ra.Result or ra.DeadLetter delivered to a remote PID or
 // written to a file. Inside the process messages never pass through it
 // (data goes straight into device queues); it exists so that bytes that
 // come from elsewhere are checked before they become a message, and so that
@@ -77,24 +78,24 @@ var ErrBadMessage = errors.New("ringactor: bad encoded message")
 // that does not travel, or one over the codec's limits).
 var ErrNotEncodable = errors.New("ringactor: message cannot be encoded")
 
-// EncodeMessage encodes a Data, Result or DeadLetter (or a non-nil pointer
+// EncodeMessage encodes a ra.Data, ra.Result or ra.DeadLetter (or a non-nil pointer
 // to one) for another process, in the format described above. Data.Context
 // travels as its W3C traceparent only.
 func EncodeMessage(m any) ([]byte, error) {
 	switch v := m.(type) {
-	case *Data:
+	case *ra.Data:
 		if v != nil {
 			return EncodeMessage(*v)
 		}
-	case *Result:
+	case *ra.Result:
 		if v != nil {
 			return EncodeMessage(*v)
 		}
-	case *DeadLetter:
+	case *ra.DeadLetter:
 		if v != nil {
 			return EncodeMessage(*v)
 		}
-	case Data:
+	case ra.Data:
 		tp := traceparentOf(v.Context)
 		if err := checkEncode(v.Floats, "traceparent", tp); err != nil {
 			return nil, err
@@ -106,7 +107,7 @@ func EncodeMessage(m any) ([]byte, error) {
 		w.e.EncodeBool(v.Sampled)
 		w.e.EncodeString(tp)
 		return w.buf.Bytes(), nil
-	case Result:
+	case ra.Result:
 		if err := checkEncode(v.Floats); err != nil {
 			return nil, err
 		}
@@ -115,7 +116,7 @@ func EncodeMessage(m any) ([]byte, error) {
 		w.e.EncodeUint(v.ID)
 		w.floats(v.Floats)
 		return w.buf.Bytes(), nil
-	case DeadLetter:
+	case ra.DeadLetter:
 		errText := ""
 		if v.Err != nil {
 			errText = v.Err.Error()
@@ -132,11 +133,11 @@ func EncodeMessage(m any) ([]byte, error) {
 		w.e.EncodeString(errText)
 		return w.buf.Bytes(), nil
 	}
-	return nil, fmt.Errorf("%w: %T does not travel: only Data, Result and DeadLetter (or non-nil pointers to them) do", ErrNotEncodable, m)
+	return nil, fmt.Errorf("%w: %T does not travel: only ra.Data, ra.Result and ra.DeadLetter (or non-nil pointers to them) do", ErrNotEncodable, m)
 }
 
-// DecodeMessage decodes bytes written by EncodeMessage into a Data, Result
-// or DeadLetter value. A Data's Context is derived from
+// DecodeMessage decodes bytes written by EncodeMessage into a ra.Data, ra.Result
+// or ra.DeadLetter value. A Data's Context is derived from
 // context.Background() and carries the sender's span context as a remote
 // parent when a traceparent travelled; it is nil otherwise. Any other
 // input is an error wrapping ErrBadMessage.
@@ -172,7 +173,7 @@ func DecodeMessage(b []byte) (any, error) {
 	case kindDeadLetter:
 		m, err = r.deadLetter()
 	default:
-		return nil, r.bad("unknown message kind %d (version %d knows 1 Data, 2 Result, 3 DeadLetter)", kind, CodecVersion)
+		return nil, r.bad("unknown message kind %d (version %d knows 1 ra.Data, 2 ra.Result, 3 ra.DeadLetter)", kind, CodecVersion)
 	}
 	if err != nil {
 		return nil, err
@@ -450,75 +451,75 @@ func (r *reader) floats(what string) ([]float32, error) {
 	return v, nil
 }
 
-func (r *reader) data() (Data, error) {
-	var d Data
+func (r *reader) data() (ra.Data, error) {
+	var d ra.Data
 	err := r.fields("Data", 4)
 	if err == nil {
-		d.ID, err = r.uint("Data id")
+		d.ID, err = r.uint("ra.Data id")
 	}
 	if err == nil {
-		d.Floats, err = r.floats("Data floats")
+		d.Floats, err = r.floats("ra.Data floats")
 	}
 	if err == nil {
-		d.Sampled, err = r.bool("Data sampled")
+		d.Sampled, err = r.bool("ra.Data sampled")
 	}
 	var tp string
 	if err == nil {
-		tp, err = r.string("Data traceparent")
+		tp, err = r.string("ra.Data traceparent")
 	}
 	if err != nil {
-		return Data{}, err
+		return ra.Data{}, err
 	}
 	if tp != "" {
 		ctx := propagation.TraceContext{}.Extract(context.Background(), propagation.MapCarrier{"traceparent": tp})
 		if !trace.SpanContextFromContext(ctx).IsValid() {
-			return Data{}, r.bad("Data traceparent %q is not a valid W3C trace context (want 00-<32 hex>-<16 hex>-<2 hex>, ids not all zero)", clip(tp))
+			return ra.Data{}, r.bad("ra.Data traceparent %q is not a valid W3C trace context (want 00-<32 hex>-<16 hex>-<2 hex>, ids not all zero)", clip(tp))
 		}
 		d.Context = ctx
 	}
 	return d, nil
 }
 
-func (r *reader) result() (Result, error) {
-	var m Result
+func (r *reader) result() (ra.Result, error) {
+	var m ra.Result
 	err := r.fields("Result", 2)
 	if err == nil {
-		m.ID, err = r.uint("Result id")
+		m.ID, err = r.uint("ra.Result id")
 	}
 	if err == nil {
-		m.Floats, err = r.floats("Result floats")
+		m.Floats, err = r.floats("ra.Result floats")
 	}
 	if err != nil {
-		return Result{}, err
+		return ra.Result{}, err
 	}
 	return m, nil
 }
 
-func (r *reader) deadLetter() (DeadLetter, error) {
-	var m DeadLetter
+func (r *reader) deadLetter() (ra.DeadLetter, error) {
+	var m ra.DeadLetter
 	var dev int64
 	var errText string
 	err := r.fields("DeadLetter", 5)
 	if err == nil {
-		m.ID, err = r.uint("DeadLetter id")
+		m.ID, err = r.uint("ra.DeadLetter id")
 	}
 	if err == nil {
-		m.Stage, err = r.string("DeadLetter stage")
+		m.Stage, err = r.string("ra.DeadLetter stage")
 	}
 	if err == nil {
-		dev, err = r.int("DeadLetter device")
+		dev, err = r.int("ra.DeadLetter device")
 	}
 	if err == nil && int64(int(dev)) != dev {
-		err = r.bad("DeadLetter device %d does not fit an int", dev)
+		err = r.bad("ra.DeadLetter device %d does not fit an int", dev)
 	}
 	if err == nil {
-		m.Reason, err = r.string("DeadLetter reason")
+		m.Reason, err = r.string("ra.DeadLetter reason")
 	}
 	if err == nil {
-		errText, err = r.string("DeadLetter err")
+		errText, err = r.string("ra.DeadLetter err")
 	}
 	if err != nil {
-		return DeadLetter{}, err
+		return ra.DeadLetter{}, err
 	}
 	m.Device = int(dev)
 	if errText != "" {

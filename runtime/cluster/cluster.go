@@ -1,4 +1,4 @@
-package runtime
+package cluster
 
 import (
 	"context"
@@ -14,6 +14,7 @@ import (
 	"google.golang.org/protobuf/types/known/wrapperspb"
 
 	"github.com/ringactor/ringactor/p2pqueue"
+	ra "github.com/ringactor/ringactor/runtime"
 )
 
 // ClusterOptions tune a cluster pipeline.
@@ -36,8 +37,8 @@ type ClusterOptions struct {
 // including those on a node that died ("remote unreachable").
 type ClusterPipeline struct {
 	node    *Node
-	rt      *Runtime // node.rt
-	spec    PipelineSpec
+	rt      *ra.Runtime // node.rt
+	spec    ra.PipelineSpec
 	opts    ClusterOptions
 	segs    []*segment
 	excs    []*excursion
@@ -60,9 +61,9 @@ type ClusterPipeline struct {
 type segment struct {
 	idx    int
 	node   string // "" for this node
-	stages []StageSpec
-	local  *Pipeline  // a segment on this node
-	exc    *excursion // a remote segment's run
+	stages []ra.StageSpec
+	local  *ra.Pipeline // a segment on this node
+	exc    *excursion   // a remote segment's run
 
 	mu       sync.Mutex
 	pid      *actor.PID // a remote segment's grain
@@ -80,24 +81,24 @@ func (s *segment) remotePID() *actor.PID {
 // cluster (StageSpec.Node), places each remote segment on its node through
 // protoactor cluster, starts it, and returns it started. A spec whose
 // stages are all on this node builds like Runtime.Build.
-func (n *Node) Build(ctx context.Context, spec PipelineSpec, opts ClusterOptions) (*ClusterPipeline, error) {
+func (n *Node) Build(ctx context.Context, spec ra.PipelineSpec, opts ClusterOptions) (*ClusterPipeline, error) {
 	if opts.Window == 0 {
 		opts.Window = DefaultRemoteWindow
 	}
 	if opts.Window < 1 {
-		return nil, fmt.Errorf("%w %q: window %d: want at least 1", ErrBadPipeline, spec.Name, opts.Window)
+		return nil, fmt.Errorf("%w %q: window %d: want at least 1", ra.ErrBadPipeline, spec.Name, opts.Window)
 	}
 	if opts.Timeout <= 0 {
 		opts.Timeout = 10 * time.Second
 	}
 	if spec.Name == "" || strings.ContainsAny(spec.Name, "/ @#") {
-		return nil, fmt.Errorf("%w: name %q: give the pipeline a name without spaces, '/', '@' or '#'", ErrBadPipeline, spec.Name)
+		return nil, fmt.Errorf("%w: name %q: give the pipeline a name without spaces, '/', '@' or '#'", ra.ErrBadPipeline, spec.Name)
 	}
 	if len(spec.Stages) == 0 {
-		return nil, fmt.Errorf("%w %q: no stages", ErrBadPipeline, spec.Name)
+		return nil, fmt.Errorf("%w %q: no stages", ra.ErrBadPipeline, spec.Name)
 	}
 	if spec.SampleRatio < 0 || spec.SampleRatio > 1 || math.IsNaN(spec.SampleRatio) {
-		return nil, fmt.Errorf("%w %q: sample ratio %g; want 0 to 1", ErrBadPipeline, spec.Name, spec.SampleRatio)
+		return nil, fmt.Errorf("%w %q: sample ratio %g; want 0 to 1", ra.ErrBadPipeline, spec.Name, spec.SampleRatio)
 	}
 	cp := &ClusterPipeline{node: n, rt: n.rt, spec: spec, opts: opts, byStage: map[string]*segment{}}
 	cp.ctx, cp.cancel = context.WithCancel(context.Background())
@@ -107,7 +108,7 @@ func (n *Node) Build(ctx context.Context, spec PipelineSpec, opts ClusterOptions
 	seen := map[string]bool{}
 	for i, s := range spec.Stages {
 		if seen[s.Name] {
-			return nil, fmt.Errorf("%w %q: two stages are named %q; stage names are unique", ErrBadPipeline, spec.Name, s.Name)
+			return nil, fmt.Errorf("%w %q: two stages are named %q; stage names are unique", ra.ErrBadPipeline, spec.Name, s.Name)
 		}
 		seen[s.Name] = true
 		node := s.Node
@@ -115,7 +116,7 @@ func (n *Node) Build(ctx context.Context, spec PipelineSpec, opts ClusterOptions
 			node = ""
 		}
 		if node != "" && !validNodeName(node) {
-			return nil, fmt.Errorf("%w %q: stage %q: node %q: use a node's name (letters, digits, '-', '_', '.')", ErrBadPipeline, spec.Name, s.Name, s.Node)
+			return nil, fmt.Errorf("%w %q: stage %q: node %q: use a node's name (letters, digits, '-', '_', '.')", ra.ErrBadPipeline, spec.Name, s.Name, s.Node)
 		}
 		s.Node = ""
 		if i == 0 || cp.segs[len(cp.segs)-1].node != node {
@@ -151,7 +152,7 @@ func (cp *ClusterPipeline) build(ctx context.Context) error {
 	rt := cp.node.rt
 	var err error
 	props := actor.PropsFromProducer(func() actor.Actor { return &originActor{cp: cp} })
-	if cp.origin, err = rt.system.Root.SpawnNamed(props, cp.spec.Name+"/origin"); err != nil {
+	if cp.origin, err = rt.System().Root.SpawnNamed(props, cp.spec.Name+"/origin"); err != nil {
 		return fmt.Errorf("ringactor: cluster pipeline %q: %w", cp.spec.Name, err)
 	}
 	// Local segments first (a remote segment's Build names the PIDs it
@@ -160,18 +161,18 @@ func (cp *ClusterPipeline) build(ctx context.Context) error {
 		if s.node != "" {
 			continue
 		}
-		spec := PipelineSpec{Name: fmt.Sprintf("%s.%d", cp.spec.Name, k), Stages: s.stages,
+		spec := ra.PipelineSpec{Name: fmt.Sprintf("%s.%d", cp.spec.Name, k), Stages: s.stages,
 			OnDeadLetter: cp.deadLetter, HangAfter: cp.spec.HangAfter, OnFault: cp.spec.OnFault}
 		if k == 0 {
 			spec.SampleRatio = cp.spec.SampleRatio
 		}
 		if k+1 < len(cp.segs) {
 			e := cp.segs[k+1].exc
-			spec.forward = func(ctx context.Context, hs []p2pqueue.Header, ps [][]byte) {
+			spec.Deliver.Slots = func(ctx context.Context, hs []p2pqueue.Header, ps [][]byte) {
 				e.send(ctx, len(hs), func(i int) (uint64, p2pqueue.Flags, []byte) { return hs[i].ID, hs[i].Flags, ps[i] })
 			}
 		} else {
-			spec.Deliver = Sink{Func: cp.deliver}
+			spec.Deliver = ra.Sink{Func: cp.deliver}
 		}
 		if s.local, err = rt.Build(ctx, spec); err != nil {
 			return err
@@ -225,7 +226,7 @@ func (cp *ClusterPipeline) place(ctx context.Context, e *excursion, gen int) err
 		if err != nil {
 			return fmt.Errorf("ringactor: build stage %q on node %q: %w", s.stages[0].Name, s.node, err)
 		}
-		if _, err := rt.system.Root.RequestFuture(cp.origin, watch{pid}, cp.opts.Timeout).Result(); err != nil {
+		if _, err := rt.System().Root.RequestFuture(cp.origin, watch{pid}, cp.opts.Timeout).Result(); err != nil {
 			return fmt.Errorf("ringactor: watch node %q: %w", s.node, err)
 		}
 		s.mu.Lock()
@@ -261,7 +262,7 @@ func (cp *ClusterPipeline) request(ctx context.Context, pid *actor.PID, m *wrapp
 	if timeout <= 0 {
 		return nil, ctx.Err()
 	}
-	res, err := cp.node.rt.system.Root.RequestFuture(pid, m, timeout).Result()
+	res, err := cp.node.rt.System().Root.RequestFuture(pid, m, timeout).Result()
 	if err != nil {
 		return nil, fmt.Errorf("%w: %s: %w", ErrRemoteUnreachable, pid, err)
 	}
@@ -286,7 +287,7 @@ func (cp *ClusterPipeline) abandon() {
 		}
 	}
 	if cp.origin != nil {
-		cp.node.rt.system.Root.StopFuture(cp.origin).Wait()
+		cp.node.rt.System().Root.StopFuture(cp.origin).Wait()
 	}
 	cp.cancel()
 }
@@ -296,15 +297,15 @@ func (cp *ClusterPipeline) sample(id uint64) bool {
 }
 
 // Send puts one message into the first stage, wherever it runs.
-func (cp *ClusterPipeline) Send(ctx context.Context, d Data) error {
-	_, err := cp.SendBatch(ctx, []Data{d})
+func (cp *ClusterPipeline) Send(ctx context.Context, d ra.Data) error {
+	_, err := cp.SendBatch(ctx, []ra.Data{d})
 	return err
 }
 
 // SendBatch puts messages into the first stage and returns how many it
 // took; the rest have been dead-lettered (the error says why). Message
 // ids must be unique among the messages in flight; 0 takes the next one.
-func (cp *ClusterPipeline) SendBatch(ctx context.Context, ds []Data) (int, error) {
+func (cp *ClusterPipeline) SendBatch(ctx context.Context, ds []ra.Data) (int, error) {
 	for i := range ds {
 		if ds[i].ID == 0 {
 			ds[i].ID = cp.nextID.Add(1)
@@ -318,9 +319,9 @@ func (cp *ClusterPipeline) SendBatch(ctx context.Context, ds []Data) (int, error
 	if cp.closed.Load() {
 		s := first.stages[0]
 		for _, d := range ds {
-			cp.deadLetter(DeadLetter{ID: d.ID, Stage: s.Name, Device: s.Device, Reason: "pipeline closed", Err: ErrClosed})
+			cp.deadLetter(ra.DeadLetter{ID: d.ID, Stage: s.Name, Device: s.Device, Reason: "pipeline closed", Err: ra.ErrClosed})
 		}
-		return 0, fmt.Errorf("%w: %d messages dead-lettered", ErrClosed, len(ds))
+		return 0, fmt.Errorf("%w: %d messages dead-lettered", ra.ErrClosed, len(ds))
 	}
 	if err := first.exc.sendData(ctx, ds); err != nil {
 		return 0, err
@@ -328,21 +329,21 @@ func (cp *ClusterPipeline) SendBatch(ctx context.Context, ds []Data) (int, error
 	return len(ds), nil
 }
 
-func (cp *ClusterPipeline) deadLetter(d DeadLetter) {
+func (cp *ClusterPipeline) deadLetter(d ra.DeadLetter) {
 	cp.dropped.Add(1)
-	cp.rt.tellDeadLetter(&cp.spec, d)
+	cp.rt.TellDeadLetter(&cp.spec, d)
 }
 
-func (cp *ClusterPipeline) deliver(r Result) {
+func (cp *ClusterPipeline) deliver(r ra.Result) {
 	cp.delivered.Add(1)
-	cp.rt.deliverTo(cp.spec.Deliver, cp.ctx, r)
+	cp.rt.DeliverTo(cp.ctx, cp.spec.Deliver, r)
 }
 
 // Stats is the pipeline's account (Sent = Delivered + DeadLettered +
 // InFlight, where in flight includes messages on other nodes) and the
 // status of the stages on this node.
-func (cp *ClusterPipeline) Stats() PipelineStats {
-	st := PipelineStats{Delivered: cp.delivered.Load(), DeadLettered: cp.dropped.Load()}
+func (cp *ClusterPipeline) Stats() ra.PipelineStats {
+	st := ra.PipelineStats{Delivered: cp.delivered.Load(), DeadLettered: cp.dropped.Load()}
 	for _, s := range cp.segs {
 		if s.local != nil {
 			st.Stages = append(st.Stages, s.local.Stats().Stages...)
@@ -355,8 +356,8 @@ func (cp *ClusterPipeline) Stats() PipelineStats {
 
 // Latency summarises the sampled queue waits and service times of the
 // stages on this node, in the order Stats lists them.
-func (cp *ClusterPipeline) Latency() []StageLatency {
-	var out []StageLatency
+func (cp *ClusterPipeline) Latency() []ra.StageLatency {
+	var out []ra.StageLatency
 	for _, s := range cp.segs {
 		if s.local != nil {
 			out = append(out, s.local.Latency()...)
@@ -410,7 +411,7 @@ func (cp *ClusterPipeline) Rejoin(ctx context.Context) error {
 	cp.rejoinMu.Lock()
 	defer cp.rejoinMu.Unlock()
 	if cp.closed.Load() {
-		return ErrClosed
+		return ra.ErrClosed
 	}
 	var errs []error
 	for _, e := range cp.excs {
@@ -431,7 +432,7 @@ func (cp *ClusterPipeline) Rejoin(ctx context.Context) error {
 		}
 		for k := e.first; k <= e.last; k++ { // the old grains, if their node lives on
 			if pid := cp.segs[k].remotePID(); pid != nil {
-				cp.node.rt.system.Root.Send(pid, wrap(encodeClose(closeMsg{Drain: false, Timeout: uint64(time.Second)})))
+				cp.node.rt.System().Root.Send(pid, wrap(encodeClose(closeMsg{Drain: false, Timeout: uint64(time.Second)})))
 			}
 		}
 		gen := int(time.Now().UnixNano() & math.MaxInt32)
@@ -456,7 +457,7 @@ func (cp *ClusterPipeline) Close(ctx context.Context, drain bool) error {
 		rt := cp.node.rt
 		var errs []error
 		flush := func() { // arrivals queued at the origin are handed on
-			if _, err := rt.system.Root.RequestFuture(cp.origin, flushReq{}, max(time.Until(deadline(ctx)), time.Millisecond)).Result(); err != nil {
+			if _, err := rt.System().Root.RequestFuture(cp.origin, flushReq{}, max(time.Until(deadline(ctx)), time.Millisecond)).Result(); err != nil {
 				errs = append(errs, fmt.Errorf("ringactor: origin of %q: %w", cp.spec.Name, err))
 			}
 		}
@@ -490,13 +491,13 @@ func (cp *ClusterPipeline) Close(ctx context.Context, drain bool) error {
 		}
 		flush()
 		for _, e := range cp.excs {
-			reason, why := "shutdown without drain", fmt.Errorf("%w: still out on another node when the pipeline closed", ErrClosed)
+			reason, why := "shutdown without drain", fmt.Errorf("%w: still out on another node when the pipeline closed", ra.ErrClosed)
 			if err := e.isDown(); err != nil {
 				reason, why = "remote unreachable", err
 			}
 			e.drain(reason, why)
 		}
-		rt.system.Root.StopFuture(cp.origin).Wait()
+		rt.System().Root.StopFuture(cp.origin).Wait()
 		cp.cancel()
 		cp.closeErr = errors.Join(errs...)
 	})
@@ -555,7 +556,7 @@ type originActor struct {
 	cp   *ClusterPipeline
 	br   batchReader
 	keep []bool
-	ds   []Data
+	ds   []ra.Data
 	slab []float32
 }
 
@@ -615,7 +616,7 @@ func (o *originActor) arrive(b []byte) {
 	if to == len(cp.segs) { // results: the user keeps them, so they get fresh memory
 		ds, _ := entriesToData(es, keep, nil, nil)
 		for _, d := range ds {
-			cp.deliver(Result{ID: d.ID, Floats: d.Floats})
+			cp.deliver(ra.Result{ID: d.ID, Floats: d.Floats})
 		}
 		return
 	}
@@ -629,7 +630,7 @@ func (o *originActor) reported(b []byte) {
 	if err != nil {
 		return
 	}
-	d, ok := m.(DeadLetter)
+	d, ok := m.(ra.DeadLetter)
 	if !ok {
 		return
 	}

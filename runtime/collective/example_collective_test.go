@@ -1,4 +1,4 @@
-package runtime_test
+package collective_test
 
 import (
 	"context"
@@ -7,12 +7,13 @@ import (
 	"time"
 
 	ra "github.com/ringactor/ringactor/runtime"
+	"github.com/ringactor/ringactor/runtime/collective"
 )
 
 // Four participants, one per simulated device, sum their vectors with a
 // ring all-reduce: every participant gets the same sum. Reduce and
 // ScatterGather run on the same devices.
-func ExampleRuntime_AllReduce() {
+func ExampleAllReduce() {
 	rt, err := ra.New(ra.Config{Devices: ra.DeviceOptions{Backend: "sim", SimDevices: 4, Log: io.Discard}})
 	if err != nil {
 		fmt.Println(err)
@@ -22,14 +23,14 @@ func ExampleRuntime_AllReduce() {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 
-	spec := ra.CollectiveSpec{Name: "grads", Devices: []int{0, 1, 2, 3}}
+	spec := collective.Spec{Name: "grads", Devices: []int{0, 1, 2, 3}}
 	vectors := [][]float32{
 		{1, 2, 3, 4, 5, 6},
 		{10, 20, 30, 40, 50, 60},
 		{100, 200, 300, 400, 500, 600},
 		{1000, 2000, 3000, 4000, 5000, 6000},
 	}
-	sums, err := rt.AllReduce(ctx, spec, vectors, ra.ReduceSum)
+	sums, err := collective.AllReduce(ctx, rt, spec, vectors, collective.ReduceSum)
 	if err != nil {
 		fmt.Println(err)
 		return
@@ -37,14 +38,14 @@ func ExampleRuntime_AllReduce() {
 	for i, v := range sums {
 		fmt.Printf("participant %d on device %d: %v\n", i, spec.Devices[i], v)
 	}
-	maxima, err := rt.AllReduce(ctx, spec, vectors, ra.ReduceMax)
+	maxima, err := collective.AllReduce(ctx, rt, spec, vectors, collective.ReduceMax)
 	if err != nil {
 		fmt.Println(err)
 		return
 	}
 	fmt.Println("max:", maxima[0])
 
-	total, err := rt.Reduce(ctx, spec, []float32{1, 2, 3, 4, 5, 6, 7, 8, 9, 10}, ra.ReduceSum)
+	total, err := collective.Reduce(ctx, rt, spec, []float32{1, 2, 3, 4, 5, 6, 7, 8, 9, 10}, collective.ReduceSum)
 	if err != nil {
 		fmt.Println(err)
 		return
@@ -52,7 +53,7 @@ func ExampleRuntime_AllReduce() {
 	fmt.Println("reduce sum 1..10:", total)
 
 	spec.Op, spec.Params, spec.Chunk = "saxpy", []float32{2, 1}, 3
-	ys, err := rt.ScatterGather(ctx, spec, []float32{0, 1, 2, 3, 4, 5, 6, 7, 8, 9})
+	ys, err := collective.ScatterGather(ctx, rt, spec, []float32{0, 1, 2, 3, 4, 5, 6, 7, 8, 9})
 	if err != nil {
 		fmt.Println(err)
 		return

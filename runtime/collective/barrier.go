@@ -1,4 +1,4 @@
-package runtime
+package collective
 
 import (
 	"context"
@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/asynkron/protoactor-go/actor"
+	ra "github.com/ringactor/ringactor/runtime"
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/codes"
 	"go.opentelemetry.io/otel/trace"
@@ -85,9 +86,9 @@ func (e *BarrierTimeoutError) Error() string {
 // Is reports ErrBarrierTimeout.
 func (e *BarrierTimeoutError) Is(target error) bool { return target == ErrBarrierTimeout }
 
-// Barrier is an actor-level barrier made by Runtime.NewBarrier.
+// Barrier is an actor-level barrier made by NewBarrier.
 type Barrier struct {
-	rt     *Runtime
+	rt     *ra.Runtime
 	spec   BarrierSpec
 	pid    *actor.PID
 	tracer trace.Tracer
@@ -95,7 +96,7 @@ type Barrier struct {
 }
 
 // NewBarrier spawns a barrier actor for spec in the runtime's actor system.
-func (rt *Runtime) NewBarrier(spec BarrierSpec) (*Barrier, error) {
+func NewBarrier(rt *ra.Runtime, spec BarrierSpec) (*Barrier, error) {
 	if spec.Name == "" {
 		return nil, fmt.Errorf("%w: no name", ErrBadBarrier)
 	}
@@ -116,11 +117,11 @@ func (rt *Runtime) NewBarrier(spec BarrierSpec) (*Barrier, error) {
 		index[p] = i
 	}
 	spec.Participants = slices.Clone(spec.Participants)
-	b := &Barrier{rt: rt, spec: spec, tracer: rt.tp.Tracer(scope)}
+	b := &Barrier{rt: rt, spec: spec, tracer: rt.TracerProvider().Tracer(scope)}
 	props := actor.PropsFromProducer(func() actor.Actor {
 		return &barrierActor{b: b, index: index, phases: map[uint64]*barrierPhase{}, waiting: map[int]uint64{}}
 	})
-	pid, err := rt.system.Root.SpawnNamed(props, "barrier/"+spec.Name)
+	pid, err := rt.System().Root.SpawnNamed(props, "barrier/"+spec.Name)
 	if err != nil {
 		return nil, fmt.Errorf("%w: %q: %w", ErrBadBarrier, spec.Name, err)
 	}
@@ -168,7 +169,7 @@ func (b *Barrier) await(ctx context.Context, participant string, phase uint64, s
 	if err := ctx.Err(); err != nil {
 		return fmt.Errorf("ringactor: barrier %q: %s did not arrive at phase %d: %w", b.spec.Name, participant, phase, err)
 	}
-	root := b.rt.system.Root
+	root := b.rt.System().Root
 	// No future timeout: ctx bounds the wait, by stopping the future.
 	f := root.RequestFuture(b.pid, Arrive{Participant: participant, Phase: phase, span: sc}, -1)
 	stop := context.AfterFunc(ctx, func() { root.Stop(f.PID()) })
@@ -199,7 +200,7 @@ func (b *Barrier) await(ctx context.Context, participant string, phase uint64, s
 // ErrBarrierClosed. Close the barrier before its runtime.
 func (b *Barrier) Close() {
 	if b.closed.CompareAndSwap(false, true) {
-		b.rt.system.Root.StopFuture(b.pid).Wait()
+		b.rt.System().Root.StopFuture(b.pid).Wait()
 	}
 }
 

@@ -1,4 +1,4 @@
-package runtime
+package cluster
 
 import (
 	"context"
@@ -17,6 +17,7 @@ import (
 	"github.com/asynkron/protoactor-go/cluster/identitylookup/disthash"
 	"github.com/asynkron/protoactor-go/eventstream"
 	"github.com/asynkron/protoactor-go/remote"
+	ra "github.com/ringactor/ringactor/runtime"
 )
 
 // NodeConfig makes a runtime a member of a protoactor cluster, so that
@@ -59,7 +60,7 @@ var ErrNode = errors.New("ringactor: cluster node")
 // Node is a runtime's membership of a cluster. Pipelines built with
 // Node.Build may name other nodes in StageSpec.Node.
 type Node struct {
-	rt       *Runtime
+	rt       *ra.Runtime
 	cfg      NodeConfig
 	cluster  *cluster.Cluster
 	provider cluster.ClusterProvider
@@ -95,7 +96,7 @@ func validNodeName(s string) bool {
 // actor system and returns once this node is a member, or when ctx ends.
 // A runtime joins at most one cluster. Leave ends the membership (and the
 // actor system with it).
-func (rt *Runtime) Join(ctx context.Context, cfg NodeConfig) (*Node, error) {
+func Join(ctx context.Context, rt *ra.Runtime, cfg NodeConfig) (*Node, error) {
 	if !validNodeName(cfg.Name) {
 		return nil, fmt.Errorf("%w: name %q: use letters, digits, '-', '_' or '.', at most 128", ErrNode, cfg.Name)
 	}
@@ -111,23 +112,22 @@ func (rt *Runtime) Join(ctx context.Context, cfg NodeConfig) (*Node, error) {
 	if cfg.Port < 0 || cfg.Port > 65535 {
 		return nil, fmt.Errorf("%w %q: port %d out of range", ErrNode, cfg.Name, cfg.Port)
 	}
-	rt.mu.Lock()
-	joined := rt.node != nil
-	if !joined {
-		rt.node = &Node{} // claimed; filled below
-	}
-	rt.mu.Unlock()
-	if joined {
+	release, ok := rt.Claim(nodeRole)
+	if !ok {
 		return nil, fmt.Errorf("%w %q: this runtime has already joined a cluster; one node per runtime", ErrNode, cfg.Name)
 	}
-	n, err := rt.join(ctx, cfg)
-	rt.mu.Lock()
-	rt.node = n
-	rt.mu.Unlock()
+	n, err := join(ctx, rt, cfg)
+	if err != nil {
+		release() // nothing joined: a later Join may try again
+	}
 	return n, err
 }
 
-func (rt *Runtime) join(ctx context.Context, cfg NodeConfig) (*Node, error) {
+// nodeRole is what Join claims of a runtime: its actor system can be
+// configured as a cluster member once.
+const nodeRole = "cluster node"
+
+func join(ctx context.Context, rt *ra.Runtime, cfg NodeConfig) (*Node, error) {
 	provider := cfg.Provider
 	if provider == nil {
 		if cfg.ManagePort <= 0 || cfg.ManagePort > 65535 || len(cfg.Peers) == 0 {
@@ -153,12 +153,12 @@ func (rt *Runtime) join(ctx context.Context, cfg NodeConfig) (*Node, error) {
 		// through the provider's health checks instead of an expired
 		// gossip heartbeat, and Leave does not gossip a graceful leave.
 		cluster.WithHeartbeatExpiration(24*time.Hour))
-	n.sub = rt.system.EventStream.Subscribe(func(evt any) {
+	n.sub = rt.System().EventStream.Subscribe(func(evt any) {
 		if t, ok := evt.(*cluster.ClusterTopology); ok {
 			n.topology(t)
 		}
 	})
-	n.cluster = cluster.New(rt.system, ccfg)
+	n.cluster = cluster.New(rt.System(), ccfg)
 	started := make(chan error, 1)
 	go func() {
 		defer func() {
@@ -211,10 +211,10 @@ func (n *Node) topology(t *cluster.ClusterTopology) {
 func (n *Node) Name() string { return n.cfg.Name }
 
 // Address is where the node's protoactor remote listens.
-func (n *Node) Address() string { return n.rt.system.Address() }
+func (n *Node) Address() string { return n.rt.System().Address() }
 
 // Runtime is the runtime the node belongs to.
-func (n *Node) Runtime() *Runtime { return n.rt }
+func (n *Node) Runtime() *ra.Runtime { return n.rt }
 
 // Members lists the names of the nodes in the cluster now, sorted.
 func (n *Node) Members() []string {
@@ -298,14 +298,14 @@ func (n *Node) waitForNew(ctx context.Context, name, old string) error {
 func (n *Node) Leave(ctx context.Context) error {
 	var err error
 	n.leaveOnce.Do(func() {
-		n.rt.system.EventStream.Unsubscribe(n.sub)
+		n.rt.System().EventStream.Unsubscribe(n.sub)
 		done := make(chan struct{})
 		go func() {
 			defer close(done)
 			defer func() { _ = recover() }() // a half-started member may lack parts
 			n.provider.Shutdown(true)
 			n.cluster.Remote.Shutdown(false)
-			n.rt.system.Shutdown()
+			n.rt.System().Shutdown()
 		}()
 		select {
 		case <-done:

@@ -1,4 +1,4 @@
-package runtime_test
+package cluster_test
 
 import (
 	"bytes"
@@ -12,8 +12,14 @@ import (
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/trace"
 
+	"github.com/ringactor/ringactor/internal/rttest"
 	ra "github.com/ringactor/ringactor/runtime"
+	"github.com/ringactor/ringactor/runtime/cluster"
 )
+
+// Every test must stop what it starts (this binary also runs the package's
+// internal tests).
+func TestMain(m *testing.M) { rttest.Main(m) }
 
 // equalMessages compares two decoded messages: floats by bits (NaNs
 // included), Data.Context by the span context it carries (remote or not),
@@ -59,7 +65,7 @@ func equalMessages(a, b any) bool {
 
 func mustEncode(t testing.TB, m any) []byte {
 	t.Helper()
-	b, err := ra.EncodeMessage(m)
+	b, err := cluster.EncodeMessage(m)
 	if err != nil {
 		t.Fatalf("encode %+v: %v", m, err)
 	}
@@ -92,7 +98,7 @@ func TestCodecRoundTrip(t *testing.T) {
 	}
 	for _, m := range msgs {
 		b := mustEncode(t, m)
-		got, err := ra.DecodeMessage(b)
+		got, err := cluster.DecodeMessage(b)
 		if err != nil {
 			t.Fatalf("decode of %+v: %v", m, err)
 		}
@@ -103,14 +109,14 @@ func TestCodecRoundTrip(t *testing.T) {
 
 	// The sampled parent survives as a remote span context, derived from
 	// context.Background().
-	got, _ := ra.DecodeMessage(mustEncode(t, msgs[0]))
+	got, _ := cluster.DecodeMessage(mustEncode(t, msgs[0]))
 	d := got.(ra.Data)
 	rsc := trace.SpanContextFromContext(d.Context)
 	if rsc.TraceID() != sc.TraceID() || rsc.SpanID() != sc.SpanID() || !rsc.IsSampled() || !rsc.IsRemote() {
 		t.Fatalf("traceparent did not survive: sent %v, got %v", sc, rsc)
 	}
 	// No span, no Context.
-	got, _ = ra.DecodeMessage(mustEncode(t, ra.Data{ID: 3, Context: context.Background()}))
+	got, _ = cluster.DecodeMessage(mustEncode(t, ra.Data{ID: 3, Context: context.Background()}))
 	if got.(ra.Data).Context != nil {
 		t.Fatal("a Data without a span came back with a Context")
 	}
@@ -133,12 +139,12 @@ func TestCodecWireFormat(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	got, err := ra.DecodeMessage(other)
+	got, err := cluster.DecodeMessage(other)
 	if err != nil || !equalMessages(got, ra.DeadLetter{ID: 4, Stage: "s", Device: -1, Reason: "r"}) {
 		t.Fatalf("msgpack.Marshal'd dead letter: %+v, %v", got, err)
 	}
 	other, _ = msgpack.Marshal([]any{1, 2, []any{8, []float64{0.5, 2}}})
-	got, err = ra.DecodeMessage(other)
+	got, err = cluster.DecodeMessage(other)
 	if err != nil || !equalMessages(got, ra.Result{ID: 8, Floats: []float32{0.5, 2}}) {
 		t.Fatalf("msgpack.Marshal'd result: %+v, %v", got, err)
 	}
@@ -196,11 +202,11 @@ func TestCodecBadMessages(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			m, err := ra.DecodeMessage(c.b)
+			m, err := cluster.DecodeMessage(c.b)
 			if err == nil {
 				t.Fatalf("decoded % x as %+v", c.b, m)
 			}
-			if !errors.Is(err, ra.ErrBadMessage) || !strings.Contains(err.Error(), c.want) {
+			if !errors.Is(err, cluster.ErrBadMessage) || !strings.Contains(err.Error(), c.want) {
 				t.Fatalf("error %q: want ErrBadMessage saying %q", err, c.want)
 			}
 		})
@@ -208,15 +214,15 @@ func TestCodecBadMessages(t *testing.T) {
 }
 
 func TestCodecEncodeRefuses(t *testing.T) {
-	for _, m := range []any{nil, 42, ra.Stats{}, (*ra.Data)(nil), ra.Data{Floats: make([]float32, ra.MaxFloats+1)},
-		ra.DeadLetter{Err: errors.New(strings.Repeat("x", ra.MaxText+1))}} {
-		if _, err := ra.EncodeMessage(m); !errors.Is(err, ra.ErrNotEncodable) {
+	for _, m := range []any{nil, 42, ra.Stats{}, (*ra.Data)(nil), ra.Data{Floats: make([]float32, cluster.MaxFloats+1)},
+		ra.DeadLetter{Err: errors.New(strings.Repeat("x", cluster.MaxText+1))}} {
+		if _, err := cluster.EncodeMessage(m); !errors.Is(err, cluster.ErrNotEncodable) {
 			t.Fatalf("EncodeMessage(%T): %v, want ErrNotEncodable", m, err)
 		}
 	}
 	// The limit itself encodes and decodes.
-	b := mustEncode(t, ra.Result{ID: 1, Floats: make([]float32, ra.MaxFloats)})
-	if m, err := ra.DecodeMessage(b); err != nil || len(m.(ra.Result).Floats) != ra.MaxFloats {
+	b := mustEncode(t, ra.Result{ID: 1, Floats: make([]float32, cluster.MaxFloats)})
+	if m, err := cluster.DecodeMessage(b); err != nil || len(m.(ra.Result).Floats) != cluster.MaxFloats {
 		t.Fatalf("MaxFloats floats: %v", err)
 	}
 }
@@ -247,18 +253,18 @@ func FuzzDecodeMessage(f *testing.F) {
 	f.Add([]byte{0xc1, 0xff, 0x00})
 	f.Add(bytes.Repeat([]byte{0x91}, 64))
 	f.Fuzz(func(t *testing.T, b []byte) {
-		m, err := ra.DecodeMessage(b)
+		m, err := cluster.DecodeMessage(b)
 		if err != nil {
-			if m != nil || !errors.Is(err, ra.ErrBadMessage) {
+			if m != nil || !errors.Is(err, cluster.ErrBadMessage) {
 				t.Fatalf("decode error %v with message %+v, or not ErrBadMessage", err, m)
 			}
 			return
 		}
-		again, err := ra.EncodeMessage(m)
+		again, err := cluster.EncodeMessage(m)
 		if err != nil {
 			t.Fatalf("decoded %+v does not re-encode: %v", m, err)
 		}
-		m2, err := ra.DecodeMessage(again)
+		m2, err := cluster.DecodeMessage(again)
 		if err != nil || !equalMessages(m, m2) {
 			t.Fatalf("re-encoded %+v decodes as %+v, %v", m, m2, err)
 		}

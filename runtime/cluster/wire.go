@@ -1,4 +1,4 @@
-package runtime
+package cluster
 
 import (
 	"bytes"
@@ -9,6 +9,7 @@ import (
 	"github.com/vmihailenco/msgpack/v5/msgpcode"
 
 	"github.com/ringactor/ringactor/p2pqueue"
+	ra "github.com/ringactor/ringactor/runtime"
 )
 
 // The messages of a cluster pipeline, in the codec's envelope (see
@@ -202,7 +203,7 @@ type buildMsg struct {
 	To       int // this segment's index in the pipeline
 	Next     pidRef
 	Origin   pidRef
-	Stages   []StageSpec
+	Stages   []ra.StageSpec
 }
 
 func encodeBuild(m buildMsg) ([]byte, error) {
@@ -277,7 +278,7 @@ func decodeBuild(b []byte) (buildMsg, error) {
 		return m, r.bad("Build names %d stages, at most %d", n, maxWireStages)
 	}
 	for range n {
-		var s StageSpec
+		var s ra.StageSpec
 		if err := r.fields("Build stage", 9); err != nil {
 			return m, err
 		}
@@ -303,7 +304,7 @@ func decodeBuild(b []byte) (buildMsg, error) {
 				if err != nil {
 					return m, err
 				}
-				s.Backpressure = Backpressure(v)
+				s.Backpressure = ra.Backpressure(v)
 				continue
 			}
 			v, err := r.int("stage field")

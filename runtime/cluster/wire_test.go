@@ -1,4 +1,4 @@
-package runtime
+package cluster
 
 import (
 	"bytes"
@@ -12,6 +12,7 @@ import (
 	"github.com/vmihailenco/msgpack/v5"
 
 	"github.com/ringactor/ringactor/p2pqueue"
+	ra "github.com/ringactor/ringactor/runtime"
 )
 
 // rawMsgpack writes whatever f encodes, for hand-made (and malformed)
@@ -214,7 +215,7 @@ func TestWireBatchRejectsGarbage(t *testing.T) {
 		}
 	}
 
-	build, err := encodeBuild(buildMsg{Pipeline: "p", Stages: []StageSpec{{Name: "a", Op: "scale", Params: []float32{2}}}})
+	build, err := encodeBuild(buildMsg{Pipeline: "p", Stages: []ra.StageSpec{{Name: "a", Op: "scale", Params: []float32{2}}}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -365,11 +366,11 @@ func TestWireBuildRoundTrip(t *testing.T) {
 		To:       3,
 		Next:     pidRef{Address: "10.0.0.2:8090", ID: "pipe/seg-4"},
 		Origin:   pidRef{Address: "10.0.0.1:8090", ID: "origin$12"},
-		Stages: []StageSpec{
+		Stages: []ra.StageSpec{
 			{Name: "scale", Op: "scale", Params: []float32{2.5, -1, float32(math.Inf(1))}, Device: 1,
-				Stateful: true, Workers: 4, SlotSize: 512, Capacity: 2048, Backpressure: Reject},
+				Stateful: true, Workers: 4, SlotSize: 512, Capacity: 2048, Backpressure: ra.Reject},
 			{Name: "sum", Op: "prefix_sum", Params: []float32{0}, Device: math.MaxInt32,
-				Stateful: false, Workers: -1, SlotSize: 256, Capacity: 1 << 20, Backpressure: Block},
+				Stateful: false, Workers: -1, SlotSize: 256, Capacity: 1 << 20, Backpressure: ra.Block},
 		},
 	}
 	b, err := encodeBuild(want)
@@ -407,15 +408,15 @@ func TestWireBuildRoundTrip(t *testing.T) {
 	checkBad(t, "a Batch", func() error { _, err := decodeBuild(batchBytes(1, nil)); return err }(), "kind 4")
 
 	// Ints past int32 are refused, in any of the checked fields.
-	for _, mut := range []func(s *StageSpec){
-		func(s *StageSpec) { s.Device = 1 << 31 },
-		func(s *StageSpec) { s.Device = -1<<31 - 1 },
-		func(s *StageSpec) { s.Workers = 1 << 40 },
-		func(s *StageSpec) { s.SlotSize = math.MaxInt64 },
-		func(s *StageSpec) { s.Capacity = math.MinInt64 },
+	for _, mut := range []func(s *ra.StageSpec){
+		func(s *ra.StageSpec) { s.Device = 1 << 31 },
+		func(s *ra.StageSpec) { s.Device = -1<<31 - 1 },
+		func(s *ra.StageSpec) { s.Workers = 1 << 40 },
+		func(s *ra.StageSpec) { s.SlotSize = math.MaxInt64 },
+		func(s *ra.StageSpec) { s.Capacity = math.MinInt64 },
 	} {
 		m := want
-		m.Stages = append([]StageSpec(nil), want.Stages...)
+		m.Stages = append([]ra.StageSpec(nil), want.Stages...)
 		mut(&m.Stages[1])
 		b, err := encodeBuild(m)
 		if err != nil {
@@ -449,7 +450,7 @@ func TestWireBuildRoundTrip(t *testing.T) {
 
 	// Params over MaxFloats cannot be encoded.
 	m := want
-	m.Stages = []StageSpec{{Name: "x", Params: make([]float32, MaxFloats+1)}}
+	m.Stages = []ra.StageSpec{{Name: "x", Params: make([]float32, MaxFloats+1)}}
 	if _, err := encodeBuild(m); !errors.Is(err, ErrNotEncodable) {
 		t.Fatalf("MaxFloats+1 params: %v, want ErrNotEncodable", err)
 	}
@@ -520,11 +521,11 @@ func TestWireTextAndClose(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	data, err := EncodeMessage(Data{ID: 1, Floats: []float32{1}})
+	data, err := EncodeMessage(ra.Data{ID: 1, Floats: []float32{1}})
 	if err != nil {
 		t.Fatal(err)
 	}
-	dl, err := EncodeMessage(DeadLetter{ID: 1, Stage: "s", Reason: "r"})
+	dl, err := EncodeMessage(ra.DeadLetter{ID: 1, Stage: "s", Reason: "r"})
 	if err != nil {
 		t.Fatal(err)
 	}

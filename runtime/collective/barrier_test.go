@@ -1,4 +1,4 @@
-package runtime_test
+package collective_test
 
 import (
 	"context"
@@ -20,6 +20,7 @@ import (
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 
 	ra "github.com/ringactor/ringactor/runtime"
+	"github.com/ringactor/ringactor/runtime/collective"
 )
 
 // barrierEnv is a runtime over one simulated device with an in-memory
@@ -36,9 +37,9 @@ func barrierEnv(t *testing.T) (*ra.Runtime, *tracetest.SpanRecorder) {
 	return rt, spans
 }
 
-func newBarrier(t *testing.T, rt *ra.Runtime, spec ra.BarrierSpec) *ra.Barrier {
+func newBarrier(t *testing.T, rt *ra.Runtime, spec collective.BarrierSpec) *collective.Barrier {
 	t.Helper()
-	b, err := rt.NewBarrier(spec)
+	b, err := collective.NewBarrier(rt, spec)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -69,7 +70,7 @@ func spanAttrs(s sdktrace.ReadOnlySpan) map[string]attribute.Value {
 func TestBarrierPhases(t *testing.T) {
 	rt, spans := barrierEnv(t)
 	names := []string{"gpu0", "gpu1", "gpu2", "host"}
-	b := newBarrier(t, rt, ra.BarrierSpec{Name: "lockstep", Participants: names, Timeout: 20 * time.Second})
+	b := newBarrier(t, rt, collective.BarrierSpec{Name: "lockstep", Participants: names, Timeout: 20 * time.Second})
 	const phases = 1000
 	arrivals := make([]atomic.Int32, phases)
 	ctx := barrierCtx(t)
@@ -124,7 +125,7 @@ func TestBarrierPhases(t *testing.T) {
 func TestBarrierTimeoutNamesMissing(t *testing.T) {
 	rt, spans := barrierEnv(t)
 	names := []string{"a", "b", "c", "d"}
-	b := newBarrier(t, rt, ra.BarrierSpec{Name: "slow", Participants: names, Timeout: 100 * time.Millisecond})
+	b := newBarrier(t, rt, collective.BarrierSpec{Name: "slow", Participants: names, Timeout: 100 * time.Millisecond})
 	ctx := barrierCtx(t)
 	start := time.Now()
 	var wg sync.WaitGroup
@@ -137,8 +138,8 @@ func TestBarrierTimeoutNamesMissing(t *testing.T) {
 		t.Errorf("released after %v, before the 100ms timeout", d)
 	}
 	for i, err := range errs[:2] {
-		var te *ra.BarrierTimeoutError
-		if !errors.As(err, &te) || !errors.Is(err, ra.ErrBarrierTimeout) {
+		var te *collective.BarrierTimeoutError
+		if !errors.As(err, &te) || !errors.Is(err, collective.ErrBarrierTimeout) {
 			t.Fatalf("waiter %d: got %v, want a *BarrierTimeoutError", i, err)
 		}
 		if fmt.Sprint(te.Missing) != "[b d]" || te.Phase != 0 || te.Barrier != "slow" {
@@ -149,7 +150,7 @@ func TestBarrierTimeoutNamesMissing(t *testing.T) {
 		}
 	}
 	// Too late for phase 0.
-	if err := b.Await(ctx, "b", 0); !errors.Is(err, ra.ErrBadArrival) || !strings.Contains(err.Error(), "phase 0, which is over") {
+	if err := b.Await(ctx, "b", 0); !errors.Is(err, collective.ErrBadArrival) || !strings.Contains(err.Error(), "phase 0, which is over") {
 		t.Errorf("late arrival: %v", err)
 	}
 	var ph sdktrace.ReadOnlySpan
@@ -176,45 +177,45 @@ func TestBarrierTimeoutNamesMissing(t *testing.T) {
 // the waits in progress and refuses later ones.
 func TestBarrierBadInput(t *testing.T) {
 	rt, spans := barrierEnv(t)
-	for _, spec := range []ra.BarrierSpec{
+	for _, spec := range []collective.BarrierSpec{
 		{Participants: []string{"a"}},
 		{Name: "none"},
 		{Name: "dup", Participants: []string{"a", "b", "a"}},
 		{Name: "empty", Participants: []string{"a", ""}},
 		{Name: "neg", Participants: []string{"a"}, Timeout: -time.Second},
 	} {
-		if _, err := rt.NewBarrier(spec); !errors.Is(err, ra.ErrBadBarrier) {
+		if _, err := collective.NewBarrier(rt, spec); !errors.Is(err, collective.ErrBadBarrier) {
 			t.Errorf("%+v: %v", spec, err)
 		}
 	}
-	b := newBarrier(t, rt, ra.BarrierSpec{Name: "bad", Participants: []string{"a", "b"}})
-	if _, err := rt.NewBarrier(ra.BarrierSpec{Name: "bad", Participants: []string{"x"}}); !errors.Is(err, ra.ErrBadBarrier) {
+	b := newBarrier(t, rt, collective.BarrierSpec{Name: "bad", Participants: []string{"a", "b"}})
+	if _, err := collective.NewBarrier(rt, collective.BarrierSpec{Name: "bad", Participants: []string{"x"}}); !errors.Is(err, collective.ErrBadBarrier) {
 		t.Errorf("second barrier of the same name: %v", err)
 	}
 	ctx := barrierCtx(t)
 	root := rt.System().Root
-	if err := b.Await(ctx, "z", 0); !errors.Is(err, ra.ErrBadArrival) || !strings.Contains(err.Error(), `no participant "z"`) {
+	if err := b.Await(ctx, "z", 0); !errors.Is(err, collective.ErrBadArrival) || !strings.Contains(err.Error(), `no participant "z"`) {
 		t.Errorf("unknown participant: %v", err)
 	}
 	// a waits at phase 5 (a raw request, as an actor would send it).
-	pending := root.RequestFuture(b.PID(), ra.Arrive{Participant: "a", Phase: 5}, 10*time.Second)
-	if err := b.Await(ctx, "a", 5); !errors.Is(err, ra.ErrBadArrival) || !strings.Contains(err.Error(), "arrived twice at phase 5") {
+	pending := root.RequestFuture(b.PID(), collective.Arrive{Participant: "a", Phase: 5}, 10*time.Second)
+	if err := b.Await(ctx, "a", 5); !errors.Is(err, collective.ErrBadArrival) || !strings.Contains(err.Error(), "arrived twice at phase 5") {
 		t.Errorf("duplicate arrival: %v", err)
 	}
-	if err := b.Await(ctx, "a", 6); !errors.Is(err, ra.ErrBadArrival) || !strings.Contains(err.Error(), "still waiting at phase 5") {
+	if err := b.Await(ctx, "a", 6); !errors.Is(err, collective.ErrBadArrival) || !strings.Contains(err.Error(), "still waiting at phase 5") {
 		t.Errorf("arrival in a second phase: %v", err)
 	}
-	res, err := root.RequestFuture(b.PID(), (*ra.Arrive)(nil), 10*time.Second).Result()
-	if r, ok := res.(ra.Release); err != nil || !ok || !errors.Is(r.Err, ra.ErrBadArrival) {
+	res, err := root.RequestFuture(b.PID(), (*collective.Arrive)(nil), 10*time.Second).Result()
+	if r, ok := res.(collective.Release); err != nil || !ok || !errors.Is(r.Err, collective.ErrBadArrival) {
 		t.Errorf("nil *Arrive: %v, %v", res, err)
 	}
 	if err := b.Await(ctx, "b", 5); err != nil {
 		t.Fatal(err)
 	}
-	if res, err := pending.Result(); err != nil || res.(ra.Release) != (ra.Release{Phase: 5}) {
+	if res, err := pending.Result(); err != nil || res.(collective.Release) != (collective.Release{Phase: 5}) {
 		t.Fatalf("a's raw arrival: %v, %v", res, err)
 	}
-	if err := b.Await(ctx, "a", 4); !errors.Is(err, ra.ErrBadArrival) || !strings.Contains(err.Error(), "over") {
+	if err := b.Await(ctx, "a", 4); !errors.Is(err, collective.ErrBadArrival) || !strings.Contains(err.Error(), "over") {
 		t.Errorf("old phase: %v", err)
 	}
 	// Close with a waiter.
@@ -225,10 +226,10 @@ func TestBarrierBadInput(t *testing.T) {
 		time.Sleep(time.Millisecond)
 	}
 	b.Close()
-	if err := <-done; !errors.Is(err, ra.ErrBarrierClosed) {
+	if err := <-done; !errors.Is(err, collective.ErrBarrierClosed) {
 		t.Errorf("waiter at close: %v", err)
 	}
-	if err := b.Await(ctx, "a", 10); !errors.Is(err, ra.ErrBarrierClosed) {
+	if err := b.Await(ctx, "a", 10); !errors.Is(err, collective.ErrBarrierClosed) {
 		t.Errorf("after close: %v", err)
 	}
 	b.Close() // twice is fine
@@ -247,7 +248,7 @@ func phaseStarted(spans *tracetest.SpanRecorder, name string, phase int64) bool 
 // arrive at that phase again, and the others are not released by it.
 func TestBarrierAwaitContext(t *testing.T) {
 	rt, _ := barrierEnv(t)
-	b := newBarrier(t, rt, ra.BarrierSpec{Name: "ctx", Participants: []string{"a", "b"}})
+	b := newBarrier(t, rt, collective.BarrierSpec{Name: "ctx", Participants: []string{"a", "b"}})
 	short, cancel := context.WithTimeout(context.Background(), 20*time.Millisecond)
 	defer cancel()
 	if err := b.Await(short, "a", 0); !errors.Is(err, context.DeadlineExceeded) {
@@ -274,13 +275,13 @@ func TestBarrierAwaitContext(t *testing.T) {
 // Actors take part by Request: the Release comes back to them.
 func TestBarrierActorParticipants(t *testing.T) {
 	rt, _ := barrierEnv(t)
-	b := newBarrier(t, rt, ra.BarrierSpec{Name: "actors", Participants: []string{"x", "y", "go"}})
-	got := make(chan ra.Release, 2)
+	b := newBarrier(t, rt, collective.BarrierSpec{Name: "actors", Participants: []string{"x", "y", "go"}})
+	got := make(chan collective.Release, 2)
 	props := actor.PropsFromFunc(func(c actor.Context) {
 		switch m := c.Message().(type) {
-		case ra.Arrive:
+		case collective.Arrive:
 			c.Request(b.PID(), m)
-		case ra.Release:
+		case collective.Release:
 			got <- m
 		}
 	})
@@ -288,7 +289,7 @@ func TestBarrierActorParticipants(t *testing.T) {
 	for _, name := range []string{"x", "y"} {
 		pid := root.Spawn(props)
 		t.Cleanup(func() { root.StopFuture(pid).Wait() })
-		root.Send(pid, ra.Arrive{Participant: name, Phase: 3})
+		root.Send(pid, collective.Arrive{Participant: name, Phase: 3})
 	}
 	if err := b.Await(barrierCtx(t), "go", 3); err != nil {
 		t.Fatal(err)
@@ -296,7 +297,7 @@ func TestBarrierActorParticipants(t *testing.T) {
 	for range 2 {
 		select {
 		case r := <-got:
-			if r != (ra.Release{Phase: 3}) {
+			if r != (collective.Release{Phase: 3}) {
 				t.Errorf("actor got %+v", r)
 			}
 		case <-time.After(10 * time.Second):
@@ -310,7 +311,7 @@ func TestBarrierActorParticipants(t *testing.T) {
 // from the first arrival to the release, linked to the waits.
 func TestBarrierSpans(t *testing.T) {
 	rt, spans := barrierEnv(t)
-	b := newBarrier(t, rt, ra.BarrierSpec{Name: "traced", Participants: []string{"p", "q"}})
+	b := newBarrier(t, rt, collective.BarrierSpec{Name: "traced", Participants: []string{"p", "q"}})
 	ctx, parent := sdktrace.NewTracerProvider().Tracer("test").Start(barrierCtx(t), "caller")
 	defer parent.End()
 	var wg sync.WaitGroup

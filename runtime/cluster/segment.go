@@ -1,4 +1,4 @@
-package runtime
+package cluster
 
 import (
 	"context"
@@ -11,18 +11,19 @@ import (
 
 	"github.com/ringactor/ringactor/kernels"
 	"github.com/ringactor/ringactor/p2pqueue"
+	ra "github.com/ringactor/ringactor/runtime"
 )
 
 // segmentGrain hosts one segment of another node's cluster pipeline: a
 // protoactor cluster grain of this node's kind, so the origin places it
-// here by name. It builds the segment as a local Pipeline, writes the
+// here by name. It builds the segment as a local ra.Pipeline, writes the
 // batches it receives into the segment's first stage, sends the segment's
 // results on to the next segment (or the origin) in batches, and reports
 // dead letters to the origin. It watches the origin and drops the segment
 // if the origin goes away.
 type segmentGrain struct {
-	rt     *Runtime
-	p      *Pipeline
+	rt     *ra.Runtime
+	p      *ra.Pipeline
 	msg    buildMsg
 	next   *actor.PID
 	origin *actor.PID
@@ -31,7 +32,7 @@ type segmentGrain struct {
 	w *batchWriter // used by the segment's egress pump only
 
 	br   batchReader
-	ds   []Data
+	ds   []ra.Data
 	slab []float32
 }
 
@@ -91,7 +92,7 @@ func (g *segmentGrain) build(b []byte) error {
 	g.last = m.Stages[len(m.Stages)-1].Name
 	g.w = newBatchWriter()
 	name := strings.NewReplacer("/", "_", " ", "_").Replace(fmt.Sprintf("%s@%s#%d", m.Pipeline, m.Origin.Address, m.To))
-	spec := PipelineSpec{Name: name, Stages: m.Stages, OnDeadLetter: g.report, forward: g.forward}
+	spec := ra.PipelineSpec{Name: name, Stages: m.Stages, OnDeadLetter: g.report, Deliver: ra.Sink{Slots: g.forward}}
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	p, err := g.rt.Build(ctx, spec)
@@ -115,11 +116,11 @@ func (g *segmentGrain) forward(_ context.Context, hs []p2pqueue.Header, ps [][]b
 	for i := range hs {
 		g.w.add(hs[i].ID, hs[i].Flags, ps[i])
 	}
-	g.rt.system.Root.Send(g.next, wrap(g.w.bytes()))
+	g.rt.System().Root.Send(g.next, wrap(g.w.bytes()))
 }
 
 // report sends a dead letter to the origin, which owns the count.
-func (g *segmentGrain) report(d DeadLetter) {
+func (g *segmentGrain) report(d ra.DeadLetter) {
 	if d.Stage == "egress" {
 		d.Stage = g.last // the origin knows the segment by its stages
 	}
@@ -127,10 +128,10 @@ func (g *segmentGrain) report(d DeadLetter) {
 	if err != nil {
 		return // only a text over MaxText: the origin still counts it at close
 	}
-	g.rt.system.Root.Send(g.origin, wrap(b))
+	g.rt.System().Root.Send(g.origin, wrap(b))
 }
 
-// ingest writes a batch into the segment's first stage. Its Data and
+// ingest writes a batch into the segment's first stage. Its ra.Data and
 // floats reuse the grain's buffers: the send copies them into the slots.
 func (g *segmentGrain) ingest(b []byte) {
 	_, es, err := g.br.decode(b)
@@ -140,7 +141,7 @@ func (g *segmentGrain) ingest(b []byte) {
 	g.ds, g.slab = entriesToData(es, nil, g.ds, g.slab)
 	if g.p == nil {
 		for _, d := range g.ds {
-			g.report(DeadLetter{ID: d.ID, Stage: g.msg.Pipeline, Device: p2pqueue.Host, Reason: "pipeline closed", Err: ErrClosed})
+			g.report(ra.DeadLetter{ID: d.ID, Stage: g.msg.Pipeline, Device: p2pqueue.Host, Reason: "pipeline closed", Err: ra.ErrClosed})
 		}
 		return
 	}
@@ -148,10 +149,10 @@ func (g *segmentGrain) ingest(b []byte) {
 }
 
 // entriesToData turns a batch's entries (those keep marks, or all when keep
-// is nil) into Data in ds, their floats in slab: both are reused and
-// returned, so a steady stream allocates nothing per message. The Data are
+// is nil) into ra.Data in ds, their floats in slab: both are reused and
+// returned, so a steady stream allocates nothing per message. The ra.Data are
 // valid until the next call.
-func entriesToData(es []batchEntry, keep []bool, ds []Data, slab []float32) ([]Data, []float32) {
+func entriesToData(es []batchEntry, keep []bool, ds []ra.Data, slab []float32) ([]ra.Data, []float32) {
 	total := 0
 	for i, e := range es {
 		if keep == nil || keep[i] {
@@ -170,7 +171,7 @@ func entriesToData(es []batchEntry, keep []bool, ds []Data, slab []float32) ([]D
 		k := len(e.Payload) / 4
 		v, _ := kernels.DecodeFloats(free[:k:k], e.Payload) // whole float32s, checked by decode
 		free = free[k:]
-		ds = append(ds, Data{ID: e.ID, Floats: v, Sampled: e.Flags&p2pqueue.FlagSampled != 0})
+		ds = append(ds, ra.Data{ID: e.ID, Floats: v, Sampled: e.Flags&p2pqueue.FlagSampled != 0})
 	}
 	return ds, slab
 }

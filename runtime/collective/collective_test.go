@@ -1,9 +1,10 @@
-package runtime_test
+package collective_test
 
 import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"math"
 	"math/rand/v2"
 	"os"
@@ -12,8 +13,20 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/ringactor/ringactor/internal/rttest"
 	ra "github.com/ringactor/ringactor/runtime"
+	"github.com/ringactor/ringactor/runtime/collective"
 )
+
+func TestMain(m *testing.M) { rttest.Main(m) }
+
+func ctxT(t *testing.T) context.Context { return rttest.Ctx(t) }
+
+// newEnv is a runtime on 4 simulated devices with P2P topology topo.
+func newEnv(t *testing.T, topo string) *rttest.Env {
+	t.Helper()
+	return rttest.New(t, ra.DeviceOptions{Backend: "sim", SimDevices: 4, SimP2P: topo, Log: io.Discard})
+}
 
 // Tolerances, against float64 computations in Go:
 //   - Reduce sums of floats: |got - exact| ≤ 1e-5·Σ|x|. Each chunk of up to
@@ -89,7 +102,7 @@ func TestCollectiveScatterGather(t *testing.T) {
 			}
 			data := floats(rng, n)
 			orig := slices.Clone(data)
-			got, err := e.rt.ScatterGather(ctxT(t), ra.CollectiveSpec{Name: "sg", Devices: c.devices, Op: c.op, Params: c.params, Chunk: c.chunk}, data)
+			got, err := collective.ScatterGather(ctxT(t), e.RT, collective.Spec{Name: "sg", Devices: c.devices, Op: c.op, Params: c.params, Chunk: c.chunk}, data)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -120,9 +133,9 @@ func TestCollectiveScatterGatherDeadLetter(t *testing.T) {
 	}
 	data[200] = -1 // chunk 3 (192..255)
 	data[900] = -4 // chunk 14
-	_, err := e.rt.ScatterGather(ctxT(t), ra.CollectiveSpec{Name: "roots", Devices: all4, Op: "sqrt"}, data)
-	var ce *ra.ChunkError
-	if !errors.Is(err, ra.ErrChunkLost) || !errors.As(err, &ce) {
+	_, err := collective.ScatterGather(ctxT(t), e.RT, collective.Spec{Name: "roots", Devices: all4, Op: "sqrt"}, data)
+	var ce *collective.ChunkError
+	if !errors.Is(err, collective.ErrChunkLost) || !errors.As(err, &ce) {
 		t.Fatalf("err %v, want a ChunkError", err)
 	}
 	if ce.Chunk != 3 || ce.Offset != 192 || ce.Len != 64 || ce.More != 1 || ce.Step != "scatter" ||
@@ -136,7 +149,7 @@ func TestCollectiveScatterGatherDeadLetter(t *testing.T) {
 	}
 	t.Log(err)
 	data[200], data[900] = 4, 9
-	got, err := e.rt.ScatterGather(ctxT(t), ra.CollectiveSpec{Name: "roots", Devices: all4, Op: "sqrt"}, data)
+	got, err := collective.ScatterGather(ctxT(t), e.RT, collective.Spec{Name: "roots", Devices: all4, Op: "sqrt"}, data)
 	if err != nil || got[200] != 2 || got[900] != 3 || got[999] != float32(math.Sqrt(999)) {
 		t.Fatalf("after a failed call: %v, %v", err, got[198:202])
 	}
@@ -171,16 +184,16 @@ func TestCollectiveReduce(t *testing.T) {
 				continue // a message a float: slow, and the rounds are covered by the short inputs
 			}
 			for _, c := range []struct {
-				op   ra.ReduceOp
+				op   collective.ReduceOp
 				want float64
-			}{{ra.ReduceSum, sum}, {ra.ReduceMin, lo}, {ra.ReduceMax, hi}} {
-				spec := ra.CollectiveSpec{Name: "reduce", Devices: all4, Chunk: chunk}
-				got, err := e.rt.Reduce(ctxT(t), spec, in.data, c.op)
+			}{{collective.ReduceSum, sum}, {collective.ReduceMin, lo}, {collective.ReduceMax, hi}} {
+				spec := collective.Spec{Name: "reduce", Devices: all4, Chunk: chunk}
+				got, err := collective.Reduce(ctxT(t), e.RT, spec, in.data, c.op)
 				if err != nil {
 					t.Fatalf("%s %v chunk %d: %v", in.name, c.op, chunk, err)
 				}
 				tol := 0.0
-				if c.op == ra.ReduceSum && !in.exact {
+				if c.op == collective.ReduceSum && !in.exact {
 					tol = 1e-5 * abs
 				}
 				if d := math.Abs(float64(got) - c.want); d > tol || (tol == 0 && float64(got) != c.want) {
@@ -196,7 +209,7 @@ func TestCollectiveReduce(t *testing.T) {
 		want += float64(x)
 	}
 	for _, devs := range [][]int{{1, 1}, {2}} {
-		got, err := e.rt.Reduce(ctxT(t), ra.CollectiveSpec{Devices: devs}, data, ra.ReduceSum)
+		got, err := collective.Reduce(ctxT(t), e.RT, collective.Spec{Devices: devs}, data, collective.ReduceSum)
 		if err != nil || float64(got) != want {
 			t.Fatalf("devices %v: %g, %v; want %g", devs, got, err, want)
 		}
@@ -226,7 +239,7 @@ func TestCollectiveAllReduce(t *testing.T) {
 		{[]int{2}, 100, 0, false},
 	}
 	for _, c := range cases {
-		for _, op := range []ra.ReduceOp{ra.ReduceSum, ra.ReduceMin, ra.ReduceMax} {
+		for _, op := range []collective.ReduceOp{collective.ReduceSum, collective.ReduceMin, collective.ReduceMax} {
 			name := fmt.Sprintf("%v/%d-devices/%d-floats/chunk-%d/ints-%v", op, len(c.devices), c.size, c.chunk, c.ints)
 			t.Run(name, func(t *testing.T) {
 				n := len(c.devices)
@@ -242,7 +255,7 @@ func TestCollectiveAllReduce(t *testing.T) {
 				for i := range vs {
 					orig[i] = slices.Clone(vs[i])
 				}
-				got, err := e.rt.AllReduce(ctxT(t), ra.CollectiveSpec{Name: "ring", Devices: c.devices, Chunk: c.chunk}, vs, op)
+				got, err := collective.AllReduce(ctxT(t), e.RT, collective.Spec{Name: "ring", Devices: c.devices, Chunk: c.chunk}, vs, op)
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -266,18 +279,18 @@ func TestCollectiveAllReduce(t *testing.T) {
 						x := float64(vs[i][k])
 						abs += math.Abs(x)
 						switch op {
-						case ra.ReduceSum:
+						case collective.ReduceSum:
 							if i > 0 {
 								want += x
 							}
-						case ra.ReduceMin:
+						case collective.ReduceMin:
 							want = math.Min(want, x)
-						case ra.ReduceMax:
+						case collective.ReduceMax:
 							want = math.Max(want, x)
 						}
 					}
 					tol := 0.0
-					if op == ra.ReduceSum && !c.ints {
+					if op == collective.ReduceSum && !c.ints {
 						tol = float64(n) * math.Ldexp(abs, -24)
 					}
 					if d := math.Abs(float64(got[0][k]) - want); d > tol || (tol == 0 && float64(got[0][k]) != want) {
@@ -296,66 +309,66 @@ func TestCollectiveBadInput(t *testing.T) {
 	ctx := ctxT(t)
 	data := []float32{1, 2, 3}
 	vec := [][]float32{{1, 2}, {3, 4}, {5, 6}, {7, 8}}
-	sg := func(spec ra.CollectiveSpec, d []float32) error {
-		_, err := e.rt.ScatterGather(ctx, spec, d)
+	sg := func(spec collective.Spec, d []float32) error {
+		_, err := collective.ScatterGather(ctx, e.RT, spec, d)
 		return err
 	}
-	red := func(spec ra.CollectiveSpec, d []float32, op ra.ReduceOp) error {
-		_, err := e.rt.Reduce(ctx, spec, d, op)
+	red := func(spec collective.Spec, d []float32, op collective.ReduceOp) error {
+		_, err := collective.Reduce(ctx, e.RT, spec, d, op)
 		return err
 	}
-	all := func(spec ra.CollectiveSpec, vs [][]float32, op ra.ReduceOp) error {
-		_, err := e.rt.AllReduce(ctx, spec, vs, op)
+	all := func(spec collective.Spec, vs [][]float32, op collective.ReduceOp) error {
+		_, err := collective.AllReduce(ctx, e.RT, spec, vs, op)
 		return err
 	}
-	ok := ra.CollectiveSpec{Name: "bad", Devices: all4}
-	with := func(f func(*ra.CollectiveSpec)) ra.CollectiveSpec {
+	ok := collective.Spec{Name: "bad", Devices: all4}
+	with := func(f func(*collective.Spec)) collective.Spec {
 		s := ok
 		f(&s)
 		return s
 	}
-	sgSpec := with(func(s *ra.CollectiveSpec) { s.Op = "identity" })
+	sgSpec := with(func(s *collective.Spec) { s.Op = "identity" })
 	cases := []struct {
 		name, want string
 		err        error
 	}{
-		{"scatter: no devices", "at least one device", sg(with(func(s *ra.CollectiveSpec) { s.Devices = nil; s.Op = "identity" }), data)},
-		{"reduce: no devices", "at least one device", red(with(func(s *ra.CollectiveSpec) { s.Devices = nil }), data, ra.ReduceSum)},
-		{"allreduce: no devices", "at least one device", all(with(func(s *ra.CollectiveSpec) { s.Devices = []int{} }), nil, ra.ReduceSum)},
-		{"unknown device", "participant 1", red(with(func(s *ra.CollectiveSpec) { s.Devices = []int{0, 9} }), data, ra.ReduceMax)},
-		{"unknown op", `unknown op "cube"`, sg(with(func(s *ra.CollectiveSpec) { s.Op = "cube" }), data)},
+		{"scatter: no devices", "at least one device", sg(with(func(s *collective.Spec) { s.Devices = nil; s.Op = "identity" }), data)},
+		{"reduce: no devices", "at least one device", red(with(func(s *collective.Spec) { s.Devices = nil }), data, collective.ReduceSum)},
+		{"allreduce: no devices", "at least one device", all(with(func(s *collective.Spec) { s.Devices = []int{} }), nil, collective.ReduceSum)},
+		{"unknown device", "participant 1", red(with(func(s *collective.Spec) { s.Devices = []int{0, 9} }), data, collective.ReduceMax)},
+		{"unknown op", `unknown op "cube"`, sg(with(func(s *collective.Spec) { s.Op = "cube" }), data)},
 		{"no op", "needs an Op", sg(ok, data)},
-		{"wrong params", "takes 1 params, got 0", sg(with(func(s *ra.CollectiveSpec) { s.Op = "scale" }), data)},
+		{"wrong params", "takes 1 params, got 0", sg(with(func(s *collective.Spec) { s.Op = "scale" }), data)},
 		{"scatter: empty data", "no data", sg(sgSpec, nil)},
-		{"reduce: empty data", "no data", red(ok, []float32{}, ra.ReduceMin)},
-		{"allreduce: empty vectors", "empty vectors", all(ok, make([][]float32, 4), ra.ReduceSum)},
-		{"allreduce: mismatched lengths", "vector 2 has 3 floats and vector 0 has 2", all(ok, [][]float32{{1, 2}, {3, 4}, {5, 6, 7}, {8, 9}}, ra.ReduceSum)},
-		{"allreduce: too few vectors", "3 vectors for 4 devices", all(ok, vec[:3], ra.ReduceSum)},
-		{"reduce: bad op", "ReduceOp(7)", red(ok, data, ra.ReduceOp(7))},
-		{"allreduce: bad op", "ReduceOp(-1)", all(ok, vec, ra.ReduceOp(-1))},
-		{"reduce: Op set", "leave Op and Params", red(sgSpec, data, ra.ReduceSum)},
-		{"allreduce: Op set", "leave Op and Params", all(sgSpec, vec, ra.ReduceMax)},
-		{"negative chunk", "Chunk -3", red(with(func(s *ra.CollectiveSpec) { s.Chunk = -3 }), data, ra.ReduceSum)},
-		{"huge chunk", "more than a message holds", all(with(func(s *ra.CollectiveSpec) { s.Chunk = 1 << 22 }), vec, ra.ReduceSum)},
-		{"bad name", "without spaces or slashes", sg(with(func(s *ra.CollectiveSpec) { s.Name = "a b"; s.Op = "identity" }), data)},
+		{"reduce: empty data", "no data", red(ok, []float32{}, collective.ReduceMin)},
+		{"allreduce: empty vectors", "empty vectors", all(ok, make([][]float32, 4), collective.ReduceSum)},
+		{"allreduce: mismatched lengths", "vector 2 has 3 floats and vector 0 has 2", all(ok, [][]float32{{1, 2}, {3, 4}, {5, 6, 7}, {8, 9}}, collective.ReduceSum)},
+		{"allreduce: too few vectors", "3 vectors for 4 devices", all(ok, vec[:3], collective.ReduceSum)},
+		{"reduce: bad op", "ReduceOp(7)", red(ok, data, collective.ReduceOp(7))},
+		{"allreduce: bad op", "ReduceOp(-1)", all(ok, vec, collective.ReduceOp(-1))},
+		{"reduce: Op set", "leave Op and Params", red(sgSpec, data, collective.ReduceSum)},
+		{"allreduce: Op set", "leave Op and Params", all(sgSpec, vec, collective.ReduceMax)},
+		{"negative chunk", "Chunk -3", red(with(func(s *collective.Spec) { s.Chunk = -3 }), data, collective.ReduceSum)},
+		{"huge chunk", "more than a message holds", all(with(func(s *collective.Spec) { s.Chunk = 1 << 22 }), vec, collective.ReduceSum)},
+		{"bad name", "without spaces or slashes", sg(with(func(s *collective.Spec) { s.Name = "a b"; s.Op = "identity" }), data)},
 	}
 	for _, c := range cases {
-		if !errors.Is(c.err, ra.ErrBadCollective) || !strings.Contains(c.err.Error(), c.want) {
-			t.Errorf("%s: %v; want ErrBadCollective saying %q", c.name, c.err, c.want)
+		if !errors.Is(c.err, collective.ErrBadSpec) || !strings.Contains(c.err.Error(), c.want) {
+			t.Errorf("%s: %v; want ErrBadSpec saying %q", c.name, c.err, c.want)
 		}
 	}
 	// An op whose result is not its input's length cannot scatter-gather.
-	if err := sg(with(func(s *ra.CollectiveSpec) { s.Op = "reduce_sum" }), []float32{1, 2, 3, 4}); err == nil || !strings.Contains(err.Error(), "elementwise") {
+	if err := sg(with(func(s *collective.Spec) { s.Op = "reduce_sum" }), []float32{1, 2, 3, 4}); err == nil || !strings.Contains(err.Error(), "elementwise") {
 		t.Errorf("non-elementwise op: %v", err)
 	}
 	// A cancelled context ends the call with its error.
 	cctx, cancel := context.WithCancel(context.Background())
 	cancel()
-	if _, err := e.rt.AllReduce(cctx, ok, vec, ra.ReduceSum); err == nil {
+	if _, err := collective.AllReduce(cctx, e.RT, ok, vec, collective.ReduceSum); err == nil {
 		t.Error("AllReduce with a cancelled context succeeded")
 	}
 	// The names are free again: the same calls now work.
-	if got, err := e.rt.AllReduce(ctx, ok, vec, ra.ReduceSum); err != nil || !slices.Equal(got[3], []float32{16, 20}) {
+	if got, err := collective.AllReduce(ctx, e.RT, ok, vec, collective.ReduceSum); err != nil || !slices.Equal(got[3], []float32{16, 20}) {
 		t.Errorf("AllReduce after bad calls: %v, %v", got, err)
 	}
 }

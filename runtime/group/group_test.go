@@ -1,15 +1,25 @@
-package runtime_test
+package group_test
 
 import (
 	"context"
 	"errors"
 	"io"
+	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/ringactor/ringactor/internal/rttest"
+	rk "github.com/ringactor/ringactor/ringkernel"
+	"github.com/ringactor/ringactor/ringkernel/sim"
 	ra "github.com/ringactor/ringactor/runtime"
+	"github.com/ringactor/ringactor/runtime/group"
 )
+
+func TestMain(m *testing.M) { rttest.Main(m) }
+
+func ctxT(t *testing.T) context.Context { return rttest.Ctx(t) }
 
 // groupEnv is 4 simulated devices; cost gives some of them a service time
 // per message, memory some of them less memory.
@@ -50,13 +60,13 @@ func (c *collector) deadLetter(d ra.DeadLetter) {
 // runGroup sends n messages (x = id) through a x*3 group and checks every
 // one comes back exactly once with the right value and the account
 // balances; it returns the final stats.
-func runGroup(t *testing.T, rt *ra.Runtime, spec ra.GroupSpec, n int) ra.GroupStats {
+func runGroup(t *testing.T, rt *ra.Runtime, spec group.Spec, n int) group.Stats {
 	t.Helper()
 	c := &collector{seen: map[uint64]int{}}
 	spec.Stage = ra.StageSpec{Name: "x3", Op: "scale", Params: []float32{3}, Capacity: 256}
 	spec.Deliver = ra.Sink{Func: c.result}
 	spec.OnDeadLetter = c.deadLetter
-	g, err := rt.Group(ctxT(t), spec)
+	g, err := group.New(ctxT(t), rt, spec)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -98,7 +108,7 @@ func runGroup(t *testing.T, rt *ra.Runtime, spec ra.GroupSpec, n int) ra.GroupSt
 }
 
 func TestGroupStaticSplitsEqually(t *testing.T) {
-	st := runGroup(t, groupEnv(t, nil, nil), ra.GroupSpec{Name: "static", Devices: []int{0, 1, 2, 3}, Policy: ra.Static}, 4000)
+	st := runGroup(t, groupEnv(t, nil, nil), group.Spec{Name: "static", Devices: []int{0, 1, 2, 3}, Policy: group.Static}, 4000)
 	for _, in := range st.Instances {
 		if in.Assigned != 1000 || in.Stolen != 0 {
 			t.Fatalf("static: %+v, want 1000 each and no steals", st.Instances)
@@ -108,15 +118,15 @@ func TestGroupStaticSplitsEqually(t *testing.T) {
 
 func TestGroupMemoryAwareFollowsFreeMemory(t *testing.T) {
 	mem := map[int]uint64{0: 1 << 30, 1: 3 << 30}
-	st := runGroup(t, groupEnv(t, nil, mem), ra.GroupSpec{Name: "mem", Devices: []int{0, 1}, Policy: ra.MemoryAware}, 4000)
+	st := runGroup(t, groupEnv(t, nil, mem), group.Spec{Name: "mem", Devices: []int{0, 1}, Policy: group.MemoryAware}, 4000)
 	if a, b := st.Instances[0].Assigned, st.Instances[1].Assigned; a != 1000 || b != 3000 {
 		t.Fatalf("memory-aware with 1 GiB and 3 GiB free: assigned %d and %d, want 1000 and 3000", a, b)
 	}
 	// A device whose memory cannot hold an instance's queue is refused.
 	rt := groupEnv(t, nil, map[int]uint64{2: 1024})
-	_, err := rt.Group(ctxT(t), ra.GroupSpec{Name: "tiny", Devices: []int{2, 3}, Policy: ra.MemoryAware,
+	_, err := group.New(ctxT(t), rt, group.Spec{Name: "tiny", Devices: []int{2, 3}, Policy: group.MemoryAware,
 		Stage: ra.StageSpec{Name: "x3", Op: "scale", Params: []float32{3}}})
-	if !errors.Is(err, ra.ErrBadGroup) {
+	if !errors.Is(err, group.ErrBadSpec) {
 		t.Fatalf("device with 1 KiB free: %v", err)
 	}
 }
@@ -125,8 +135,8 @@ func TestGroupMemoryAwareFollowsFreeMemory(t *testing.T) {
 // less work than the others get on average.
 func TestGroupDynamicAndGuidedFavourFastDevices(t *testing.T) {
 	cost := map[int]time.Duration{0: 20 * time.Microsecond, 1: 20 * time.Microsecond, 2: 20 * time.Microsecond, 3: 80 * time.Microsecond}
-	for _, p := range []ra.Policy{ra.Dynamic, ra.Guided} {
-		st := runGroup(t, groupEnv(t, cost, nil), ra.GroupSpec{Name: "skew-" + p.String(), Devices: []int{0, 1, 2, 3}, Policy: p}, 6000)
+	for _, p := range []group.Policy{group.Dynamic, group.Guided} {
+		st := runGroup(t, groupEnv(t, cost, nil), group.Spec{Name: "skew-" + p.String(), Devices: []int{0, 1, 2, 3}, Policy: p}, 6000)
 		fast := (st.Instances[0].Assigned + st.Instances[1].Assigned + st.Instances[2].Assigned) / 3
 		if slow := st.Instances[3].Assigned; slow >= fast {
 			t.Errorf("%s: the slow device was assigned %d, the fast ones %d on average: %+v", p, slow, fast, st.Instances)
@@ -138,7 +148,7 @@ func TestGroupDynamicAndGuidedFavourFastDevices(t *testing.T) {
 // nothing is lost or duplicated (runGroup checks every message).
 func TestGroupStealsFromTheSlowDevice(t *testing.T) {
 	cost := map[int]time.Duration{3: 200 * time.Microsecond}
-	st := runGroup(t, groupEnv(t, cost, nil), ra.GroupSpec{Name: "steal", Devices: []int{0, 1, 2, 3}, Policy: ra.Static, Steal: true}, 4000)
+	st := runGroup(t, groupEnv(t, cost, nil), group.Spec{Name: "steal", Devices: []int{0, 1, 2, 3}, Policy: group.Static, Steal: true}, 4000)
 	if st.Instances[3].Stolen == 0 || st.Steals == 0 {
 		t.Fatalf("no work stolen from the slow device: %+v", st.Instances)
 	}
@@ -151,7 +161,7 @@ func TestGroupStealsFromTheSlowDevice(t *testing.T) {
 // Steal is an actor message to an instance's PID, answered with Stolen.
 func TestGroupStealThroughThePID(t *testing.T) {
 	rt := groupEnv(t, map[int]time.Duration{0: time.Millisecond}, nil)
-	g, err := rt.Group(ctxT(t), ra.GroupSpec{Name: "pid", Devices: []int{0, 1}, Policy: ra.Static, Steal: true, StealEvery: time.Hour,
+	g, err := group.New(ctxT(t), rt, group.Spec{Name: "pid", Devices: []int{0, 1}, Policy: group.Static, Steal: true, StealEvery: time.Hour,
 		Stage: ra.StageSpec{Name: "x3", Op: "scale", Params: []float32{3}}})
 	if err != nil {
 		t.Fatal(err)
@@ -187,20 +197,20 @@ func TestGroupStealThroughThePID(t *testing.T) {
 func TestGroupRefusesBadSpecs(t *testing.T) {
 	rt := groupEnv(t, nil, nil)
 	st := ra.StageSpec{Name: "x3", Op: "scale", Params: []float32{3}}
-	for _, spec := range []ra.GroupSpec{
+	for _, spec := range []group.Spec{
 		{Name: "", Stage: st, Devices: []int{0}},
 		{Name: "a b", Stage: st, Devices: []int{0}},
 		{Name: "nodev", Stage: st},
 		{Name: "dup", Stage: st, Devices: []int{1, 1}},
 		{Name: "nosuch", Stage: st, Devices: []int{9}},
-		{Name: "policy", Stage: st, Devices: []int{0}, Policy: ra.Policy(42)},
+		{Name: "policy", Stage: st, Devices: []int{0}, Policy: group.Policy(42)},
 		{Name: "sinks", Stage: st, Devices: []int{0}, Deliver: ra.Sink{Func: func(ra.Result) {}, Chan: make(chan ra.Result)}},
 	} {
-		if _, err := rt.Group(ctxT(t), spec); !errors.Is(err, ra.ErrBadGroup) {
-			t.Errorf("%q: %v, want ErrBadGroup", spec.Name, err)
+		if _, err := group.New(ctxT(t), rt, spec); !errors.Is(err, group.ErrBadSpec) {
+			t.Errorf("%q: %v, want ErrBadSpec", spec.Name, err)
 		}
 	}
-	if _, err := rt.Group(ctxT(t), ra.GroupSpec{Name: "badop", Stage: ra.StageSpec{Name: "s", Op: "nope"}, Devices: []int{0}}); err == nil {
+	if _, err := group.New(ctxT(t), rt, group.Spec{Name: "badop", Stage: ra.StageSpec{Name: "s", Op: "nope"}, Devices: []int{0}}); err == nil {
 		t.Fatal("unknown op accepted")
 	}
 }
@@ -232,5 +242,77 @@ func TestSendBatchOversizeInTheMiddle(t *testing.T) {
 	defer mu.Unlock()
 	if len(got) != 2 || got[0] != 1 || got[1] != 3 || len(dead) != 1 || dead[0].ID != 2 || dead[0].Reason != "oversize payload" {
 		t.Fatalf("delivered %v, dead %v", got, dead)
+	}
+}
+
+// noStealing is a sim backend that, like the CUDA backend, refuses kernels
+// with steal links.
+type noStealing struct{ *sim.Backend }
+
+func (b *noStealing) Start(job *rk.Job) (rk.Loop, error) {
+	if len(job.StealTo) > 0 {
+		return nil, errors.New("noStealing: stage " + job.Spec.Stage.Name + " has steal links: not supported here")
+	}
+	return b.Backend.Start(job)
+}
+
+// A backend that cannot run stealing groups (CUDA's, today) makes Group
+// fail at once with its error, not hang.
+func TestGroupStealingRefusalSurfaces(t *testing.T) {
+	b := &noStealing{Backend: sim.New(2)}
+	rt, err := ra.New(ra.Config{Backend: b, Devices: ra.DeviceOptions{Log: io.Discard}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rt.Close()
+	start := time.Now()
+	_, err = group.New(ctxT(t), rt, group.Spec{Name: "steal", Devices: []int{0, 1}, Steal: true,
+		Stage: ra.StageSpec{Name: "x3", Op: "scale", Params: []float32{3}}})
+	if err == nil || !strings.Contains(err.Error(), "steal links") {
+		t.Fatalf("stealing group on a backend without stealing: %v", err)
+	}
+	if d := time.Since(start); d > 5*time.Second {
+		t.Fatalf("refusal took %v", d)
+	}
+	// Without stealing the same backend runs the group.
+	g, err := group.New(ctxT(t), rt, group.Spec{Name: "nosteal", Devices: []int{0, 1},
+		Stage: ra.StageSpec{Name: "x3", Op: "scale", Params: []float32{3}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := g.Close(ctxT(t), true); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// A drained close of a stage group one of whose instances was
+// deactivated activates it and drains (as a pipeline's does).
+func TestDrainedCloseActivatesADeactivatedGroupInstance(t *testing.T) {
+	rt := groupEnv(t, nil, nil)
+	var delivered atomic.Int64
+	g, err := group.New(ctxT(t), rt, group.Spec{Name: "g", Devices: []int{0, 1},
+		Stage:   ra.StageSpec{Name: "x3", Op: "scale", Params: []float32{3}, Capacity: 256},
+		Deliver: ra.Sink{Func: func(ra.Result) { delivered.Add(1) }}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	pid, err := g.InstancePID(1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := rt.System().Root.RequestFuture(pid, ra.Deactivate{}, 5*time.Second).Result(); err != nil {
+		t.Fatal(err)
+	}
+	const n = 400 // the deactivated instance's share fits in its link
+	for i := range n {
+		if err := g.Send(ctxT(t), ra.Data{Floats: []float32{float32(i)}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := g.Close(ctxT(t), true); err != nil {
+		t.Fatalf("drained close of a group with a deactivated instance: %v", err)
+	}
+	if st := g.Stats(); st.Delivered != n || delivered.Load() != n || st.InFlight != 0 {
+		t.Fatalf("account %+v, %d delivered", st, delivered.Load())
 	}
 }

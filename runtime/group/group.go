@@ -1,4 +1,4 @@
-package runtime
+package group
 
 import (
 	"context"
@@ -12,6 +12,8 @@ import (
 	"github.com/asynkron/protoactor-go/actor"
 
 	"github.com/ringactor/ringactor/p2pqueue"
+	rk "github.com/ringactor/ringactor/ringkernel"
+	ra "github.com/ringactor/ringactor/runtime"
 )
 
 // Policy is how a stage group splits messages across its instances.
@@ -46,45 +48,33 @@ func (p Policy) String() string {
 	return fmt.Sprintf("Policy(%d)", int(p))
 }
 
-// GroupSpec defines a stage group: one stage, an instance of it on each
+// Spec defines a stage group: one stage, an instance of it on each
 // device, behind one PID.
-type GroupSpec struct {
+type Spec struct {
 	Name string
 	// Stage is the stage each instance runs; its Device is ignored.
-	Stage   StageSpec
+	Stage   ra.StageSpec
 	Devices []int
 	Policy  Policy
 	// Steal runs the work-stealing coordinator: every StealEvery (default
-	// 1 ms) it reads the instances' queue depths and sends Steal{n, to} to
+	// 1 ms) it reads the instances' queue depths and sends runtime.Steal{n, to} to
 	// the busiest, whose kernel forwards up to n queued messages over a
 	// dedicated link to the idlest.
 	Steal      bool
 	StealEvery time.Duration
 	// Deliver and OnDeadLetter are as for a pipeline. Order is not kept
 	// across instances.
-	Deliver      Sink
-	OnDeadLetter func(DeadLetter)
+	Deliver      ra.Sink
+	OnDeadLetter func(ra.DeadLetter)
 }
 
-// Steal asks a group instance's kernel to forward up to N queued messages
-// to its thief number To (the instances in order, itself left out); the
-// coordinator sends it to the instance's PID (Group.InstancePID), and so
-// may anyone. The answer is Stolen.
-type Steal struct{ N, To int }
-
-// Stolen answers Steal: how many messages moved.
-type Stolen struct {
-	Moved int
-	Err   error
-}
-
-// ErrBadGroup: a group spec that cannot be built.
-var ErrBadGroup = errors.New("ringactor: bad stage group")
+// ErrBadSpec: a group spec that cannot be built.
+var ErrBadSpec = errors.New("ringactor: bad stage group")
 
 // Group is a running stage group. Its methods are safe for concurrent use.
 type Group struct {
-	rt    *Runtime
-	spec  GroupSpec
+	rt    *ra.Runtime
+	spec  Spec
 	insts []*instance
 	pid   *actor.PID
 
@@ -105,7 +95,8 @@ type Group struct {
 type instance struct {
 	idx      int
 	device   int
-	p        *Pipeline
+	p        *ra.Pipeline
+	stage    string // the stage's name in p
 	assigned atomic.Uint64
 	stolen   atomic.Uint64 // by the coordinator, from this one
 	pid      *actor.PID
@@ -126,19 +117,19 @@ type InstanceStats struct {
 	Rate                                float64 // messages per second, smoothed
 }
 
-// GroupStats is a group's account: Sent = Delivered + DeadLettered +
+// Stats is a group's account: Sent = Delivered + DeadLettered +
 // InFlight, over the whole group (an instance's own account does not
 // balance when work is stolen from or by it).
-type GroupStats struct {
+type Stats struct {
 	Policy                                  string
 	Sent, Delivered, DeadLettered, InFlight uint64
 	Steals                                  uint64
 	Instances                               []InstanceStats
 }
 
-// Group builds and starts a stage group.
-func (rt *Runtime) Group(ctx context.Context, spec GroupSpec) (*Group, error) {
-	if err := rt.checkGroup(&spec); err != nil {
+// New builds a stage group's instances on rt and starts them.
+func New(ctx context.Context, rt *ra.Runtime, spec Spec) (*Group, error) {
+	if err := check(rt, &spec); err != nil {
 		return nil, err
 	}
 	g := &Group{rt: rt, spec: spec, coordDone: make(chan struct{})}
@@ -152,7 +143,7 @@ func (rt *Runtime) Group(ctx context.Context, spec GroupSpec) (*Group, error) {
 				if i == j {
 					continue
 				}
-				l, _, err := rt.newLink(spec.Devices[i], spec.Devices[j], spec.Stage.Capacity, spec.Stage.SlotSize, uint64(0xfe)<<56|uint64(i)<<8|uint64(j))
+				l, _, err := rt.NewLink(spec.Devices[i], spec.Devices[j], spec.Stage.Capacity, spec.Stage.SlotSize, uint64(0xfe)<<56|uint64(i)<<8|uint64(j))
 				if err != nil {
 					return nil, fmt.Errorf("ringactor: group %q: steal link %d → %d: %w", spec.Name, i, j, err)
 				}
@@ -167,29 +158,31 @@ func (rt *Runtime) Group(ctx context.Context, spec GroupSpec) (*Group, error) {
 	for i, dev := range spec.Devices {
 		st := spec.Stage
 		st.Device = dev
-		ps := PipelineSpec{Name: fmt.Sprintf("%s-%d", spec.Name, i), Stages: []StageSpec{st},
-			Deliver:      Sink{Func: g.deliver},
+		ps := ra.PipelineSpec{Name: fmt.Sprintf("%s-%d", spec.Name, i), Stages: []ra.StageSpec{st},
+			Deliver:      ra.Sink{Func: g.deliver},
 			OnDeadLetter: g.deadLetter}
 		for j := range n {
 			if steal[j] != nil && steal[j][i] != nil {
-				ps.stealIn = append(ps.stealIn, steal[j][i])
+				ps.StealIn = append(ps.StealIn, steal[j][i])
 			}
 			if steal[i] != nil && steal[i][j] != nil {
-				ps.stealTo = append(ps.stealTo, steal[i][j])
+				ps.StealTo = append(ps.StealTo, steal[i][j])
 			}
 		}
 		p, err := rt.Build(ctx, ps)
 		if err != nil {
 			return fail(fmt.Errorf("ringactor: group %q instance %d on device %d: %w", spec.Name, i, dev, err))
 		}
-		in := &instance{idx: i, device: dev, p: p, lastAt: time.Now()}
-		in.pid = p.stages[0].pid
+		in := &instance{idx: i, device: dev, p: p, stage: st.Name, lastAt: time.Now()}
+		if in.pid, err = p.PID(st.Name); err != nil {
+			return fail(err)
+		}
 		g.insts = append(g.insts, in)
 	}
 	if spec.Policy == MemoryAware {
 		g.credit = make([]float64, n)
 		for _, dev := range spec.Devices {
-			d, _ := rt.reg.Device(dev)
+			d, _ := rt.Registry().Device(dev)
 			g.weights = append(g.weights, float64(d.FreeBytes))
 		}
 	}
@@ -200,7 +193,7 @@ func (rt *Runtime) Group(ctx context.Context, spec GroupSpec) (*Group, error) {
 	}
 	props := actor.PropsFromProducer(func() actor.Actor { return &groupActor{g: g} })
 	var err error
-	if g.pid, err = rt.system.Root.SpawnNamed(props, "group/"+spec.Name); err != nil {
+	if g.pid, err = rt.System().Root.SpawnNamed(props, "group/"+spec.Name); err != nil {
 		return fail(fmt.Errorf("ringactor: group %q actor: %w", spec.Name, err))
 	}
 	cctx, stop := context.WithCancel(context.Background())
@@ -209,19 +202,19 @@ func (rt *Runtime) Group(ctx context.Context, spec GroupSpec) (*Group, error) {
 	return g, nil
 }
 
-func (rt *Runtime) checkGroup(spec *GroupSpec) error {
+func check(rt *ra.Runtime, spec *Spec) error {
 	bad := func(format string, a ...any) error {
-		return fmt.Errorf("%w %q: %s", ErrBadGroup, spec.Name, fmt.Sprintf(format, a...))
+		return fmt.Errorf("%w %q: %s", ErrBadSpec, spec.Name, fmt.Sprintf(format, a...))
 	}
 	if spec.Name == "" || strings.ContainsAny(spec.Name, "/ ") {
-		return fmt.Errorf("%w: name %q: give the group a name without spaces or slashes", ErrBadGroup, spec.Name)
+		return fmt.Errorf("%w: name %q: give the group a name without spaces or slashes", ErrBadSpec, spec.Name)
 	}
 	if len(spec.Devices) == 0 {
 		return bad("no devices; list the device ids to run an instance on")
 	}
 	seen := map[int]bool{}
 	for _, d := range spec.Devices {
-		if _, err := rt.reg.Device(d); err != nil {
+		if _, err := rt.Registry().Device(d); err != nil {
 			return bad("%v", err)
 		}
 		if seen[d] {
@@ -247,7 +240,7 @@ func (rt *Runtime) checkGroup(spec *GroupSpec) error {
 	if spec.Policy == MemoryAware {
 		need := uint64(spec.Stage.Capacity) * uint64(spec.Stage.SlotSize)
 		for _, dev := range spec.Devices {
-			d, _ := rt.reg.Device(dev)
+			d, _ := rt.Registry().Device(dev)
 			if d.FreeBytes < need {
 				return bad("device %d has %d bytes free; one instance's queue needs %d", dev, d.FreeBytes, need)
 			}
@@ -265,11 +258,11 @@ func (rt *Runtime) checkGroup(spec *GroupSpec) error {
 	return nil
 }
 
-// PID is the group's actor: Data sent to it is split by the policy, and
-// GroupStats is answered to a Stats request.
+// PID is the group's actor: runtime.Data sent to it is split by the policy, and
+// its Stats is answered to a runtime.Stats request.
 func (g *Group) PID() *actor.PID { return g.pid }
 
-// InstancePID is instance i's stage actor; it takes Steal messages.
+// InstancePID is instance i's stage actor; it takes runtime.Steal messages.
 func (g *Group) InstancePID(i int) (*actor.PID, error) {
 	if i < 0 || i >= len(g.insts) {
 		return nil, fmt.Errorf("ringactor: group %q has instances 0..%d, no %d", g.spec.Name, len(g.insts)-1, i)
@@ -278,15 +271,15 @@ func (g *Group) InstancePID(i int) (*actor.PID, error) {
 }
 
 // Send puts one message into the group.
-func (g *Group) Send(ctx context.Context, d Data) error {
-	_, err := g.SendBatch(ctx, []Data{d})
+func (g *Group) Send(ctx context.Context, d ra.Data) error {
+	_, err := g.SendBatch(ctx, []ra.Data{d})
 	return err
 }
 
 // SendBatch splits messages across the instances by the group's policy and
 // returns how many it took; what it did not take has been dead-lettered.
-func (g *Group) SendBatch(ctx context.Context, ds []Data) (int, error) {
-	ds = append([]Data(nil), ds...) // ids are assigned here, not in the caller's slice
+func (g *Group) SendBatch(ctx context.Context, ds []ra.Data) (int, error) {
+	ds = append([]ra.Data(nil), ds...) // ids are assigned here, not in the caller's slice
 	for i := range ds {
 		if ds[i].ID == 0 {
 			ds[i].ID = g.nextID.Add(1)
@@ -312,10 +305,10 @@ func (g *Group) SendBatch(ctx context.Context, ds []Data) (int, error) {
 }
 
 // rejectRest dead-letters what a failed batch did not reach.
-func (g *Group) rejectRest(ds []Data, cause error) {
+func (g *Group) rejectRest(ds []ra.Data, cause error) {
 	for _, d := range ds {
 		g.sent.Add(1)
-		g.deadLetter(DeadLetter{ID: d.ID, Stage: g.spec.Stage.Name, Device: p2pqueue.Host, Reason: "send cancelled", Err: cause})
+		g.deadLetter(ra.DeadLetter{ID: d.ID, Stage: g.spec.Stage.Name, Device: p2pqueue.Host, Reason: "send cancelled", Err: cause})
 	}
 }
 
@@ -341,7 +334,7 @@ func (g *Group) pick(remaining int) (*instance, int) {
 			if r <= 0 {
 				r = max(mean, 1) // not measured yet: assume the average
 			}
-			t := float64(in.p.stages[0].kernel.Status().Queued()+chunk) / r
+			t := float64(in.status().Queued()+chunk) / r
 			if i == 0 || t < bestT {
 				best, bestT = in, t
 			}
@@ -351,7 +344,7 @@ func (g *Group) pick(remaining int) (*instance, int) {
 		best := g.insts[0]
 		var bestQ uint64
 		for i, in := range g.insts {
-			q := in.p.stages[0].kernel.Status().Queued()
+			q := in.status().Queued()
 			if i == 0 || q < bestQ {
 				best, bestQ = in, q
 			}
@@ -381,6 +374,12 @@ func (g *Group) pick(remaining int) (*instance, int) {
 	}
 }
 
+// status is the instance kernel's status.
+func (in *instance) status() rk.Status {
+	st, _ := in.p.StageStatus(in.stage) // p has this stage
+	return st.Status
+}
+
 func (in *instance) smoothedRate() float64 {
 	in.rateMu.Lock()
 	defer in.rateMu.Unlock()
@@ -408,7 +407,7 @@ func (g *Group) coordinate(ctx context.Context) {
 
 func (g *Group) measure(now time.Time) {
 	for _, in := range g.insts {
-		st := in.p.stages[0].kernel.Status()
+		st := in.status()
 		in.rateMu.Lock()
 		if dt := now.Sub(in.lastAt).Seconds(); dt > 0 {
 			r := float64(st.Processed-in.lastCount) / dt
@@ -429,7 +428,7 @@ func (g *Group) rebalance(ctx context.Context) {
 	var hi, lo *instance
 	var hq, lq uint64
 	for _, in := range g.insts {
-		q := in.p.stages[0].kernel.Status().Queued()
+		q := in.status().Queued()
 		if hi == nil || q > hq {
 			hi, hq = in, q
 		}
@@ -449,13 +448,13 @@ func (g *Group) rebalance(ctx context.Context) {
 		return
 	}
 	// An actor message to the victim's stage actor, as any client would.
-	res, err := g.rt.system.Root.RequestFuture(hi.pid, Steal{N: n, To: to}, 100*time.Millisecond).Result()
-	if s, ok := res.(Stolen); ok && err == nil && s.Err == nil {
+	res, err := g.rt.System().Root.RequestFuture(hi.pid, ra.Steal{N: n, To: to}, 100*time.Millisecond).Result()
+	if s, ok := res.(ra.Stolen); ok && err == nil && s.Err == nil {
 		hi.stolen.Add(uint64(s.Moved))
 	}
 }
 
-func (g *Group) deliver(r Result) {
+func (g *Group) deliver(r ra.Result) {
 	g.delivered.Add(1)
 	switch d := g.spec.Deliver; {
 	case d.Func != nil:
@@ -463,11 +462,11 @@ func (g *Group) deliver(r Result) {
 	case d.Chan != nil:
 		d.Chan <- r
 	case d.PID != nil:
-		g.rt.system.Root.Send(d.PID, r)
+		g.rt.System().Root.Send(d.PID, r)
 	}
 }
 
-func (g *Group) deadLetter(d DeadLetter) {
+func (g *Group) deadLetter(d ra.DeadLetter) {
 	g.dropped.Add(1)
 	if g.spec.OnDeadLetter != nil {
 		g.spec.OnDeadLetter(d)
@@ -475,10 +474,10 @@ func (g *Group) deadLetter(d DeadLetter) {
 }
 
 // Stats reads the group's account and each instance's share.
-func (g *Group) Stats() GroupStats {
-	st := GroupStats{Policy: g.spec.Policy.String(), Delivered: g.delivered.Load(), DeadLettered: g.dropped.Load()}
+func (g *Group) Stats() Stats {
+	st := Stats{Policy: g.spec.Policy.String(), Delivered: g.delivered.Load(), DeadLettered: g.dropped.Load()}
 	for _, in := range g.insts {
-		ks := in.p.stages[0].kernel.Status()
+		ks := in.status()
 		st.Instances = append(st.Instances, InstanceStats{Device: in.device, Assigned: in.assigned.Load(),
 			Processed: ks.Processed, Stolen: ks.Stolen, Queued: ks.Queued(), Rate: in.smoothedRate()})
 		st.Steals += ks.Stolen
@@ -498,7 +497,7 @@ func (g *Group) Close(ctx context.Context, drain bool) error {
 			<-g.coordDone
 		}
 		if g.pid != nil {
-			g.rt.system.Root.StopFuture(g.pid).Wait()
+			g.rt.System().Root.StopFuture(g.pid).Wait()
 		}
 		g.closeErr = g.closeInstances(ctx, drain)
 	})
@@ -524,13 +523,13 @@ type groupActor struct{ g *Group }
 
 func (a *groupActor) Receive(c actor.Context) {
 	switch m := c.Message().(type) {
-	case Data:
+	case ra.Data:
 		a.g.Send(context.Background(), m)
-	case *Data:
+	case *ra.Data:
 		if m != nil {
 			a.g.Send(context.Background(), *m)
 		}
-	case Stats, *Stats:
+	case ra.Stats, *ra.Stats:
 		c.Respond(a.g.Stats())
 	}
 }

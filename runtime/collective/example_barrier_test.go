@@ -1,4 +1,4 @@
-package runtime_test
+package collective_test
 
 import (
 	"context"
@@ -8,18 +8,19 @@ import (
 	"time"
 
 	ra "github.com/ringactor/ringactor/runtime"
+	"github.com/ringactor/ringactor/runtime/collective"
 )
 
 // Three participants meet at a barrier actor twice; a fourth that never
 // comes is named when its phase times out.
-func ExampleRuntime_NewBarrier() {
+func ExampleNewBarrier() {
 	rt, err := ra.New(ra.Config{Devices: ra.DeviceOptions{Backend: "sim", SimDevices: 1, Log: io.Discard}})
 	if err != nil {
 		fmt.Println(err)
 		return
 	}
 	defer rt.Close()
-	b, err := rt.NewBarrier(ra.BarrierSpec{Name: "step", Participants: []string{"gpu0", "gpu1", "host"}, Timeout: 50 * time.Millisecond})
+	b, err := collective.NewBarrier(rt, collective.BarrierSpec{Name: "step", Participants: []string{"gpu0", "gpu1", "host"}, Timeout: 50 * time.Millisecond})
 	if err != nil {
 		fmt.Println(err)
 		return

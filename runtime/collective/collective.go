@@ -1,4 +1,4 @@
-package runtime
+package collective
 
 import (
 	"context"
@@ -12,10 +12,11 @@ import (
 
 	"github.com/ringactor/ringactor/kernels"
 	"github.com/ringactor/ringactor/p2pqueue"
+	ra "github.com/ringactor/ringactor/runtime"
 )
 
 // Collectives: ScatterGather, Reduce and AllReduce, built from one-stage
-// pipelines (the ordinary Pipeline API, so they run on any backend the
+// pipelines (the ordinary runtime.Pipeline API, so they run on any backend the
 // pipelines run on) whose ring kernels do all the arithmetic. Go cuts the
 // input into messages, routes them, and puts the results back in place by
 // message id; it never computes on the data. Each call builds its
@@ -23,8 +24,8 @@ import (
 // returns. Every message ends as a result or as a dead letter; a dead
 // letter fails the call with a *ChunkError naming the chunk and the reason.
 
-// CollectiveSpec says where a collective runs.
-type CollectiveSpec struct {
+// Spec says where a collective runs.
+type Spec struct {
 	// Name prefixes the names of the collective's pipelines; no spaces or
 	// slashes. Empty picks "collective<n>". Two collectives running at
 	// once in one Runtime need different names.
@@ -42,7 +43,7 @@ type CollectiveSpec struct {
 	Chunk int
 }
 
-// DefaultChunk is the floats per message when CollectiveSpec.Chunk is 0.
+// DefaultChunk is the floats per message when Spec.Chunk is 0.
 const DefaultChunk = 64
 
 // ReduceOp is the reduction of Reduce and AllReduce.
@@ -74,8 +75,8 @@ func (o ReduceOp) reduceKernel() string { return "reduce_" + o.String() }
 func (o ReduceOp) pairKernel() string   { return "pair_" + o.String() }
 
 var (
-	// ErrBadCollective: a collective's spec or input that it cannot run.
-	ErrBadCollective = errors.New("ringactor: bad collective")
+	// ErrBadSpec: a collective's spec or input that it cannot run.
+	ErrBadSpec = errors.New("ringactor: bad collective")
 	// ErrChunkLost: a collective's message ended as a dead letter; the
 	// error is a *ChunkError.
 	ErrChunkLost = errors.New("ringactor: collective chunk lost")
@@ -97,7 +98,7 @@ type ChunkError struct {
 	// Participant is the AllReduce participant the message was sent to
 	// (its kernel's device is Dead.Device); -1 for the other collectives.
 	Participant int
-	Dead        DeadLetter
+	Dead        ra.DeadLetter
 	// More counts the other messages of the step that were lost.
 	More int
 }
@@ -126,8 +127,8 @@ func (e *ChunkError) Unwrap() error { return e.Dead.Err }
 // message to the ring kernel of participant k mod len(Devices) (one
 // one-stage pipeline each), and the results are gathered back into place
 // by message id. The result has data's length; data is not modified.
-func (rt *Runtime) ScatterGather(ctx context.Context, spec CollectiveSpec, data []float32) (_ []float32, err error) {
-	if err := rt.checkCollective(&spec, "ScatterGather"); err != nil {
+func ScatterGather(ctx context.Context, rt *ra.Runtime, spec Spec, data []float32) (_ []float32, err error) {
+	if err := checkSpec(rt, &spec, "ScatterGather"); err != nil {
 		return nil, err
 	}
 	if spec.Op == "" {
@@ -143,9 +144,9 @@ func (rt *Runtime) ScatterGather(ctx context.Context, spec CollectiveSpec, data 
 	if len(data) == 0 {
 		return nil, spec.bad("no data to scatter")
 	}
-	c := rt.newCollective(spec)
+	c := newCollective(rt, spec)
 	defer c.close(ctx, &err)
-	pipes := make([]*Pipeline, len(spec.Devices))
+	pipes := make([]*ra.Pipeline, len(spec.Devices))
 	for i, d := range spec.Devices {
 		if pipes[i], err = c.pipeline(ctx, fmt.Sprintf("sg%d", i), d, spec.Op, spec.Params, spec.Chunk); err != nil {
 			return nil, err
@@ -177,8 +178,8 @@ func (rt *Runtime) ScatterGather(ctx context.Context, spec CollectiveSpec, data 
 // float32 rounding of the exact sum (about rounds*Chunk*2⁻²⁴ times the sum
 // of magnitudes at worst), exact where every partial sum is an integer
 // below 2²⁴ in magnitude. Empty data is an error.
-func (rt *Runtime) Reduce(ctx context.Context, spec CollectiveSpec, data []float32, op ReduceOp) (_ float32, err error) {
-	if err := rt.checkCollective(&spec, "Reduce"); err != nil {
+func Reduce(ctx context.Context, rt *ra.Runtime, spec Spec, data []float32, op ReduceOp) (_ float32, err error) {
+	if err := checkSpec(rt, &spec, "Reduce"); err != nil {
 		return 0, err
 	}
 	if err := spec.checkReduceOp(op, "Reduce"); err != nil {
@@ -187,9 +188,9 @@ func (rt *Runtime) Reduce(ctx context.Context, spec CollectiveSpec, data []float
 	if len(data) == 0 {
 		return 0, spec.bad("no data to reduce")
 	}
-	c := rt.newCollective(spec)
+	c := newCollective(rt, spec)
 	defer c.close(ctx, &err)
-	pipes := make([]*Pipeline, len(spec.Devices))
+	pipes := make([]*ra.Pipeline, len(spec.Devices))
 	for i, d := range spec.Devices {
 		if pipes[i], err = c.pipeline(ctx, fmt.Sprintf("reduce%d", i), d, op.reduceKernel(), nil, max(spec.Chunk, 2)); err != nil {
 			return 0, err
@@ -243,8 +244,8 @@ func (rt *Runtime) Reduce(ctx context.Context, spec CollectiveSpec, data []float
 // which is the ring's step barrier. Sums are combined in ring order, so
 // they are exact for integers below 2²⁴ and within N*2⁻²⁴ times the sum of
 // magnitudes for floats; every participant gets bit-identical results.
-func (rt *Runtime) AllReduce(ctx context.Context, spec CollectiveSpec, vectors [][]float32, op ReduceOp) (_ [][]float32, err error) {
-	if err := rt.checkCollective(&spec, "AllReduce"); err != nil {
+func AllReduce(ctx context.Context, rt *ra.Runtime, spec Spec, vectors [][]float32, op ReduceOp) (_ [][]float32, err error) {
+	if err := checkSpec(rt, &spec, "AllReduce"); err != nil {
 		return nil, err
 	}
 	if err := spec.checkReduceOp(op, "AllReduce"); err != nil {
@@ -270,10 +271,10 @@ func (rt *Runtime) AllReduce(ctx context.Context, spec CollectiveSpec, vectors [
 	if n == 1 {
 		return buf, nil // one participant: its vector is the reduction
 	}
-	c := rt.newCollective(spec)
+	c := newCollective(rt, spec)
 	defer c.close(ctx, &err)
-	combine := make([]*Pipeline, n)
-	pass := make([]*Pipeline, n)
+	combine := make([]*ra.Pipeline, n)
+	pass := make([]*ra.Pipeline, n)
 	for i, d := range spec.Devices {
 		if combine[i], err = c.pipeline(ctx, fmt.Sprintf("rs%d", i), d, op.pairKernel(), nil, 2*spec.Chunk); err != nil {
 			return nil, err
@@ -287,7 +288,7 @@ func (rt *Runtime) AllReduce(ctx context.Context, spec CollectiveSpec, vectors [
 	// step sends, for every participant i, its chunk chunkOf(i) to
 	// participant i+1 through kernels[i+1] and stores what comes back as
 	// participant i+1's chunk.
-	step := func(name string, chunkOf func(i int) int, kernels []*Pipeline, pair bool) error {
+	step := func(name string, chunkOf func(i int) int, kernels []*ra.Pipeline, pair bool) error {
 		var pieces []piece
 		for i := range n {
 			j, ch := (i+1)%n, chunkOf(i)
@@ -327,24 +328,24 @@ func (rt *Runtime) AllReduce(ctx context.Context, spec CollectiveSpec, vectors [
 
 var collectiveSeq atomic.Uint64
 
-func (s *CollectiveSpec) bad(format string, a ...any) error {
-	return fmt.Errorf("%w %q: %s", ErrBadCollective, s.Name, fmt.Sprintf(format, a...))
+func (s *Spec) bad(format string, a ...any) error {
+	return fmt.Errorf("%w %q: %s", ErrBadSpec, s.Name, fmt.Sprintf(format, a...))
 }
 
 // checkCollective fills in the defaults and checks what every collective
 // needs.
-func (rt *Runtime) checkCollective(spec *CollectiveSpec, what string) error {
+func checkSpec(rt *ra.Runtime, spec *Spec, what string) error {
 	if spec.Name == "" {
 		spec.Name = fmt.Sprintf("collective%d", collectiveSeq.Add(1))
 	}
 	if strings.ContainsAny(spec.Name, "/ ") {
-		return fmt.Errorf("%w: name %q: give the collective a name without spaces or slashes", ErrBadCollective, spec.Name)
+		return fmt.Errorf("%w: name %q: give the collective a name without spaces or slashes", ErrBadSpec, spec.Name)
 	}
 	if len(spec.Devices) == 0 {
 		return spec.bad("%s needs at least one device in Devices", what)
 	}
 	for i, d := range spec.Devices {
-		if _, err := rt.reg.Device(d); err != nil {
+		if _, err := rt.Registry().Device(d); err != nil {
 			return spec.bad("participant %d: %v", i, err)
 		}
 	}
@@ -361,7 +362,7 @@ func (rt *Runtime) checkCollective(spec *CollectiveSpec, what string) error {
 	return nil
 }
 
-func (s *CollectiveSpec) checkReduceOp(op ReduceOp, what string) error {
+func (s *Spec) checkReduceOp(op ReduceOp, what string) error {
 	if !op.valid() {
 		return s.bad("%v: use ReduceSum, ReduceMin or ReduceMax", op)
 	}
@@ -374,13 +375,13 @@ func (s *CollectiveSpec) checkReduceOp(op ReduceOp, what string) error {
 // collective is one call's pipelines and the results and dead letters
 // their pumps deliver.
 type collective struct {
-	rt    *Runtime
+	rt    *ra.Runtime
 	name  string
-	pipes []*Pipeline
+	pipes []*ra.Pipeline
 
 	mu       sync.Mutex
 	results  map[uint64][]float32
-	dead     map[uint64]DeadLetter
+	dead     map[uint64]ra.DeadLetter
 	outcomes int
 	wake     chan struct{}
 	nextID   uint64
@@ -389,7 +390,7 @@ type collective struct {
 
 // piece is one message of a round and where its result belongs.
 type piece struct {
-	pipe        *Pipeline
+	pipe        *ra.Pipeline
 	id          uint64
 	floats      []float32
 	chunk       int // in its step; participant's chunk for AllReduce
@@ -397,8 +398,8 @@ type piece struct {
 	participant int // AllReduce's receiver; -1 otherwise
 }
 
-func (rt *Runtime) newCollective(spec CollectiveSpec) *collective {
-	return &collective{rt: rt, name: spec.Name, results: map[uint64][]float32{}, dead: map[uint64]DeadLetter{}, wake: make(chan struct{}, 1)}
+func newCollective(rt *ra.Runtime, spec Spec) *collective {
+	return &collective{rt: rt, name: spec.Name, results: map[uint64][]float32{}, dead: map[uint64]ra.DeadLetter{}, wake: make(chan struct{}, 1)}
 }
 
 // cut splits size floats into chunks of at most chunk and makes a piece of
@@ -416,7 +417,7 @@ func cut(size, chunk int, mk func(k, off, n int) piece) []piece {
 
 // pipeline builds and starts a one-stage pipeline of op on device whose
 // messages hold up to floats floats.
-func (c *collective) pipeline(ctx context.Context, role string, device int, op string, params []float32, floats int) (*Pipeline, error) {
+func (c *collective) pipeline(ctx context.Context, role string, device int, op string, params []float32, floats int) (*ra.Pipeline, error) {
 	o, err := kernels.Lookup(op)
 	if err != nil {
 		return nil, err
@@ -426,11 +427,11 @@ func (c *collective) pipeline(ctx context.Context, role string, device int, op s
 	for capacity > p2pqueue.MinCapacity && capacity*slot > 8<<20 {
 		capacity /= 2
 	}
-	p, err := c.rt.Build(ctx, PipelineSpec{
+	p, err := c.rt.Build(ctx, ra.PipelineSpec{
 		Name: c.name + "-" + role,
-		Stages: []StageSpec{{Name: op, Op: op, Params: params, Device: device, Stateful: o.Stateful(),
+		Stages: []ra.StageSpec{{Name: op, Op: op, Params: params, Device: device, Stateful: o.Stateful(),
 			SlotSize: slot, Capacity: capacity}},
-		Deliver:      Sink{Func: c.result},
+		Deliver:      ra.Sink{Func: c.result},
 		OnDeadLetter: c.deadLetter,
 	})
 	if err != nil {
@@ -443,7 +444,7 @@ func (c *collective) pipeline(ctx context.Context, role string, device int, op s
 	return p, nil
 }
 
-func (c *collective) result(r Result) {
+func (c *collective) result(r ra.Result) {
 	c.mu.Lock()
 	c.results[r.ID] = r.Floats
 	c.outcomes++
@@ -453,7 +454,7 @@ func (c *collective) result(r Result) {
 
 // deadLetter may run on the sender's goroutine (inside SendBatch): it never
 // blocks.
-func (c *collective) deadLetter(d DeadLetter) {
+func (c *collective) deadLetter(d ra.DeadLetter) {
 	c.mu.Lock()
 	c.dead[d.ID] = d
 	c.outcomes++
@@ -474,8 +475,8 @@ func (c *collective) notify() {
 func (c *collective) round(ctx context.Context, step string, pieces []piece) ([][]float32, error) {
 	c.mu.Lock()
 	target := c.outcomes + len(pieces)
-	byPipe := map[*Pipeline][]Data{}
-	var order []*Pipeline
+	byPipe := map[*ra.Pipeline][]ra.Data{}
+	var order []*ra.Pipeline
 	for k := range pieces {
 		c.nextID++
 		pieces[k].id = c.nextID
@@ -483,7 +484,7 @@ func (c *collective) round(ctx context.Context, step string, pieces []piece) ([]
 		if _, ok := byPipe[p]; !ok {
 			order = append(order, p)
 		}
-		byPipe[p] = append(byPipe[p], Data{ID: pieces[k].id, Floats: pieces[k].floats})
+		byPipe[p] = append(byPipe[p], ra.Data{ID: pieces[k].id, Floats: pieces[k].floats})
 	}
 	c.mu.Unlock()
 	errs := make([]error, len(order))

@@ -1,4 +1,4 @@
-package runtime
+package cluster
 
 import (
 	"context"
@@ -11,6 +11,7 @@ import (
 	"github.com/asynkron/protoactor-go/actor"
 
 	"github.com/ringactor/ringactor/p2pqueue"
+	ra "github.com/ringactor/ringactor/runtime"
 )
 
 // ErrRemoteUnreachable: a message was in, or bound for, a segment on a
@@ -96,7 +97,7 @@ func (e *excursion) send(ctx context.Context, n int, at entryAt) error {
 	for i := range n {
 		e.w.add(at(i))
 	}
-	e.cp.node.rt.system.Root.Send(pid, wrap(e.w.bytes()))
+	e.cp.node.rt.System().Root.Send(pid, wrap(e.w.bytes()))
 	return nil
 }
 
@@ -104,13 +105,13 @@ func (e *excursion) deadAll(n int, at entryAt, reason string, err error) {
 	s := e.cp.segs[e.first].stages[0]
 	for i := range n {
 		id, _, _ := at(i)
-		e.cp.deadLetter(DeadLetter{ID: id, Stage: s.Name, Device: s.Device, Reason: reason, Err: err})
+		e.cp.deadLetter(ra.DeadLetter{ID: id, Stage: s.Name, Device: s.Device, Reason: reason, Err: err})
 	}
 }
 
-// sendData sends Data (the pipeline's ingress when its first stage is
+// sendData sends ra.Data (the pipeline's ingress when its first stage is
 // remote), encoding floats into the payload bytes the slots would hold.
-func (e *excursion) sendData(ctx context.Context, ds []Data) error {
+func (e *excursion) sendData(ctx context.Context, ds []ra.Data) error {
 	total := 0
 	for i := range ds {
 		total += 4 * len(ds[i].Floats)
@@ -219,7 +220,7 @@ func (e *excursion) drain(reason string, err error) {
 	s := e.cp.segs[e.first].stages[0]
 	for id, c := range out {
 		for range c {
-			e.cp.deadLetter(DeadLetter{ID: id, Stage: s.Name, Device: s.Device, Reason: reason, Err: err})
+			e.cp.deadLetter(ra.DeadLetter{ID: id, Stage: s.Name, Device: s.Device, Reason: reason, Err: err})
 		}
 	}
 }

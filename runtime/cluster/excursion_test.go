@@ -1,4 +1,4 @@
-package runtime
+package cluster
 
 import (
 	"bytes"
@@ -15,6 +15,7 @@ import (
 	"google.golang.org/protobuf/types/known/wrapperspb"
 
 	"github.com/ringactor/ringactor/p2pqueue"
+	ra "github.com/ringactor/ringactor/runtime"
 )
 
 // The excursion's accounting, without a network: the run's first segment
@@ -25,17 +26,17 @@ const excursionWait = 10 * time.Second
 // deadLetters records a pipeline's dead letters.
 type deadLetters struct {
 	mu sync.Mutex
-	ds []DeadLetter
+	ds []ra.DeadLetter
 }
 
-func (r *deadLetters) add(d DeadLetter) {
+func (r *deadLetters) add(d ra.DeadLetter) {
 	r.mu.Lock()
 	r.ds = append(r.ds, d)
 	r.mu.Unlock()
 }
 
 // take returns the dead letters recorded since the last take.
-func (r *deadLetters) take() []DeadLetter {
+func (r *deadLetters) take() []ra.DeadLetter {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	ds := r.ds
@@ -74,8 +75,8 @@ func expectDead(t *testing.T, r *deadLetters, reason string, want error, ids ...
 // of a pipeline that exists only for its accounting.
 func newTestExcursion(window int) (*ClusterPipeline, *excursion, *deadLetters) {
 	dead := &deadLetters{}
-	cp := &ClusterPipeline{spec: PipelineSpec{Name: "exc", OnDeadLetter: dead.add}}
-	cp.segs = []*segment{{idx: 0, node: "other", stages: []StageSpec{{Name: "far", Device: 1}}}}
+	cp := &ClusterPipeline{spec: ra.PipelineSpec{Name: "exc", OnDeadLetter: dead.add}}
+	cp.segs = []*segment{{idx: 0, node: "other", stages: []ra.StageSpec{{Name: "far", Device: 1}}}}
 	e := newExcursion(cp, 0, 0, window)
 	cp.segs[0].exc = e
 	cp.excs = []*excursion{e}
@@ -86,7 +87,7 @@ func newTestExcursion(window int) (*ClusterPipeline, *excursion, *deadLetters) {
 // hands on every BytesValue it receives.
 type farSegment struct {
 	t       *testing.T
-	rt      *Runtime
+	rt      *ra.Runtime
 	pid     *actor.PID
 	batches chan []byte
 }
@@ -95,7 +96,7 @@ type farSegment struct {
 // run up through it. Both are stopped when the test ends.
 func upExcursion(t *testing.T, cp *ClusterPipeline, e *excursion) *farSegment {
 	t.Helper()
-	rt, err := New(Config{Devices: DeviceOptions{Backend: "sim", SimDevices: 1, Log: io.Discard}})
+	rt, err := ra.New(ra.Config{Devices: ra.DeviceOptions{Backend: "sim", SimDevices: 1, Log: io.Discard}})
 	if err != nil {
 		t.Fatalf("runtime: %v", err)
 	}

@@ -1,0 +1,43 @@
+// Package cluster runs pipelines whose stages live in other processes:
+// each process is a node of a protoactor cluster, and the stages on one
+// node run there as an ordinary runtime.Pipeline. It also holds the msgpack
+// codec for messages that leave the process. It builds on package
+// runtime's exported API; runtime does not import it, so programs of local
+// pipelines do not link the cluster stack (protoactor remote and cluster,
+// gRPC, the providers).
+//
+// # Nodes and cluster pipelines
+//
+// Join makes a runtime a node of a protoactor cluster (NodeConfig: the
+// automanaged provider for a fixed host list, or any provider, such as the
+// in-memory test provider). Node.Build builds a ClusterPipeline whose
+// StageSpec.Node names other nodes: consecutive stages on one node form a
+// segment, run there as a local Pipeline by a cluster grain of the node's
+// own kind ("ringactor.node.<name>"), so placement by name is protoactor
+// cluster's own placement. Segments on different nodes are joined by
+// batched links over protoactor remote: an egress batch (taken raw through
+// a runtime.Sink's Slots) travels as one message, the slots' bytes in a
+// msgpack Batch inside a wrapperspb.BytesValue (wire.go has the format;
+// encoders are reused, so steady state allocates per batch, not per
+// message).
+//
+// # The origin's account
+//
+// The origin (the node that built the pipeline) owns the account. A
+// message that leaves it is tracked until it comes back or a remote
+// segment reports its dead letter; whoever takes it off that list ends it,
+// so a result that arrives after its node was declared unreachable is
+// dropped (counted by Late), never counted twice. A dead node (its watched
+// segment terminates, or a request to it fails) turns what it held, and
+// whatever is sent to it afterwards, into dead letters with reason "remote
+// unreachable"; Rejoin places its segments again once a node of that name
+// is back. ClusterOptions.Window bounds what is out on other nodes.
+//
+// # Messages that leave the process
+//
+// EncodeMessage and DecodeMessage carry runtime's Data, Result and
+// DeadLetter as msgpack in a versioned envelope (the format is in
+// codec.go); a sampled Data's span context travels as a W3C traceparent.
+// Decoding bytes that are not such a message returns an error wrapping
+// ErrBadMessage that says what was wrong, never a panic.
+package cluster
