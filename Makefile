@@ -6,12 +6,14 @@ TEST_TIMEOUT ?= 15m
 FUZZTIME  ?= 10s
 BENCHTIME ?= 1s
 
-.PHONY: help run build test flake vet generate check-generate ptx check-ptx fuzz bench bench-go stress gpu-bundle
+.PHONY: help run run-emulated emu build test flake vet generate check-generate ptx check-ptx fuzz bench bench-go stress gpu-bundle
 
 help:
 	@echo "make run             the main job: x*2 -> sqrt -> +1 on devices 0,1,2 (simulated without a GPU)"
+	@echo "make run-emulated    the main job on the CUDA backend over the emulated driver (3 emulated GPUs, no GPU needed)"
+	@echo "make emu             build the emulated CUDA driver into $(EMU_DIR)/ (the device code compiled for the CPU)"
 	@echo "make build           compile every package and command"
-	@echo "make test            go vet, then go test -race over every package (the two-process tests without -race; bounded by $(TEST_TIMEOUT))"
+	@echo "make test            go vet, then go test -race over every package (the two-process tests without -race), then the CUDA-backend suites over the emulated driver (bounded by $(TEST_TIMEOUT))"
 	@echo "make flake           every package's tests FLAKE_N times (default 10) with -race and -short, in one process each: hunts flaky tests (not part of CI)"
 	@echo "make bench           ringactor bench: every benchmark beside its baseline, one table (BENCHFLAGS=-quick, -json, -only PREFIX)"
 	@echo "make bench-go        the Go benchmarks of p2pqueue (link vs channel, more payload sizes)"
@@ -25,6 +27,19 @@ help:
 
 run:
 	$(GO) run ./examples/pipeline $(ARGS)
+
+# The emulated CUDA driver (internal/cudaemu): the device code built for
+# the CPU, loaded as libcuda through RINGACTOR_LIBCUDA.
+EMU_DIR  ?= .emu
+EMU_LIB   = $(abspath $(EMU_DIR))/libcudaemu.so
+EMU_ENV   = RINGACTOR_LIBCUDA=$(EMU_LIB) RINGACTOR_TEST_BACKEND=cuda RINGACTOR_REQUIRE_GPU=1
+EMU_PKGS ?= ./cuda ./ringkernel/... ./runtime ./examples/pipeline
+
+emu:
+	$(GO) run ./internal/cudaemu/build -o $(EMU_DIR) >/dev/null
+
+run-emulated: emu
+	RINGACTOR_LIBCUDA=$(EMU_LIB) RINGACTOR_EMU_DEVICES=3 $(GO) run ./examples/pipeline -backend cuda -devices 0,1,2 $(ARGS)
 
 build:
 	$(GO) build $(PKGS)
@@ -40,9 +55,10 @@ vet:
 REMOTE_TESTS ?= Remote
 REMOTE_PKGS  ?= ./internal/nodeproc ./examples/pipeline ./internal/bench ./cmd/ringactor
 
-test: vet
+test: vet emu
 	$(GO) test -race -timeout $(TEST_TIMEOUT) $(PKGS)
 	$(GO) test -timeout $(TEST_TIMEOUT) -run '$(REMOTE_TESTS)' $(REMOTE_PKGS)
+	$(EMU_ENV) $(GO) test -race -count=1 -timeout $(TEST_TIMEOUT) $(EMU_PKGS)
 
 # Flaky-test hunt: every test FLAKE_N times in one process per package
 # (-count, so package state that breaks a second run fails too), race on,

@@ -140,6 +140,7 @@ func TestGPUMemory(t *testing.T) {
 }
 
 func TestGPULaunch(t *testing.T) {
+	cudatest.RealGPU(t, "a hand-written PTX test module (the emulator resolves only the built-in ops' kernels)")
 	dev, c := gpu(t)
 	m, store := testModule(t, c)
 	nop, err := m.Function("ra_test_nop")
@@ -233,6 +234,7 @@ func TestGPULaunch(t *testing.T) {
 // TestGPUGraph captures copy in, kernel, copy out on a stream, replays it,
 // and times a replay against the same work issued call by call.
 func TestGPUGraph(t *testing.T) {
+	cudatest.RealGPU(t, "CUDA graphs (the emulator has no graph API)")
 	_, c := gpu(t)
 	_, store := testModule(t, c)
 	h, err := c.AllocHost(32, false)

@@ -45,7 +45,8 @@ func (c *Context) Free(p DevicePtr) error {
 	// released context does not lose the record of memory it cannot free.
 	var refused error
 	err := c.do("cuMemFree_v2", func() Result {
-		_, refused = c.driver().takeAlloc(p, func(a allocation) error {
+		var a allocation
+		a, refused = c.driver().takeAlloc(p, func(a allocation) error {
 			if a.host {
 				return fmt.Errorf("cuda: Free(%#x): mapped host memory is freed with FreeHost", uint64(p))
 			}
@@ -57,7 +58,11 @@ func (c *Context) Free(p DevicePtr) error {
 		if refused != nil {
 			return ResultSuccess
 		}
-		return c.driver().memFree(uint64(p))
+		r := c.driver().memFree(uint64(p))
+		if r != ResultSuccess {
+			c.driver().addAlloc(a) // not freed: still the caller's to free
+		}
+		return r
 	})
 	if err != nil {
 		return err

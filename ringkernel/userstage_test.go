@@ -18,6 +18,7 @@ import (
 // (skipped, with the reason, without NVRTC).
 func TestUserDefinedStage(t *testing.T) {
 	if onCUDA() {
+		cudatest.RealGPU(t, "a user stage's PTX runs on a GPU only: the emulator has host builds of the built-in ops' kernels")
 		cudatest.NVRTC(t)
 	}
 	// A fresh name per run, so -count=N registers anew.

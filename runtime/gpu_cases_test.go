@@ -87,6 +87,12 @@ func startCounting(t *testing.T, rt *ra.Runtime, name string, delivered *atomic.
 	t.Helper()
 	spec := guide(name)
 	spec.Deliver.Func = func(ra.Result) { delivered.Add(1) }
+	return buildStarted(t, rt, spec)
+}
+
+// buildStarted builds and starts spec.
+func buildStarted(t *testing.T, rt *ra.Runtime, spec ra.PipelineSpec) *ra.Pipeline {
+	t.Helper()
 	p, err := rt.Build(ctxT(t), spec)
 	if err != nil {
 		t.Fatal(err)

@@ -160,13 +160,7 @@ func TestTracing(t *testing.T) {
 	e := deviceEnv(t)
 	spec := guide("traced")
 	spec.SampleRatio = 1
-	p, err := e.RT.Build(ctxT(t), spec)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := p.Start(ctxT(t)); err != nil {
-		t.Fatal(err)
-	}
+	p := buildStarted(t, e.RT, spec)
 	parentCtx, parent := e.TP.Tracer("test").Start(context.Background(), "caller")
 	for i := range 10 {
 		d := ra.Data{Floats: []float32{float32(i)}}
@@ -221,7 +215,7 @@ func TestTracing(t *testing.T) {
 				t.Fatalf("stage span without queue wait: %v", attrs)
 			}
 			if attrs["ringactor.service_ns"].AsInt64() < 0 || s.EndTime().Before(s.StartTime()) {
-				t.Fatalf("stage span times out of order")
+				t.Fatalf("stage span times out of order: %s from %v to %v, attributes %v", s.Name(), s.StartTime().UnixNano(), s.EndTime().UnixNano(), attrs)
 			}
 		}
 		if len(stages) != 3 {

@@ -4,7 +4,10 @@
 package cudatest
 
 import (
+	"fmt"
 	"os"
+	"strings"
+	"sync/atomic"
 	"testing"
 
 	"github.com/ringactor/ringactor/cuda"
@@ -91,4 +94,89 @@ func Context(t testing.TB, ordinal int) *cuda.Context {
 		}
 	})
 	return c
+}
+
+// EmulatedPrefix begins the name of every device of the emulated driver
+// (internal/cudaemu), which runs the device code on the CPU.
+const EmulatedPrefix = "ringactor emulated GPU"
+
+// attrViolations is the emulated driver's count of calls a real driver
+// would hang or fail on (a device attribute no real driver has).
+const attrViolations cuda.Attribute = 9100
+
+// Emulated reports whether the driver that loads is the emulated one.
+func Emulated() bool {
+	d, err := cuda.LoadDriver()
+	if err != nil {
+		return false
+	}
+	dev, err := d.Device(0)
+	if err != nil {
+		return false
+	}
+	name, err := dev.Name()
+	return err == nil && strings.HasPrefix(name, EmulatedPrefix)
+}
+
+// RealGPU skips t on the emulated driver: why says what only a GPU shows.
+func RealGPU(t testing.TB, why string) {
+	t.Helper()
+	if Emulated() {
+		t.Skipf("skipping on the emulated driver: %s", why)
+	}
+}
+
+// violationCount reads the emulated driver's count of rule violations so
+// far in this process: calls a real driver would hang or fail on.
+func violationCount() (int, error) {
+	if !Emulated() {
+		return 0, nil
+	}
+	d, err := cuda.LoadDriver()
+	if err != nil {
+		return 0, err
+	}
+	dev, err := d.Device(0)
+	if err != nil {
+		return 0, err
+	}
+	return dev.Attribute(attrViolations)
+}
+
+// Violations is the emulated driver's count of rule violations so far in
+// this process; 0 on a real driver.
+func Violations(t testing.TB) int {
+	t.Helper()
+	n, err := violationCount()
+	if err != nil {
+		t.Fatalf("reading the emulator's violation count: %v", err)
+	}
+	return n
+}
+
+var allowed atomic.Int64
+
+// AllowViolations records that t broke n rules on purpose (a test of the
+// rule), so that CheckRules does not count them.
+func AllowViolations(t testing.TB, n int) {
+	t.Helper()
+	allowed.Add(int64(n))
+}
+
+// CheckRules is for a TestMain, after the tests ran with result code: on
+// the emulated driver it turns a passing run into a failing one when any
+// call broke a rule a real driver punishes (a wait for the device or a
+// module load under a running ring kernel, a call without a context)
+// beyond those AllowViolations recorded. The emulator's stderr names each.
+func CheckRules(code int) int {
+	n, err := violationCount()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "cudatest: reading the emulator's violation count:", err)
+		return 1
+	}
+	if extra := int64(n) - allowed.Load(); extra != 0 {
+		fmt.Fprintf(os.Stderr, "cudatest: %d call(s) broke a rule of the emulated driver (%d on purpose): see the cudaemu: RULE VIOLATION lines above\n", n, allowed.Load())
+		return 1
+	}
+	return code
 }

@@ -60,7 +60,7 @@ func TestFlagsRefused(t *testing.T) {
 // TestMain lets this test binary be the stage-2 node of -remote-stage2.
 func TestMain(m *testing.M) {
 	nodeproc.Main()
-	os.Exit(m.Run())
+	os.Exit(cudatest.CheckRules(m.Run()))
 }
 
 // With -remote-stage2 the middle stage runs in a second process, and every

@@ -13,6 +13,7 @@ import (
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 	"go.uber.org/goleak"
 
+	"github.com/ringactor/ringactor/cuda/cudatest"
 	ra "github.com/ringactor/ringactor/runtime"
 )
 
@@ -58,6 +59,12 @@ func Ctx(t testing.TB) context.Context {
 // running. protoactor's dead-letter throttle runs a timer goroutine of its
 // own for a second after a message goes to a stopped actor; it ends by
 // itself and is ignored.
+// On the emulated driver it also fails the run when a call broke a rule a
+// real driver punishes (cudatest.CheckRules).
 func Main(m *testing.M) {
-	goleak.VerifyTestMain(m, goleak.IgnoreTopFunction("github.com/asynkron/protoactor-go/actor.NewDeadLetter.NewThrottle.func4.1"))
+	goleak.VerifyTestMain(checked{m}, goleak.IgnoreTopFunction("github.com/asynkron/protoactor-go/actor.NewDeadLetter.NewThrottle.func4.1"))
 }
+
+type checked struct{ m *testing.M }
+
+func (c checked) Run() int { return cudatest.CheckRules(c.m.Run()) }

@@ -13,7 +13,18 @@ typedef unsigned long long ra_u64;
 // Queue words read by another agent (the host or a peer GPU) use .sys scope;
 // words only this GPU reads may use .gpu. Publishing is a store-release,
 // observing a load-acquire; nothing read-modify-writes across the link.
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 700
+// Three builds of the same rule: sm_70 and later (PTX acquire/release at
+// the scope asked for), earlier GPUs (volatile plus a system fence), and
+// the host build of the emulated driver (RA_HOST, internal/cudaemu: C++
+// acquire/release, which the Go side's sync/atomic pairs with).
+#if defined(RA_HOST)
+__device__ __forceinline__ ra_u64 ra_load_acquire_sys(const ra_u64 *p) { return __atomic_load_n(p, __ATOMIC_ACQUIRE); }
+__device__ __forceinline__ void ra_store_release_sys(ra_u64 *p, ra_u64 v) { __atomic_store_n(p, v, __ATOMIC_RELEASE); }
+__device__ __forceinline__ ra_u32 ra_load_acquire_sys32(const ra_u32 *p) { return __atomic_load_n(p, __ATOMIC_ACQUIRE); }
+__device__ __forceinline__ void ra_store_release_sys32(ra_u32 *p, ra_u32 v) { __atomic_store_n(p, v, __ATOMIC_RELEASE); }
+#define ra_load_acquire_gpu ra_load_acquire_sys
+#define ra_store_release_gpu ra_store_release_sys
+#elif defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 700
 __device__ __forceinline__ ra_u64 ra_load_acquire_sys(const ra_u64 *p) {
     ra_u64 v;
     asm volatile("ld.acquire.sys.global.u64 %0, [%1];" : "=l"(v) : "l"(p) : "memory");
@@ -71,9 +82,13 @@ __device__ __forceinline__ void ra_store_release(ra_u64 *p, ra_u64 v, bool sys) 
 }
 
 __device__ __forceinline__ ra_u64 ra_globaltimer() {
+#if defined(RA_HOST)
+    return ra_host_clock_ns();
+#else
     ra_u64 t;
     asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
     return t;
+#endif
 }
 
 // ra_clock_offset reads the host's current estimate of host ns minus
@@ -88,7 +103,9 @@ __device__ __forceinline__ ra_u64 ra_clock_offset(const unsigned char *ctrl) {
 // waits little for an idle kernel, and an idle kernel polling a link in
 // host memory reads a few tens of MB/s over PCIe.
 __device__ __forceinline__ void ra_backoff(unsigned *ns) {
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 700
+#if defined(RA_HOST)
+    ra_host_sleep_ns(*ns);
+#elif defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 700
     __nanosleep(*ns);
 #endif
     *ns = *ns < 512u ? (*ns ? *ns * 2u : 32u) : 512u;
@@ -432,14 +449,21 @@ __device__ void ra_ring_loop(const ra_ring_args &a) {
                 float *o; int cap;
                 if (sink) { o = sink_buf + i * ((in->q.slot_size - RA_SLOT_HEADER_SIZE) / 4); cap = (in->q.slot_size - RA_SLOT_HEADER_SIZE) / 4; }
                 else { o = (float *)(ra_q_slot(out.q, out.own + i) + RA_SLOT_HEADER_SIZE); cap = (out.q.slot_size - RA_SLOT_HEADER_SIZE) / 4; }
-                t0[i] = ra_globaltimer() + clk;
+                // Host time as this device estimates it agrees with the
+                // enqueue stamp (the host's, or the previous stage's) only
+                // to the calibration's error: a message is never dequeued
+                // before it was enqueued, nor done before it was dequeued.
+                const ra_u64 enq = *(const ra_u64 *)(m + RA_SLOT_OFF_ENQUEUED);
+                ra_u64 now = ra_globaltimer() + clk;
+                t0[i] = now > enq ? now : enq;
                 if (len > in->q.slot_size - RA_SLOT_HEADER_SIZE) res[i] = RA_CODE_CORRUPT_SLOT;
                 else if (len % 4) res[i] = RA_CODE_NOT_FLOATS;
                 else {
                     int r = STAGE(params, state, (const float *)(m + RA_SLOT_HEADER_SIZE), (int)(len / 4), o, cap);
                     res[i] = r > cap ? RA_CODE_BAD_RESULT : r;
                 }
-                t1[i] = ra_globaltimer() + clk;
+                now = ra_globaltimer() + clk;
+                t1[i] = now > t0[i] ? now : t0[i];
             }
         }
         __syncthreads();

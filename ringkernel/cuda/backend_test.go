@@ -103,8 +103,8 @@ func TestBadThreadCountsRefused(t *testing.T) {
 // before any driver call; a loaded one is served.
 func TestNewModuleRefusedWhileKernelsRun(t *testing.T) {
 	t.Setenv(LiveModuleLoadEnv, "")
-	d := &device{id: 2, blocks: 1, modules: map[string]*drv.Module{}, live: map[*loop]struct{}{}}
-	_, err := d.module(kernels.Op{Name: "user.op"}, []byte("ptx"))
+	d := &device{id: 2, blocks: 1, modules: map[string]loaded{}, live: map[*loop]struct{}{}}
+	_, err := d.kernel(kernels.Op{Name: "user.op"}, []byte("ptx"))
 	if !errors.Is(err, ErrModuleWhileRunning) {
 		t.Fatalf("a new module with a kernel running: %v, want ErrModuleWhileRunning", err)
 	}
@@ -113,9 +113,9 @@ func TestNewModuleRefusedWhileKernelsRun(t *testing.T) {
 			t.Errorf("error %q lacks %q", err, want)
 		}
 	}
-	loaded := &drv.Module{}
-	d.modules[hashPTX([]byte("ptx"))] = loaded
-	if m, err := d.module(kernels.Op{Name: "user.op"}, []byte("ptx")); err != nil || m != loaded {
-		t.Fatalf("a loaded module: %v, %v", m, err)
+	fn := &drv.Function{}
+	d.modules[hashPTX([]byte("ptx"))] = loaded{&drv.Module{}, fn}
+	if f, err := d.kernel(kernels.Op{Name: "user.op"}, []byte("ptx")); err != nil || f != fn {
+		t.Fatalf("a loaded module: %v, %v", f, err)
 	}
 }

@@ -60,11 +60,8 @@ const recalibrateEvery = 100 * time.Millisecond
 // unloaded while ring kernels run), takes the first calibration, and
 // starts the recalibration loop.
 func (d *device) startClock() error {
-	m, err := d.loadModule("ra_clock.ptx", []byte(clockPTX))
-	if err != nil {
-		return err
-	}
-	if d.clock, err = m.Function("ra_clock"); err != nil {
+	var err error
+	if d.clock, err = d.load("ra_clock.ptx", []byte(clockPTX), "ra_clock"); err != nil {
 		return err
 	}
 	off, _, err := d.calibrate()

@@ -32,8 +32,8 @@ type device struct {
 	pinArena *pinnedArena
 
 	mu         sync.Mutex
-	modules    map[string]*drv.Module // by PTX hash
-	blocks     int                    // ring kernels running (one block each)
+	modules    map[string]loaded // by PTX hash
+	blocks     int               // ring kernels running (one block each)
 	maxKernels int
 	live       map[*loop]struct{} // their loops, for clock offset updates
 	streams    []*drv.Stream      // free streams, made at open (see Options.MaxKernels)
@@ -66,7 +66,7 @@ func openDevice(b *Backend, id int) (*device, error) {
 		return nil, err
 	}
 	d := &device{id: id, dev: dv, ctx: ctx, sms: sms, cc: [2]int{major, minor},
-		modules: map[string]*drv.Module{}, live: map[*loop]struct{}{}, maxKernels: b.opts.MaxKernels}
+		modules: map[string]loaded{}, live: map[*loop]struct{}{}, maxKernels: b.opts.MaxKernels}
 	fail := func(err error) (*device, error) {
 		d.close()
 		return nil, err
@@ -100,20 +100,29 @@ func openDevice(b *Backend, id int) (*device, error) {
 	return d, nil
 }
 
-// preload loads the module of every built-in op before any ring kernel
-// runs on the device: loading a module may wait for the device, which a
-// device with persistent kernels never is (see liveModuleLoad).
+// preload loads the module of every built-in op, and resolves its ring
+// kernel, before any ring kernel runs on the device: loading a module or
+// resolving a function in it may wait for the device (with lazy loading,
+// resolving is what loads), which a device with persistent kernels never
+// is (see liveModuleLoad).
 func (d *device) preload() error {
 	for _, name := range kernels.ShippedPTXNames() {
-		ptx, ok := kernels.ShippedPTX(strings.TrimSuffix(strings.TrimPrefix(name, "ra_"), ".ptx"))
+		op := strings.TrimSuffix(strings.TrimPrefix(name, "ra_"), ".ptx")
+		ptx, ok := kernels.ShippedPTX(op)
 		if !ok {
 			continue
 		}
-		if _, err := d.loadModule(name, ptx); err != nil {
+		if _, err := d.load(name, ptx, strings.TrimSuffix(name, ".ptx")+"_ring"); err != nil {
 			return fmt.Errorf("loading the shipped %s: %w", name, err)
 		}
 	}
 	return nil
+}
+
+// loaded is a module and the kernel resolved in it when it was loaded.
+type loaded struct {
+	mod *drv.Module
+	fn  *drv.Function
 }
 
 // running is the number of ring kernels on the device.
@@ -143,39 +152,45 @@ const LiveModuleLoadEnv = "RINGACTOR_LIVE_MODULE_LOAD"
 
 func liveModuleLoad() bool { return os.Getenv(LiveModuleLoadEnv) == "1" }
 
-// module returns the loaded module of op's ring kernel, loading it once.
-// Built-in ops were loaded when the device opened; a user op's module is
-// loaded at its first launch, which is refused while other ring kernels
-// run on the device (unless LiveModuleLoadEnv allows it).
-func (d *device) module(op kernels.Op, ptx []byte) (*drv.Module, error) {
+// kernel returns op's ring kernel, loading its module once. Built-in ops
+// were loaded when the device opened; a user op's module is loaded at its
+// first launch, which is refused while other ring kernels run on the
+// device (unless LiveModuleLoadEnv allows it).
+func (d *device) kernel(op kernels.Op, ptx []byte) (*drv.Function, error) {
 	d.mu.Lock()
 	m, ok := d.modules[hashPTX(ptx)]
 	running := d.blocks
 	d.mu.Unlock()
 	if ok {
-		return m, nil
+		return m.fn, nil
 	}
 	if running > 0 && !liveModuleLoad() {
 		return nil, fmt.Errorf("%w: op %s on device %d (%d ring kernels run); launch stages with user ops before the others, or terminate those first, or set %s=1 if this driver is known to load modules without waiting (see the GPU notes in docs)",
 			ErrModuleWhileRunning, op.Name, d.id, running, LiveModuleLoadEnv)
 	}
-	return d.loadModule(kernels.Symbol(op.Name)+".ptx", ptx)
+	sym := kernels.Symbol(op.Name)
+	return d.load(sym+".ptx", ptx, sym+"_ring")
 }
 
-// loadModule loads ptx once per distinct text.
-func (d *device) loadModule(name string, ptx []byte) (*drv.Module, error) {
+// load loads ptx once per distinct text and resolves its kernel entry at
+// once, so that nothing is resolved later, while kernels run.
+func (d *device) load(name string, ptx []byte, entry string) (*drv.Function, error) {
 	key := hashPTX(ptx)
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	if m, ok := d.modules[key]; ok {
-		return m, nil
+		return m.fn, nil
 	}
 	m, err := d.ctx.LoadModule(name, ptx)
 	if err != nil {
 		return nil, err
 	}
-	d.modules[key] = m
-	return m, nil
+	fn, err := m.Function(entry)
+	if err != nil {
+		return nil, errors.Join(err, m.Unload())
+	}
+	d.modules[key] = loaded{m, fn}
+	return fn, nil
 }
 
 // takeStream takes a free stream for a kernel (reserve bounds the kernels
@@ -209,7 +224,7 @@ func (d *device) close() error {
 		errs = append(errs, d.fence.Destroy())
 	}
 	for _, m := range d.modules {
-		errs = append(errs, m.Unload())
+		errs = append(errs, m.mod.Unload())
 	}
 	d.modules = nil
 	if d.devArena != nil {

@@ -81,6 +81,7 @@ func pinnedLink(t *testing.T, b *Backend) *p2pqueue.Link {
 // kernel is terminated. The backend refuses such loads unless
 // RINGACTOR_LIVE_MODULE_LOAD=1, and that refusal is checked here too.
 func TestGPUModuleLoadWhileKernelSpins(t *testing.T) {
+	cudatest.RealGPU(t, "what a real driver's module load does under a spinning kernel (the emulator refuses it: TestEmulatorRules)")
 	if os.Getenv(drv.ModuleLoadingEnv) == "LAZY" {
 		cudatest.Driver(t)
 		if _, err := New(Options{}); !errors.Is(err, ErrLazyLoading) {
@@ -101,7 +102,7 @@ func TestGPUModuleLoadWhileKernelSpins(t *testing.T) {
 		t.Fatal(err)
 	}
 	user := kernels.Op{Name: "gpu.probe", CUDA: "never compiled"}
-	if _, err := d.module(user, []byte("// a module not loaded yet\n"+clockPTX)); !errors.Is(err, ErrModuleWhileRunning) && !liveModuleLoad() {
+	if _, err := d.kernel(user, []byte("// a module not loaded yet\n"+clockPTX)); !errors.Is(err, ErrModuleWhileRunning) && !liveModuleLoad() {
 		t.Fatalf("a new module while a kernel runs: %v, want ErrModuleWhileRunning", err)
 	}
 	done := make(chan error, 1)
@@ -133,6 +134,7 @@ func TestGPUModuleLoadWhileKernelSpins(t *testing.T) {
 // The clock: globaltimer's step, the calibration's round trip, and the
 // drift of host minus device over a few seconds.
 func TestGPUClockAgainstHost(t *testing.T) {
+	cudatest.RealGPU(t, "%globaltimer's resolution and drift against the host clock (a hand-written PTX probe)")
 	b := gpuBackend(t, Options{})
 	d, err := b.device(0)
 	if err != nil {
@@ -208,11 +210,7 @@ LOOP:
 // timerStep is the smallest nonzero difference between consecutive
 // globaltimer readings of a kernel reading it in a loop.
 func timerStep(d *device) (time.Duration, error) {
-	m, err := d.loadModule("ra_timer_probe.ptx", []byte(timerProbePTX))
-	if err != nil {
-		return 0, err
-	}
-	f, err := m.Function("ra_timer_probe")
+	f, err := d.load("ra_timer_probe.ptx", []byte(timerProbePTX), "ra_timer_probe")
 	if err != nil {
 		return 0, err
 	}

@@ -37,13 +37,9 @@ func (b *Backend) Start(job *rk.Job) (rk.Loop, error) {
 	if err != nil {
 		return nil, fmt.Errorf("ringkernel/cuda: PTX for stage %q (op %s): %w", spec.Stage.Name, job.Op.Name, err)
 	}
-	mod, err := d.module(job.Op, ptx)
+	fn, err := d.kernel(job.Op, ptx)
 	if err != nil {
 		return nil, fmt.Errorf("ringkernel/cuda: loading op %s on device %d: %w", job.Op.Name, d.id, err)
-	}
-	fn, err := mod.Function(kernels.Symbol(job.Op.Name) + "_ring")
-	if err != nil {
-		return nil, err
 	}
 	threads := b.opts.Threads
 	if job.Op.Stateful() || spec.Stage.Stateful {

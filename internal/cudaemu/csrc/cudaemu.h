@@ -1,0 +1,25 @@
+// cudaemu.h: what the emulated driver (cudaemu.cpp) and the generated
+// table of host-built kernels (kernels.cpp, written by internal/cudaemu)
+// share.
+#ifndef CUDAEMU_H
+#define CUDAEMU_H
+
+#define CUDAEMU_MAX_PARAMS 16
+
+// A kernel the emulator can run: its PTX entry name, the sizes of its
+// parameters (cuLaunchKernel's kernelParams are copied at launch), and a
+// function that runs it, as one block of one thread, on the copies.
+struct cudaemu_kernel {
+    const char *name;
+    int nparams;
+    unsigned param_size[CUDAEMU_MAX_PARAMS];
+    void (*run)(void **params);
+};
+
+// The table, ended by an entry whose name is null.
+extern "C" const cudaemu_kernel cudaemu_kernels[];
+
+// ringkernel/cuda's clock-calibration kernel, written in cudaemu.cpp.
+extern "C" void cudaemu_ra_clock(void **params);
+
+#endif  // CUDAEMU_H
