@@ -3,8 +3,10 @@ package cuda
 import (
 	"context"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
+	"unsafe"
 
 	drv "github.com/ringactor/ringactor/cuda"
 	"github.com/ringactor/ringactor/cuda/cudatest"
@@ -99,16 +101,7 @@ func TestEmulatorRules(t *testing.T) {
 	if err := k.Terminate(ctx, false); err != nil {
 		t.Fatal(err)
 	}
-	for running := true; running; {
-		n, err := d.ctx.Device().Attribute(9101) // the emulator's count of running ring kernels
-		if err != nil {
-			t.Fatal(err)
-		}
-		if running = n > 0; running && ctx.Err() != nil {
-			t.Fatal("the terminated kernel's thread did not end")
-		}
-		time.Sleep(time.Millisecond)
-	}
+	waitNoRings(t, d)
 	before := cudatest.Violations(t)
 	for _, cl := range calls {
 		if cl.name == "cuModuleLoadDataEx" || cl.name == "cuModuleGetFunction" {
@@ -120,5 +113,91 @@ func TestEmulatorRules(t *testing.T) {
 	}
 	if n := cudatest.Violations(t) - before; n != 0 {
 		t.Errorf("%d violations with no ring kernel running", n)
+	}
+}
+
+// The synchronous copies and memset run on the legacy stream, which waits
+// for every blocking stream's work: with a kernel that waits for the host
+// on the legacy stream (the clock kernel, waiting for a flag the host has
+// not raised), they would wait for ever; the backend launches ring kernels
+// on non-blocking streams only, so its own copies never do.
+func TestEmulatorRuleSyncCopies(t *testing.T) {
+	if !cudatest.Emulated() {
+		t.Skip("the emulated driver's own rules: make test runs this package over it")
+	}
+	b := gpuBackend(t, Options{})
+	d, err := b.device(0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := d.ctx
+	p, err := c.Alloc(64)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Free(p)
+	buf, off, err := d.pinArena.alloc(16) // the flag, then one answer
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.pinArena.release(off)
+	flag := (*uint32)(unsafe.Pointer(&buf.Bytes[0]))
+	atomic.StoreUint32(flag, 0)
+	one := drv.Dim3{X: 1, Y: 1, Z: 1}
+	if err := c.Launch(d.clock, one, one, 0, nil, buf.Device, buf.Device+8, uint32(1)); err != nil {
+		t.Fatal(err)
+	}
+	ended := false
+	defer func() {
+		if !ended { // never leave it spinning
+			atomic.StoreUint32(flag, ^uint32(0))
+		}
+	}()
+	calls := []struct {
+		name string
+		call func() error
+	}{
+		{"cuMemcpyHtoD", func() error { return c.CopyToDevice(p, make([]byte, 64)) }},
+		{"cuMemcpyDtoH", func() error { return c.CopyFromDevice(make([]byte, 64), p) }},
+		{"cuMemsetD8", func() error { return c.Memset(p, 0, 64) }},
+	}
+	for _, cl := range calls {
+		before := cudatest.Violations(t)
+		err := cl.call()
+		if err == nil || !strings.Contains(err.Error(), "CUDA_ERROR_NOT_PERMITTED") {
+			t.Errorf("%s with a kernel waiting for the host on the legacy stream: %v, want CUDA_ERROR_NOT_PERMITTED", cl.name, err)
+		}
+		if n := cudatest.Violations(t) - before; n != 1 {
+			t.Errorf("%s counted %d violations, want 1", cl.name, n)
+		}
+		cudatest.AllowViolations(t, 1)
+	}
+	atomic.StoreUint32(flag, ^uint32(0))
+	ended = true
+	waitNoRings(t, d)
+	for _, cl := range calls {
+		if err := cl.call(); err != nil {
+			t.Errorf("%s once the kernel ended: %v", cl.name, err)
+		}
+	}
+}
+
+// waitNoRings waits until no kernel that waits for the host runs on d (the
+// emulator counts them: device attribute 9101).
+func waitNoRings(t *testing.T, d *device) {
+	t.Helper()
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		n, err := d.ctx.Device().Attribute(9101)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if n == 0 {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%d kernel(s) still running on device %d after they were told to stop", n, d.id)
+		}
+		time.Sleep(time.Millisecond)
 	}
 }
