@@ -14,7 +14,7 @@ help:
 	@echo "make emu             build the emulated CUDA driver into $(EMU_DIR)/ (the device code compiled for the CPU)"
 	@echo "make build           compile every package and command"
 	@echo "make test            go vet, then go test -race over every package (the two-process tests without -race), then the CUDA-backend suites over the emulated driver (bounded by $(TEST_TIMEOUT))"
-	@echo "make flake           every package's tests FLAKE_N times (default 10) with -race and -short, in one process each: hunts flaky tests (not part of CI)"
+	@echo "make flake           every package's tests FLAKE_N times (default 10) with -race and -short, in one process each, and the emulated CUDA suites: hunts flaky tests (not part of CI)"
 	@echo "make bench           ringactor bench: every benchmark beside its baseline, one table (BENCHFLAGS=-quick, -json, -only PREFIX)"
 	@echo "make bench-go        the Go benchmarks of p2pqueue (link vs channel, more payload sizes)"
 	@echo "make stress          the reliability stress test at full size: 1e6 messages, stages toggled, one faulted"
@@ -64,9 +64,10 @@ test: vet emu
 # (-count, so package state that breaks a second run fails too), race on,
 # -short sizes for the stress tests. About 15 minutes on 2 cores.
 FLAKE_N ?= 10
-flake:
+flake: emu
 	$(GO) test -race -short -count=$(FLAKE_N) -timeout 40m $(PKGS)
 	$(GO) test -short -count=$(FLAKE_N) -timeout 20m -run '$(REMOTE_TESTS)' $(REMOTE_PKGS)
+	$(EMU_ENV) $(GO) test -race -short -count=$(FLAKE_N) -timeout 20m $(EMU_PKGS)
 
 generate:
 	$(GO) generate ./kernels/...
