@@ -11,8 +11,9 @@ import (
 // emulated driver can make that error large (its clock kernel answers
 // late, so the device's times read 1 ms early). Stage spans still never
 // end before they start: a kernel never dequeues a message before its
-// enqueue stamp, nor finishes it before it dequeued it. Without that, the
-// first stage's spans (host enqueue stamp, device done time) run backwards.
+// enqueue stamp, and its service time stays the difference of one clock's
+// readings. Without that, the first stage's spans (host enqueue stamp,
+// device done time) run backwards, or lose their service time to a clamp.
 func TestStageSpansSurviveACalibrationError(t *testing.T) {
 	if !onCUDA() || !cudatest.Emulated() {
 		t.Skip("needs the emulated driver's clock lag (RINGACTOR_EMU_CLOCK_LAG_NS): run with make test's emulated suite")
@@ -39,6 +40,13 @@ func TestStageSpansSurviveACalibrationError(t *testing.T) {
 		stages++
 		if s.EndTime().Before(s.StartTime()) {
 			t.Fatalf("%s of message %v ends %v before it starts", s.Name(), s.Attributes(), s.StartTime().Sub(s.EndTime()))
+		}
+		// The service time is one clock's difference, whatever the
+		// offset: two readings of the emulator's clock are never equal.
+		for _, a := range s.Attributes() {
+			if a.Key == "ringactor.service_ns" && a.Value.AsInt64() <= 0 {
+				t.Fatalf("%s of message %v: service time %d ns lost to the clamp", s.Name(), s.Attributes(), a.Value.AsInt64())
+			}
 		}
 	}
 	if stages != 3*n {

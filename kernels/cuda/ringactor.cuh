@@ -450,20 +450,22 @@ __device__ void ra_ring_loop(const ra_ring_args &a) {
                 if (sink) { o = sink_buf + i * ((in->q.slot_size - RA_SLOT_HEADER_SIZE) / 4); cap = (in->q.slot_size - RA_SLOT_HEADER_SIZE) / 4; }
                 else { o = (float *)(ra_q_slot(out.q, out.own + i) + RA_SLOT_HEADER_SIZE); cap = (out.q.slot_size - RA_SLOT_HEADER_SIZE) / 4; }
                 // Host time as this device estimates it agrees with the
-                // enqueue stamp (the host's, or the previous stage's) only
-                // to the calibration's error: a message is never dequeued
-                // before it was enqueued, nor done before it was dequeued.
+                // enqueue stamp (the host's, or another device's) only to
+                // the calibrations' error: where this clock reads behind
+                // the stamp, the message's times move later by the gap,
+                // so it is never dequeued before it was enqueued and its
+                // service time stays one clock's difference.
                 const ra_u64 enq = *(const ra_u64 *)(m + RA_SLOT_OFF_ENQUEUED);
-                ra_u64 now = ra_globaltimer() + clk;
-                t0[i] = now > enq ? now : enq;
+                const ra_u64 now = ra_globaltimer() + clk;
+                const ra_u64 gap = enq > now ? enq - now : 0;
+                t0[i] = now + gap;
                 if (len > in->q.slot_size - RA_SLOT_HEADER_SIZE) res[i] = RA_CODE_CORRUPT_SLOT;
                 else if (len % 4) res[i] = RA_CODE_NOT_FLOATS;
                 else {
                     int r = STAGE(params, state, (const float *)(m + RA_SLOT_HEADER_SIZE), (int)(len / 4), o, cap);
                     res[i] = r > cap ? RA_CODE_BAD_RESULT : r;
                 }
-                now = ra_globaltimer() + clk;
-                t1[i] = now > t0[i] ? now : t0[i];
+                t1[i] = ra_globaltimer() + clk + gap;
             }
         }
         __syncthreads();
