@@ -30,6 +30,13 @@
 // every message ends delivered or dead-lettered with a reason, and Stats
 // shows sent = delivered + dead-lettered + in flight.
 //
+// # Requests
+//
+// Pipeline.Request sends a message and returns its own result, correlated
+// by message id, or a *RequestError carrying its dead letter; a Data sent
+// to a stage's PID with RequestFuture is answered the same way. Requests
+// and plain sends share the queues and the account.
+//
 // # Nothing lost, hung stages contained
 //
 // Every message that enters a pipeline ends once, delivered or

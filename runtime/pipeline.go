@@ -105,6 +105,8 @@ type Pipeline struct {
 	sent, delivered, dropped atomic.Uint64
 	sampleEvery              uint64
 
+	reqs requests // in flight, by message id
+
 	faulted atomic.Pointer[StageFaulted]
 	stopDog context.CancelFunc
 	dogDone chan struct{}
@@ -406,6 +408,10 @@ func (p *Pipeline) deadLetter(d DeadLetter) {
 		at = s.idx
 	}
 	p.tele.end(d.ID, at, time.Now(), &d)
+	if p.reqs.n.Load() > 0 {
+		dd := d
+		p.answer(d.ID, outcome{dead: &dd}) // after the count: an answered request is in the account
+	}
 	p.rt.TellDeadLetter(&p.spec, d)
 }
 
@@ -495,7 +501,11 @@ func (p *Pipeline) deliverPeeked(n int) bool {
 			}
 			p.tele.end(h.ID, len(p.stages), now, nil)
 		}
-		p.deliver(Result{ID: h.ID, Floats: v})
+		r := Result{ID: h.ID, Floats: v}
+		if p.reqs.n.Load() > 0 && p.answer(h.ID, outcome{r: r}) {
+			continue // a request's result goes to whoever asked
+		}
+		p.deliver(r)
 	}
 	return p.egress.Release(n) == nil
 }
@@ -622,15 +632,17 @@ func (p *Pipeline) Wait(ctx context.Context) error {
 }
 
 // PipelineStats is the pipeline's account: Sent = Delivered + DeadLettered
-// + InFlight.
+// + InFlight. Abandoned counts the outcomes (among Delivered and
+// DeadLettered) of requests whose caller had given up.
 type PipelineStats struct {
 	Sent, Delivered, DeadLettered, InFlight uint64
+	Abandoned                               uint64
 	Stages                                  []StageStats
 }
 
 // account is the pipeline's counters without the stages' status.
 func (p *Pipeline) account() PipelineStats {
-	st := PipelineStats{Delivered: p.delivered.Load(), DeadLettered: p.dropped.Load()}
+	st := PipelineStats{Delivered: p.delivered.Load(), DeadLettered: p.dropped.Load(), Abandoned: p.reqs.abandoned.Load()}
 	st.Sent = p.sent.Load() // last: sent never trails what it accounts for
 	st.InFlight = st.Sent - min(st.Sent, st.Delivered+st.DeadLettered)
 	return st
@@ -638,7 +650,7 @@ func (p *Pipeline) account() PipelineStats {
 
 // Stats reads the pipeline's counters and every stage's status.
 func (p *Pipeline) Stats() PipelineStats {
-	st := PipelineStats{Delivered: p.delivered.Load(), DeadLettered: p.dropped.Load()}
+	st := PipelineStats{Delivered: p.delivered.Load(), DeadLettered: p.dropped.Load(), Abandoned: p.reqs.abandoned.Load()}
 	for _, s := range p.stages {
 		st.Stages = append(st.Stages, s.stats())
 	}

@@ -243,6 +243,16 @@ type stageMailbox struct {
 func (m *stageMailbox) PostUserMessage(msg any) {
 	if env, ok := msg.(*actor.MessageEnvelope); ok {
 		if d, ok := dataOf(env.Message); ok {
+			if env.Sender != nil && len(d) == 1 {
+				// A request (RequestFuture): the sender gets the result,
+				// or a *RequestError.
+				r, err := m.s.p.requestFromActor(d[0], env.Sender)
+				if err != nil {
+					m.s.p.rt.system.Root.Send(env.Sender, &RequestError{Dead: DeadLetter{ID: r.ID, Stage: m.s.spec.Name, Device: m.s.spec.Device, Reason: "bad request", Err: err}})
+					return
+				}
+				d = []Data{r}
+			}
 			m.s.send(context.Background(), d) // errors are dead letters
 			return
 		}
