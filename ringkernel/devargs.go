@@ -5,9 +5,11 @@ package ringkernel
 // are its one definition: genlayout writes them into the layout header and
 // the CUDA source static_asserts its struct against them.
 const (
-	// MaxDeviceInLinks is how many in-links a device loop reads: a stage's
-	// upstream link, its host ingress, and two more (stolen work, a peer).
-	MaxDeviceInLinks = 4
+	// MaxDeviceInLinks is how many in-links a device loop reads, in turn: a
+	// stage's host ingress, its upstream link, and the rest for fan-in
+	// (several stages feeding one, each over its own link) and stolen work.
+	// The in-links' scope bits are one u32 (ArgOffInSys), so at most 32.
+	MaxDeviceInLinks = 16
 	// DeviceBatch is the most messages a device loop takes in one step
 	// (RA_BATCH): a sink stage's result buffer holds one batch.
 	DeviceBatch = 128

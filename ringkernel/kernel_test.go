@@ -707,10 +707,14 @@ func TestBadMessagesDeadLettered(t *testing.T) {
 	conserved(t, st)
 }
 
-// A kernel fans in from several in-links and ends when all are closed.
+// A kernel fans in from as many in-links as a device loop reads
+// (MaxDeviceInLinks) and ends when all are closed.
 func TestFanIn(t *testing.T) {
-	a, b := newLink(t, 8, 4), newLink(t, 8, 4)
-	k, err := rk.Launch(context.Background(), testBackend(t, 0), rk.Spec{Stage: rk.Stage{Name: "sink", Op: "identity"}, In: []*p2pqueue.Link{a, b}})
+	ins := make([]*p2pqueue.Link, rk.MaxDeviceInLinks) // the device loop's limit
+	for i := range ins {
+		ins[i] = newLink(t, 8, 4)
+	}
+	k, err := rk.Launch(context.Background(), testBackend(t, 0), rk.Spec{Stage: rk.Stage{Name: "sink", Op: "identity"}, In: ins})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -718,7 +722,7 @@ func TestFanIn(t *testing.T) {
 		t.Fatal(err)
 	}
 	var wg sync.WaitGroup
-	for _, l := range []*p2pqueue.Link{a, b} {
+	for _, l := range ins {
 		p, _ := l.Producer()
 		wg.Add(1)
 		go func() {
@@ -738,8 +742,8 @@ func TestFanIn(t *testing.T) {
 		t.Fatal("kernel did not end when its in-links closed")
 	}
 	st := k.Status()
-	if st.State != rk.Terminated || st.Processed != 2000 {
-		t.Fatalf("status %+v", st)
+	if want := uint64(1000 * len(ins)); st.State != rk.Terminated || st.Processed != want {
+		t.Fatalf("status %+v, want %d processed", st, want)
 	}
 	if err := k.Terminate(ctxT(t), false); err != nil {
 		t.Fatal(err)

@@ -84,19 +84,19 @@
 #define RA_REC_OFF_TEXT_LEN        0x14u     // u32
 #define RA_REC_OFF_TEXT            0x18u
 #define RA_TRACE_SLOT_SIZE         0xc0u     // slot size of trace rings
-#define RA_MAX_IN_LINKS            4u        // in-links of one device loop
+#define RA_MAX_IN_LINKS            0x10u     // in-links of one device loop
 #define RA_BATCH                   0x80u     // messages one step of a device loop takes at most
 #define RA_ARG_OFF_CTRL            0u        // ra_ring_args: control block
 #define RA_ARG_OFF_IN              8u        // ra_ring_args: in-link regions
-#define RA_ARG_OFF_OUT             0x28u     // ra_ring_args: out-link region
-#define RA_ARG_OFF_TRACE           0x30u     // ra_ring_args: trace ring
-#define RA_ARG_OFF_PARAMS          0x38u     // ra_ring_args: params
-#define RA_ARG_OFF_STATE           0x40u     // ra_ring_args: state
-#define RA_ARG_OFF_SINK            0x48u     // ra_ring_args: sink results
-#define RA_ARG_OFF_NUM_IN          0x50u     // ra_ring_args: in-links used
-#define RA_ARG_OFF_IN_SYS          0x54u     // ra_ring_args: sys-scope in-links, bit mask
-#define RA_ARG_OFF_OUT_SYS         0x58u     // ra_ring_args: sys-scope out-link
-#define RA_ARG_SIZE                0x60u     // ra_ring_args: bytes
+#define RA_ARG_OFF_OUT             0x88u     // ra_ring_args: out-link region
+#define RA_ARG_OFF_TRACE           0x90u     // ra_ring_args: trace ring
+#define RA_ARG_OFF_PARAMS          0x98u     // ra_ring_args: params
+#define RA_ARG_OFF_STATE           0xa0u     // ra_ring_args: state
+#define RA_ARG_OFF_SINK            0xa8u     // ra_ring_args: sink results
+#define RA_ARG_OFF_NUM_IN          0xb0u     // ra_ring_args: in-links used
+#define RA_ARG_OFF_IN_SYS          0xb4u     // ra_ring_args: sys-scope in-links, bit mask
+#define RA_ARG_OFF_OUT_SYS         0xb8u     // ra_ring_args: sys-scope out-link
+#define RA_ARG_SIZE                0xc0u     // ra_ring_args: bytes
 
 // Dead-letter codes (negative: a stage function may return them).
 #define RA_CODE_OUTPUT_TOO_SMALL   (-1) // result larger than the out slot

@@ -225,8 +225,9 @@ func check(rt *ra.Runtime, spec *Spec) error {
 	if spec.Policy < Static || spec.Policy > MemoryAware {
 		return bad("unknown policy %d; use Static, Dynamic, Guided or MemoryAware", int(spec.Policy))
 	}
-	if spec.Steal && len(spec.Devices) > 4 {
-		return bad("stealing among %d instances: each kernel reads at most 3 steal links; use 4 devices or fewer", len(spec.Devices))
+	if spec.Steal && len(spec.Devices) > rk.MaxDeviceInLinks {
+		return bad("stealing among %d instances: each kernel reads its ingress and a steal link from every other instance, at most %d in-links; use %d devices or fewer",
+			len(spec.Devices), rk.MaxDeviceInLinks, rk.MaxDeviceInLinks)
 	}
 	if spec.StealEvery <= 0 {
 		spec.StealEvery = time.Millisecond
