@@ -29,6 +29,13 @@ type Kernel struct {
 	lastText atomic.Pointer[string]
 	freeOnce sync.Once
 
+	// The control block is returned to the backend when the kernel ends,
+	// and its memory may then serve anything else (a calibration buffer,
+	// another kernel's control block): cbMu orders reads of it before the
+	// free, and final is what it said last, read instead afterwards.
+	cbMu  sync.RWMutex
+	final *cbFinal
+
 	// hostFault is set by Fault: the host has taken the kernel's account
 	// over, and what the loop reports afterwards is not delivered.
 	hostFault atomic.Pointer[KernelError]
@@ -167,11 +174,11 @@ func (k *Kernel) Steal(ctx context.Context, n, to int) (int, error) {
 	}
 	k.cmdMu.Lock()
 	defer k.cmdMu.Unlock()
-	before := k.cb.Counters().Stolen
+	before := k.counters().Stolen
 	if err := k.commandLocked(ctx, CmdSteal, uint64(n)|uint64(to)<<32); err != nil {
 		return 0, err
 	}
-	return int(k.cb.Counters().Stolen - before), nil
+	return int(k.counters().Stolen - before), nil
 }
 
 // command posts c and waits until the kernel has applied it.
@@ -185,28 +192,31 @@ func (k *Kernel) commandLocked(ctx context.Context, c Command, arg uint64) error
 	if err := k.faulted(); err != nil {
 		return err
 	}
-	s := k.cb.State()
+	s := k.state()
 	if _, err := Next(s, c); err != nil {
 		return fmt.Errorf("stage %q: %w", k.spec.Stage.Name, err)
 	}
-	seq := k.cb.PostArg(c, arg)
+	seq, ok := k.post(c, arg)
+	if !ok {
+		return fmt.Errorf("stage %q: %s: %w: the loop ended %s", k.spec.Stage.Name, c, ErrTransition, k.state())
+	}
 	k.loop.Wake()
 	return k.awaitAck(ctx, seq, c)
 }
 
 func (k *Kernel) awaitAck(ctx context.Context, seq uint32, c Command) error {
 	d := time.Microsecond
-	for k.cb.Acked() != seq {
+	for k.acked() != seq {
 		if err := k.faulted(); err != nil {
 			k.postAbandon()
 			return err
 		}
 		select {
 		case <-k.loop.Done():
-			if k.cb.Acked() == seq {
+			if k.acked() == seq {
 				return nil
 			}
-			return fmt.Errorf("stage %q: %s: %w: the loop ended %s", k.spec.Stage.Name, c, ErrTransition, k.cb.State())
+			return fmt.Errorf("stage %q: %s: %w: the loop ended %s", k.spec.Stage.Name, c, ErrTransition, k.state())
 		case <-ctx.Done():
 			return fmt.Errorf("stage %q: %s not acknowledged: %w", k.spec.Stage.Name, c, ctx.Err())
 		case <-time.After(d):
@@ -237,7 +247,7 @@ func (k *Kernel) Terminate(ctx context.Context, drain bool) error {
 	if err != nil && !errors.Is(err, ErrTransition) {
 		return k.stopNow(err)
 	}
-	if errors.Is(err, ErrTransition) && k.cb.State().Running() {
+	if errors.Is(err, ErrTransition) && k.state().Running() {
 		return err
 	}
 	select {
@@ -272,7 +282,7 @@ func (k *Kernel) Fault(cause string) {
 // postAbandon tells an abandoned loop to end if it comes back. No wait:
 // it may never read it. Called with cmdMu held.
 func (k *Kernel) postAbandon() {
-	k.cb.Post(CmdTerminate)
+	k.post(CmdTerminate, 0)
 	k.loop.Wake()
 }
 
@@ -291,8 +301,8 @@ const hangGrace = 2 * time.Second
 // stopNow forces an immediate terminate after cause, bounded by hangGrace.
 func (k *Kernel) stopNow(cause error) error {
 	k.cmdMu.Lock()
-	if k.cb.State().Running() {
-		k.cb.Post(CmdTerminate)
+	if k.state().Running() {
+		k.post(CmdTerminate, 0)
 		k.loop.Wake()
 	}
 	k.cmdMu.Unlock()
@@ -327,16 +337,67 @@ func (k *Kernel) finish() error {
 
 // free returns the control block and trace ring to the backend, once,
 // after the loop and the pump are done with them (or before a launch
-// started the loop).
+// started the loop), keeping what the control block said last.
 func (k *Kernel) free() {
 	k.freeOnce.Do(func() {
 		if k.cb != nil {
+			k.cbMu.Lock()
+			k.final = &cbFinal{state: k.cb.State(), counters: k.cb.Counters(), acked: k.cb.Acked()}
 			k.backend.Free(k.cb.Region())
+			k.cbMu.Unlock()
 		}
 		if k.trace != nil {
 			k.backend.Free(k.trace.Region())
 		}
 	})
+}
+
+// cbFinal is a freed control block's last word.
+type cbFinal struct {
+	state    State
+	counters Counters
+	acked    uint32
+}
+
+// state, counters and acked read the control block, or its last word once
+// it was freed.
+func (k *Kernel) state() State {
+	k.cbMu.RLock()
+	defer k.cbMu.RUnlock()
+	if k.final != nil {
+		return k.final.state
+	}
+	return k.cb.State()
+}
+
+func (k *Kernel) counters() Counters {
+	k.cbMu.RLock()
+	defer k.cbMu.RUnlock()
+	if k.final != nil {
+		return k.final.counters
+	}
+	return k.cb.Counters()
+}
+
+func (k *Kernel) acked() uint32 {
+	k.cbMu.RLock()
+	defer k.cbMu.RUnlock()
+	if k.final != nil {
+		return k.final.acked
+	}
+	return k.cb.Acked()
+}
+
+// post posts c (with arg) unless the control block was freed: a command
+// to an ended kernel must not write into memory that serves something
+// else now. ok is false then.
+func (k *Kernel) post(c Command, arg uint64) (seq uint32, ok bool) {
+	k.cbMu.RLock()
+	defer k.cbMu.RUnlock()
+	if k.final != nil {
+		return 0, false
+	}
+	return k.cb.PostArg(c, arg), true
 }
 
 // pump delivers the trace ring's records until the loop closes it.

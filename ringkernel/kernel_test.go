@@ -807,3 +807,50 @@ func TestLaunchRefusesBadSpecs(t *testing.T) {
 }
 
 func contains(s, sub string) bool { return strings.Contains(s, sub) }
+
+// scribbling is a backend whose freed memory is at once used for
+// something else, as an arena's is: Free overwrites the region first.
+type scribbling struct{ rk.Backend }
+
+func (b scribbling) Free(r p2pqueue.Region) error {
+	for i := range r.Bytes {
+		r.Bytes[i] = 0xA5
+	}
+	return b.Backend.Free(r)
+}
+
+// A kernel's control block goes back to the backend when it ends, and the
+// memory may then serve anything (on the CUDA backend a clock-calibration
+// buffer was seen there, under load): Status still reports the ended
+// kernel's last word, and a command to it is refused without writing to
+// the freed memory.
+func TestStatusOutlivesTheControlBlock(t *testing.T) {
+	b := scribbling{testBackend(t, 2)}
+	in := newLink(t, 64, 4)
+	k, err := rk.Launch(context.Background(), b, rk.Spec{Stage: rk.Stage{Name: "sink", Op: "identity"}, Device: testDevice(0), In: []*p2pqueue.Link{in}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := k.Activate(ctxT(t)); err != nil {
+		t.Fatal(err)
+	}
+	p, _ := in.Producer()
+	for i := range 7 {
+		if err := p.Enqueue(ctxT(t), &p2pqueue.Message{Header: p2pqueue.Header{ID: uint64(i)}, Payload: make([]byte, 4)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	p.Close()
+	if err := k.Terminate(ctxT(t), true); err != nil {
+		t.Fatal(err)
+	}
+	if st := k.Status(); st.State != rk.Terminated || st.Processed != 7 || st.Dropped != 0 {
+		t.Fatalf("status after the control block was freed: %+v", st)
+	}
+	if err := k.Activate(ctxT(t)); !errors.Is(err, rk.ErrTransition) {
+		t.Fatalf("activating an ended kernel: %v, want ErrTransition", err)
+	}
+	if err := k.Terminate(ctxT(t), false); err != nil {
+		t.Fatalf("terminating an ended kernel again: %v", err)
+	}
+}

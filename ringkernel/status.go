@@ -68,9 +68,9 @@ func (s Status) Queued() uint64 {
 
 // Status reads the kernel's status.
 func (k *Kernel) Status() Status {
-	c := k.cb.Counters()
+	c := k.counters()
 	st := Status{
-		Stage: k.spec.Stage.Name, State: k.cb.State(),
+		Stage: k.spec.Stage.Name, State: k.state(),
 		Processed: c.Processed, Dropped: c.Dropped, Errors: c.Errors, Traced: c.Traced, Stolen: c.Stolen,
 	}
 	if c.Heartbeat != 0 {

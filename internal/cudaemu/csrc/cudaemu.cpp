@@ -129,8 +129,12 @@ Config load_config() {
     return c;
 }
 
+struct Context;
+
 struct Launch {
     const cudaemu_kernel *k;
+    Context *ctx;
+    bool blocking;  // on the legacy stream or a blocking stream
     std::vector<std::vector<unsigned char>> args;
     std::atomic<bool> done{false};
     unsigned long long end_ns = 0;
@@ -211,13 +215,17 @@ void reap() {
 }
 
 // Ring kernels running in ctx (or, with blocking_only, on its legacy stream
-// or a blocking stream). Holds mu.
-int running_rings(Context *ctx, bool blocking_only) {
+// or a blocking stream), streams destroyed since included: a kernel
+// outlives its stream's handle. names gets their names. Holds mu.
+int running_rings(Context *ctx, bool blocking_only, std::string *names = nullptr) {
     int n = 0;
-    for (Stream *s : streams) {
-        if (s->ctx != ctx || (blocking_only && (s->flags & 1))) continue;
-        for (auto &l : s->launches)
-            if (alive(l) && is_ring(l->k)) n++;
+    for (auto &l : all_launches) {
+        if (l->ctx != ctx || (blocking_only && !l->blocking) || !alive(l) || !is_ring(l->k)) continue;
+        n++;
+        if (names) {
+            if (!names->empty()) *names += ", ";
+            *names += l->k->name;
+        }
     }
     return n;
 }
@@ -243,11 +251,11 @@ CUresult need_ctx(const char *call) {
 // which never returns while a ring kernel spins there. Holds mu.
 CUresult no_rings(const char *call) {
     reap();
-    int n = running_rings(current, false);
+    std::string names;
+    int n = running_rings(current, false, &names);
     if (n == 0) return SUCCESS;
-    char why[96];
-    snprintf(why, sizeof why, "while %d ring kernel(s) run in the context", n);
-    return violate(call, why, current->dev);
+    std::string why = "while " + std::to_string(n) + " ring kernel(s) run in the context (" + names + ")";
+    return violate(call, why.c_str(), current->dev);
 }
 
 Stream *stream_of(void *s) {
@@ -581,10 +589,10 @@ static bool valid_range(uintptr_t p, size_t n) {
 static CUresult sync_copy(const char *call, uintptr_t dev, size_t n) {
     std::lock_guard<std::mutex> g(mu);
     reap();
-    if (int k = running_rings(current, true)) {
-        char why[128];
-        snprintf(why, sizeof why, "(legacy stream) while %d ring kernel(s) run on the legacy or a blocking stream", k);
-        return violate(call, why, current->dev);
+    std::string names;
+    if (int k = running_rings(current, true, &names)) {
+        std::string why = "(legacy stream) while " + std::to_string(k) + " ring kernel(s) run on the legacy or a blocking stream (" + names + ")";
+        return violate(call, why.c_str(), current->dev);
     }
     return valid_range(dev, n) ? SUCCESS : INVALID_VALUE;
 }
@@ -761,6 +769,7 @@ static CUresult launch(const char *call, void *f, unsigned gx, unsigned gy, unsi
     if (shared > 228 * 1024) return LAUNCH_OUT_OF_RESOURCES;
     auto l = std::make_shared<Launch>();
     l->k = fn->k;
+    l->ctx = current;
     for (int i = 0; i < fn->k->nparams; i++) {
         const unsigned char *p = (const unsigned char *)params[i];
         l->args.emplace_back(p, p + fn->k->param_size[i]);
@@ -769,6 +778,7 @@ static CUresult launch(const char *call, void *f, unsigned gx, unsigned gy, unsi
     Stream *st = stream_of(stream);
     if (st == nullptr) return INVALID_HANDLE;
     reap();
+    l->blocking = !(st->flags & 1);
     st->launches.push_back(l);
     all_launches.push_back(l);
     // The thread holds its launch; detached, so a process may exit with
