@@ -20,14 +20,7 @@ import (
 // driver such a call waits for a kernel that never ends.) The rest of the
 // suite runs with the count at 0: cudatest.CheckRules in TestMain.
 func TestEmulatorRules(t *testing.T) {
-	if !cudatest.Emulated() {
-		t.Skip("the emulated driver's own rules: make test runs this package over it")
-	}
-	b := gpuBackend(t, Options{})
-	d, err := b.device(0)
-	if err != nil {
-		t.Fatal(err)
-	}
+	b, d := emulatedDevice(t)
 	c := d.ctx
 	// Everything the calls use exists before the kernel runs.
 	p, err := c.Alloc(4096)
@@ -87,15 +80,7 @@ func TestEmulatorRules(t *testing.T) {
 		}},
 	}
 	for _, cl := range calls {
-		before := cudatest.Violations(t)
-		err := cl.call()
-		if err == nil || !strings.Contains(err.Error(), "CUDA_ERROR_NOT_PERMITTED") {
-			t.Errorf("%s with a ring kernel running: %v, want CUDA_ERROR_NOT_PERMITTED", cl.name, err)
-		}
-		if n := cudatest.Violations(t) - before; n != 1 {
-			t.Errorf("%s counted %d violations, want 1", cl.name, n)
-		}
-		cudatest.AllowViolations(t, 1)
+		refused(t, cl.name, cl.call)
 	}
 
 	if err := k.Terminate(ctx, false); err != nil {
@@ -122,14 +107,7 @@ func TestEmulatorRules(t *testing.T) {
 // not raised), they would wait for ever; the backend launches ring kernels
 // on non-blocking streams only, so its own copies never do.
 func TestEmulatorRuleSyncCopies(t *testing.T) {
-	if !cudatest.Emulated() {
-		t.Skip("the emulated driver's own rules: make test runs this package over it")
-	}
-	b := gpuBackend(t, Options{})
-	d, err := b.device(0)
-	if err != nil {
-		t.Fatal(err)
-	}
+	_, d := emulatedDevice(t)
 	c := d.ctx
 	p, err := c.Alloc(64)
 	if err != nil {
@@ -162,15 +140,7 @@ func TestEmulatorRuleSyncCopies(t *testing.T) {
 		{"cuMemsetD8", func() error { return c.Memset(p, 0, 64) }},
 	}
 	for _, cl := range calls {
-		before := cudatest.Violations(t)
-		err := cl.call()
-		if err == nil || !strings.Contains(err.Error(), "CUDA_ERROR_NOT_PERMITTED") {
-			t.Errorf("%s with a kernel waiting for the host on the legacy stream: %v, want CUDA_ERROR_NOT_PERMITTED", cl.name, err)
-		}
-		if n := cudatest.Violations(t) - before; n != 1 {
-			t.Errorf("%s counted %d violations, want 1", cl.name, n)
-		}
-		cudatest.AllowViolations(t, 1)
+		refused(t, cl.name, cl.call)
 	}
 	atomic.StoreUint32(flag, ^uint32(0))
 	ended = true
@@ -200,4 +170,35 @@ func waitNoRings(t *testing.T, d *device) {
 		}
 		time.Sleep(time.Millisecond)
 	}
+}
+
+// emulatedDevice is a backend of its own and its device 0, on the
+// emulated driver; elsewhere t is skipped.
+func emulatedDevice(t *testing.T) (*Backend, *device) {
+	t.Helper()
+	if !cudatest.Emulated() {
+		t.Skip("the emulated driver's own rules: make test runs this package over it")
+	}
+	b := gpuBackend(t, Options{})
+	d, err := b.device(0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b, d
+}
+
+// refused checks that call, made while a kernel that waits for the host
+// runs, fails with CUDA_ERROR_NOT_PERMITTED and counts one violation (which
+// it allows, for CheckRules).
+func refused(t *testing.T, name string, call func() error) {
+	t.Helper()
+	before := cudatest.Violations(t)
+	err := call()
+	if err == nil || !strings.Contains(err.Error(), "CUDA_ERROR_NOT_PERMITTED") {
+		t.Errorf("%s with a kernel running that waits for the host: %v, want CUDA_ERROR_NOT_PERMITTED", name, err)
+	}
+	if n := cudatest.Violations(t) - before; n != 1 {
+		t.Errorf("%s counted %d violations, want 1", name, n)
+	}
+	cudatest.AllowViolations(t, 1)
 }
