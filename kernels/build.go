@@ -59,13 +59,17 @@ func Symbol(opName string) string {
 }
 
 // RingSource is the whole program for op's ring kernel: the op's stage
-// source, which defines RA_STAGE(Symbol(op.Name)), and the persistent loop
-// around it.
+// source, which defines RA_STAGE(Symbol(op.Name)) (RA_PORT_STAGE for an
+// op with Ports), and the persistent loop around it.
 func RingSource(op Op) Program {
 	sym := Symbol(op.Name)
+	ring := "RA_RING_KERNEL"
+	if op.Ports > 0 {
+		ring = "RA_PORT_RING_KERNEL"
+	}
 	return Program{
 		Name:    sym + ".cu",
-		Code:    op.CUDA + "\nRA_RING_KERNEL(" + sym + ")\n",
+		Code:    op.CUDA + "\n" + ring + "(" + sym + ")\n",
 		Headers: Headers(),
 	}
 }

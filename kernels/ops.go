@@ -17,6 +17,11 @@ import (
 // order. An error dead-letters this one message; the kernel goes on.
 type GoFunc func(params, state, in, out []float32) (int, error)
 
+// PortFunc is the Go side of an op that routes its results: a GoFunc
+// that also returns the port, the index of the out-link (in the stage's
+// To list) its result goes down.
+type PortFunc func(params, state, in, out []float32) (n, port int, err error)
+
 // Op is a stage function, registered under a name.
 type Op struct {
 	Name string
@@ -26,9 +31,26 @@ type Op struct {
 	StateFloats int
 	// Go is the reference implementation.
 	Go GoFunc
-	// CUDA is the device function's source: a RA_STAGE function (see
-	// cuda/ringactor.cuh for the signature) named ra_<Name>.
+	// Ports, when set, makes the op choose among that many out-links for
+	// each result: it has GoPort instead of Go, its CUDA side is a
+	// RA_PORT_STAGE function, and a stage running it routes with
+	// RoutePort.
+	Ports  int
+	GoPort PortFunc
+	// CUDA is the device function's source: a RA_STAGE (or, with Ports,
+	// RA_PORT_STAGE) function (see cuda/ringactor.cuh for the signatures)
+	// named ra_<Name>.
 	CUDA string
+}
+
+// Run runs the op's Go side on one message: its result's length and, for
+// an op with Ports, its port (0 otherwise).
+func (o Op) Run(params, state, in, out []float32) (n, port int, err error) {
+	if o.GoPort != nil {
+		return o.GoPort(params, state, in, out)
+	}
+	n, err = o.Go(params, state, in, out)
+	return n, 0, err
 }
 
 // Stateful reports whether the op keeps state between messages, and so must
@@ -46,11 +68,14 @@ var ErrUnknownOp = errors.New("kernels: unknown op")
 // Register adds a user-defined op; built-ins use the same path. Names are
 // unique: registering a taken name is an error.
 func Register(op Op) error {
-	if op.Name == "" || op.Go == nil {
-		return fmt.Errorf("kernels: op %q needs a name and a Go function (the sim backend runs it)", op.Name)
+	if op.Name == "" || (op.Go == nil) == (op.GoPort == nil) {
+		return fmt.Errorf("kernels: op %q needs a name and one Go function, Go or (with Ports) GoPort (the sim backend runs it)", op.Name)
 	}
-	if op.Params < 0 || op.StateFloats < 0 {
-		return fmt.Errorf("kernels: op %q: negative params or state size", op.Name)
+	if op.Params < 0 || op.StateFloats < 0 || op.Ports < 0 {
+		return fmt.Errorf("kernels: op %q: negative params, state size or ports", op.Name)
+	}
+	if (op.Ports > 0) != (op.GoPort != nil) {
+		return fmt.Errorf("kernels: op %q: an op with Ports has a GoPort function, one without has Go", op.Name)
 	}
 	opsMu.Lock()
 	defer opsMu.Unlock()
@@ -241,6 +266,19 @@ func builtins() []Op {
 		{Name: "pair_sum", Go: pairwise(sumOf)},
 		{Name: "pair_min", Go: pairwise(minOf)},
 		{Name: "pair_max", Go: pairwise(maxOf)},
+		// branch passes a message on unchanged down port 0 when its first
+		// element is below the threshold (or it is empty), else port 1: a
+		// router for graphs.
+		{Name: "branch", Params: 1, Ports: 2, GoPort: func(p, _, in, out []float32) (int, int, error) {
+			if err := fits(in, out); err != nil {
+				return 0, 0, err
+			}
+			port := 0
+			if len(in) > 0 && in[0] >= p[0] {
+				port = 1
+			}
+			return copy(out, in), port, nil
+		}},
 	}
 }
 

@@ -35,7 +35,7 @@ type Job struct {
 	Trace *p2pqueue.Link
 	// In and Out are the claimed ends of the links, for the loop.
 	In  []*p2pqueue.Consumer
-	Out *p2pqueue.Producer
+	Out []*p2pqueue.Producer
 	// StealTo are the claimed producers of Spec.StealTo.
 	StealTo []*p2pqueue.Producer
 }

@@ -14,15 +14,21 @@ const (
 	// (RA_BATCH): a sink stage's result buffer holds one batch.
 	DeviceBatch = 128
 
-	ArgOffCtrl   = 0                             // u64: control block (mapped pinned)
-	ArgOffIn     = 8                             // u64[MaxDeviceInLinks]: in-link regions
-	ArgOffOut    = ArgOffIn + 8*MaxDeviceInLinks // u64: out-link region, 0 for a sink
-	ArgOffTrace  = ArgOffOut + 8                 // u64: trace ring (mapped pinned)
-	ArgOffParams = ArgOffTrace + 8               // u64: const float* params
-	ArgOffState  = ArgOffParams + 8              // u64: float* state of a stateful stage
-	ArgOffSink   = ArgOffState + 8               // u64: float* results of a sink
-	ArgOffNumIn  = ArgOffSink + 8                // u32: in-links used
-	ArgOffInSys  = ArgOffNumIn + 4               // u32: bit i set: in-link i's producer is the host or a peer GPU
-	ArgOffOutSys = ArgOffInSys + 4               // u32: 1: the out-link's consumer is the host or a peer GPU
-	ArgSize      = ArgOffOutSys + 8              // bytes, padded to 8
+	ArgOffCtrl      = 0                               // u64: control block (mapped pinned)
+	ArgOffIn        = 8                               // u64[MaxDeviceInLinks]: in-link regions
+	ArgOffOut       = ArgOffIn + 8*MaxDeviceInLinks   // u64[MaxDeviceOutLinks]: out-link regions
+	ArgOffTrace     = ArgOffOut + 8*MaxDeviceOutLinks // u64: trace ring (mapped pinned)
+	ArgOffParams    = ArgOffTrace + 8                 // u64: const float* params
+	ArgOffState     = ArgOffParams + 8                // u64: float* state of a stateful stage
+	ArgOffSink      = ArgOffState + 8                 // u64: float* results of a sink
+	ArgOffNumIn     = ArgOffSink + 8                  // u32: in-links used
+	ArgOffInSys     = ArgOffNumIn + 4                 // u32: bit i set: in-link i's producer is the host or a peer GPU
+	ArgOffOutSys    = ArgOffInSys + 4                 // u32: bit i set: out-link i's consumer is the host or a peer GPU
+	ArgOffNumOut    = ArgOffOutSys + 4                // u32: out-links used, 0 for a sink
+	ArgOffRoute     = ArgOffNumOut + 4                // u32: Route
+	ArgOffKeyOffset = ArgOffRoute + 4                 // u32: RouteKey's key offset in the result
+	ArgSize         = ArgOffKeyOffset + 4             // bytes, a multiple of 8
 )
+
+// The block is read as u64 words: its size must be a whole number of them.
+var _ [0]struct{} = [ArgSize % 8]struct{}{}

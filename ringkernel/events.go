@@ -17,14 +17,16 @@ type ErrorCode int32
 
 const (
 	CodeNone           ErrorCode = 0
-	CodeOutputTooSmall ErrorCode = -1 // RA_STAGE_ERR_OUTPUT_TOO_SMALL
-	CodeDomain         ErrorCode = -2 // RA_STAGE_ERR_DOMAIN: input outside the op's domain
-	CodeStage          ErrorCode = -3 // any other stage error
-	CodeBadResult      ErrorCode = -4 // the stage returned more floats than the out slot holds
-	CodeNotFloats      ErrorCode = -5 // payload is not a float32 vector
-	CodeCorruptSlot    ErrorCode = -6 // the slot header could not be read
-	CodeShutdown       ErrorCode = -7 // terminated without drain while queued
-	CodeCorruptQueue   ErrorCode = -8 // an in- or out-link's indices are corrupt: the kernel faults
+	CodeOutputTooSmall ErrorCode = -1  // RA_STAGE_ERR_OUTPUT_TOO_SMALL
+	CodeDomain         ErrorCode = -2  // RA_STAGE_ERR_DOMAIN: input outside the op's domain
+	CodeStage          ErrorCode = -3  // any other stage error
+	CodeBadResult      ErrorCode = -4  // the stage returned more floats than the out slot holds
+	CodeNotFloats      ErrorCode = -5  // payload is not a float32 vector
+	CodeCorruptSlot    ErrorCode = -6  // the slot header could not be read
+	CodeShutdown       ErrorCode = -7  // terminated without drain while queued
+	CodeCorruptQueue   ErrorCode = -8  // an in- or out-link's indices are corrupt: the kernel faults
+	CodeNoKey          ErrorCode = -9  // RouteKey: the result has no u32 at the key offset
+	CodeBadPort        ErrorCode = -10 // RoutePort: the stage chose an out-link it does not have
 	// CodeHung is the host's, never a device's: the kernel stopped beating
 	// with work queued and was declared faulted (Kernel.Fault).
 	CodeHung ErrorCode = -100
@@ -50,6 +52,10 @@ func (c ErrorCode) String() string {
 		return "shutdown without drain"
 	case CodeCorruptQueue:
 		return "corrupt queue"
+	case CodeNoKey:
+		return "result has no key at the route's key offset"
+	case CodeBadPort:
+		return "stage chose a port it does not have"
 	case CodeHung:
 		return "stage hung"
 	}
@@ -65,6 +71,7 @@ const (
 	ReasonShutdown                     // the kernel was terminated without drain
 	ReasonFaulted                      // the stage faulted
 	ReasonOversize                     // the result did not fit the out slot
+	ReasonRoute                        // the result could not be routed (no key, bad port)
 )
 
 func (r Reason) String() string {
@@ -79,6 +86,8 @@ func (r Reason) String() string {
 		return "stage faulted"
 	case ReasonOversize:
 		return "oversize payload"
+	case ReasonRoute:
+		return "route error"
 	}
 	return fmt.Sprintf("Reason(%d)", uint32(r))
 }
@@ -94,6 +103,8 @@ func reasonOf(c ErrorCode) Reason {
 		return ReasonShutdown
 	case CodeCorruptQueue, CodeHung:
 		return ReasonFaulted
+	case CodeNoKey, CodeBadPort:
+		return ReasonRoute
 	}
 	return ReasonStageError
 }
@@ -127,7 +138,8 @@ const (
 	RecOffDone     = 8  // u64, device ns: the stage finished it
 	RecOffCode     = 16 // i32, ErrorCode (dead letters)
 	RecOffTextLen  = 20 // u32, bytes of text that follow
-	RecOffText     = 24 // the error's text, when the backend has one
+	RecOffFrom     = 24 // u32, the stage the message came from (its in-slot's Origin; 0: the host)
+	RecOffText     = 28 // the error's text, when the backend has one
 	// TraceSlotSize is the slot size of trace links.
 	TraceSlotSize = 192
 	// RecMaxText is the most error text a record carries.
@@ -137,8 +149,13 @@ const (
 // TraceRecord is one sampled message's pass through one stage, in host
 // time (device clocks are converted with the launch-time calibration).
 type TraceRecord struct {
-	ID       uint64
-	Stage    uint32
+	ID    uint64
+	Stage uint32
+	// From is the stage the message came from (0: the host). In a graph a
+	// message may reach a stage by several paths, and copies of it
+	// several times: the host's trace of it is complete when every copy
+	// a stage made has been seen to arrive somewhere.
+	From     uint32
 	Flags    p2pqueue.Flags
 	Enqueued time.Time // put into the stage's in-link
 	Dequeued time.Time // taken by the kernel
@@ -161,6 +178,7 @@ type DeadLetter struct {
 	ID        uint64
 	Stage     uint32
 	StageName string
+	From      uint32 // the stage the message came from (0: the host)
 	Reason    Reason
 	Code      ErrorCode
 	Err       error // the stage's error text where the backend has one
@@ -172,10 +190,11 @@ func (d DeadLetter) String() string {
 
 // EncodeRecord writes a trace record's payload into buf (at least
 // TraceSlotSize-SlotHeaderSize bytes) and returns its length.
-func EncodeRecord(buf []byte, dequeued, done uint64, code ErrorCode, text string) int {
+func EncodeRecord(buf []byte, dequeued, done uint64, code ErrorCode, from uint32, text string) int {
 	binary.LittleEndian.PutUint64(buf[RecOffDequeued:], dequeued)
 	binary.LittleEndian.PutUint64(buf[RecOffDone:], done)
 	binary.LittleEndian.PutUint32(buf[RecOffCode:], uint32(code))
+	binary.LittleEndian.PutUint32(buf[RecOffFrom:], from)
 	n := copy(buf[RecOffText:RecOffText+RecMaxText], text)
 	binary.LittleEndian.PutUint32(buf[RecOffTextLen:], uint32(n))
 	return RecOffText + n
@@ -183,14 +202,15 @@ func EncodeRecord(buf []byte, dequeued, done uint64, code ErrorCode, text string
 
 // decodeRecord reads a record payload; anything short or inconsistent is an
 // error (trace memory is written by device code and is not trusted).
-func decodeRecord(p []byte) (dequeued, done uint64, code ErrorCode, text string, err error) {
+func decodeRecord(p []byte) (dequeued, done uint64, code ErrorCode, from uint32, text string, err error) {
 	if len(p) < RecOffText {
-		return 0, 0, 0, "", fmt.Errorf("%w: trace record of %d bytes, want at least %d", p2pqueue.ErrCorruptSlot, len(p), RecOffText)
+		return 0, 0, 0, 0, "", fmt.Errorf("%w: trace record of %d bytes, want at least %d", p2pqueue.ErrCorruptSlot, len(p), RecOffText)
 	}
 	n := binary.LittleEndian.Uint32(p[RecOffTextLen:])
 	if uint64(n) > uint64(len(p)-RecOffText) {
-		return 0, 0, 0, "", fmt.Errorf("%w: trace record claims %d bytes of text, has %d", p2pqueue.ErrCorruptSlot, n, len(p)-RecOffText)
+		return 0, 0, 0, 0, "", fmt.Errorf("%w: trace record claims %d bytes of text, has %d", p2pqueue.ErrCorruptSlot, n, len(p)-RecOffText)
 	}
 	return binary.LittleEndian.Uint64(p[RecOffDequeued:]), binary.LittleEndian.Uint64(p[RecOffDone:]),
-		ErrorCode(int32(binary.LittleEndian.Uint32(p[RecOffCode:]))), string(p[RecOffText : RecOffText+int(n)]), nil
+		ErrorCode(int32(binary.LittleEndian.Uint32(p[RecOffCode:]))), binary.LittleEndian.Uint32(p[RecOffFrom:]),
+		string(p[RecOffText : RecOffText+int(n)]), nil
 }

@@ -17,7 +17,7 @@ import (
 func FuzzDecodeRecord(f *testing.F) {
 	rec := func(deq, done uint64, code ErrorCode, text string) []byte {
 		buf := make([]byte, TraceSlotSize-p2pqueue.SlotHeaderSize)
-		return buf[:EncodeRecord(buf, deq, done, code, text)]
+		return buf[:EncodeRecord(buf, deq, done, code, uint32(len(text)), text)]
 	}
 	f.Add(rec(1, 2, CodeNone, ""))
 	f.Add(rec(100, 250, CodeDomain, "kernels: negative input to sqrt"))
@@ -35,7 +35,7 @@ func FuzzDecodeRecord(f *testing.F) {
 	f.Add([]byte{})
 	f.Fuzz(func(t *testing.T, p []byte) {
 		in := append([]byte(nil), p...)
-		deq, done, code, text, err := decodeRecord(p)
+		deq, done, code, from, text, err := decodeRecord(p)
 		if !bytes.Equal(in, p) {
 			t.Fatal("decodeRecord changed its input")
 		}
@@ -52,15 +52,15 @@ func FuzzDecodeRecord(f *testing.F) {
 			t.Fatalf("a %d-byte payload gave %d bytes of text", len(p), len(text))
 		}
 		buf := make([]byte, TraceSlotSize-p2pqueue.SlotHeaderSize)
-		n := EncodeRecord(buf, deq, done, code, text)
+		n := EncodeRecord(buf, deq, done, code, from, text)
 		want := min(len(text), RecMaxText)
 		if n != RecOffText+want || !bytes.Equal(buf[:RecOffTextLen], p[:RecOffTextLen]) ||
-			binary.LittleEndian.Uint32(buf[RecOffTextLen:]) != uint32(want) || !bytes.Equal(buf[RecOffText:n], p[RecOffText:RecOffText+want]) {
+			binary.LittleEndian.Uint32(buf[RecOffTextLen:]) != uint32(want) || !bytes.Equal(buf[RecOffFrom:RecOffText], p[RecOffFrom:RecOffText]) || !bytes.Equal(buf[RecOffText:n], p[RecOffText:RecOffText+want]) {
 			t.Fatalf("re-encoded % x, from % x", buf[:n], p)
 		}
-		deq2, done2, code2, text2, err := decodeRecord(buf[:n])
-		if err != nil || deq2 != deq || done2 != done || code2 != code || text2 != text[:want] {
-			t.Fatalf("round trip: %d %d %v %q %v, want %d %d %v %q", deq2, done2, code2, text2, err, deq, done, code, text[:want])
+		deq2, done2, code2, from2, text2, err := decodeRecord(buf[:n])
+		if err != nil || deq2 != deq || done2 != done || code2 != code || from2 != from || text2 != text[:want] {
+			t.Fatalf("round trip: %d %d %v %d %q %v, want %d %d %v %d %q", deq2, done2, code2, from2, text2, err, deq, done, code, from, text[:want])
 		}
 		// What the sim and CUDA loops emit fits a trace slot whatever
 		// the text.

@@ -68,8 +68,8 @@ func Launch(ctx context.Context, b Backend, spec Spec) (*Kernel, error) {
 		for _, c := range job.In {
 			c.Detach()
 		}
-		if job.Out != nil {
-			job.Out.Detach()
+		for _, p := range job.Out {
+			p.Detach()
 		}
 		for _, p := range job.StealTo {
 			p.Detach()
@@ -109,10 +109,12 @@ func Launch(ctx context.Context, b Backend, spec Spec) (*Kernel, error) {
 		}
 		job.In = append(job.In, c)
 	}
-	if spec.Out != nil {
-		if job.Out, err = spec.Out.Producer(); err != nil {
-			return fail(fmt.Errorf("out-link: %w", err))
+	for i, l := range spec.Out {
+		p, err := l.Producer()
+		if err != nil {
+			return fail(fmt.Errorf("out-link %d: %w", i, err))
 		}
+		job.Out = append(job.Out, p)
 	}
 	for i, l := range spec.StealTo {
 		if l == nil {
@@ -423,7 +425,7 @@ func (k *Kernel) deliver(m *p2pqueue.Message) {
 	if k.hostFault.Load() != nil {
 		return // the host has accounted for this kernel's messages
 	}
-	deq, done, code, text, err := decodeRecord(m.Payload)
+	deq, done, code, from, text, err := decodeRecord(m.Payload)
 	if err != nil {
 		text = err.Error()
 		k.lastText.Store(&text)
@@ -441,7 +443,7 @@ func (k *Kernel) deliver(m *p2pqueue.Message) {
 			if text == "" {
 				text = code.String()
 			}
-			k.spec.OnDeadLetter(DeadLetter{ID: m.ID, Stage: m.Origin, StageName: k.spec.Stage.Name,
+			k.spec.OnDeadLetter(DeadLetter{ID: m.ID, Stage: m.Origin, StageName: k.spec.Stage.Name, From: from,
 				Reason: reasonOf(code), Code: code, Err: errors.New(text)})
 		}
 	case m.Type == RecordFault:
@@ -455,7 +457,7 @@ func (k *Kernel) deliver(m *p2pqueue.Message) {
 			if m.Enqueued != 0 {
 				enq = k.loop.HostTime(m.Enqueued)
 			}
-			k.spec.OnTrace(TraceRecord{ID: m.ID, Stage: m.Origin, Flags: m.Flags, Enqueued: enq,
+			k.spec.OnTrace(TraceRecord{ID: m.ID, Stage: m.Origin, From: from, Flags: m.Flags, Enqueued: enq,
 				Dequeued: k.loop.HostTime(deq), Done: k.loop.HostTime(done)})
 		}
 	}

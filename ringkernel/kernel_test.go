@@ -65,7 +65,7 @@ func launch(t *testing.T, st rk.Stage, capacity uint32, floats int, activate boo
 	r := &rig{t: t, in: newLink(t, capacity, floats), out: newLink(t, capacity, floats)}
 	var err error
 	r.k, err = rk.Launch(context.Background(), testBackend(t, 4), rk.Spec{
-		Stage: st, ID: 7, Device: testDevice(1), In: []*p2pqueue.Link{r.in}, Out: r.out,
+		Stage: st, ID: 7, Device: testDevice(1), In: []*p2pqueue.Link{r.in}, Out: []*p2pqueue.Link{r.out},
 		OnDeadLetter: func(d rk.DeadLetter) { r.mu.Lock(); r.dead = append(r.dead, d); r.mu.Unlock() },
 		OnTrace:      func(tr rk.TraceRecord) { r.mu.Lock(); r.trace = append(r.trace, tr); r.mu.Unlock() },
 	})
@@ -678,7 +678,7 @@ func TestBadMessagesDeadLettered(t *testing.T) {
 	var mu sync.Mutex
 	var dead []rk.DeadLetter
 	k, err := rk.Launch(context.Background(), testBackend(t, 0), rk.Spec{
-		Stage: rk.Stage{Name: "id", Op: "identity"}, In: []*p2pqueue.Link{in}, Out: out,
+		Stage: rk.Stage{Name: "id", Op: "identity"}, In: []*p2pqueue.Link{in}, Out: []*p2pqueue.Link{out},
 		OnDeadLetter: func(d rk.DeadLetter) { mu.Lock(); dead = append(dead, d); mu.Unlock() },
 	})
 	if err != nil {
@@ -775,6 +775,7 @@ func TestCorruptLinkFaults(t *testing.T) {
 // leaves its links free to claim.
 func TestLaunchRefusesBadSpecs(t *testing.T) {
 	in := newLink(t, 8, 4)
+	two := []*p2pqueue.Link{newLink(t, 8, 4), newLink(t, 8, 4)}
 	cases := []struct {
 		name string
 		spec rk.Spec
@@ -789,6 +790,14 @@ func TestLaunchRefusesBadSpecs(t *testing.T) {
 		{"slot", rk.Spec{Stage: rk.Stage{Name: "a", Op: "identity", SlotSize: 100}, In: []*p2pqueue.Link{in}}, "64"},
 		{"device", rk.Spec{Stage: rk.Stage{Name: "a", Op: "identity"}, Device: 9, In: []*p2pqueue.Link{in}}, "no device 9"},
 		{"trace", rk.Spec{Stage: rk.Stage{Name: "a", Op: "identity"}, TraceCapacity: 100, In: []*p2pqueue.Link{in}}, "power of two"},
+		{"one route, two outs", rk.Spec{Stage: rk.Stage{Name: "a", Op: "identity"}, In: []*p2pqueue.Link{in}, Out: two}, "RouteOne takes one"},
+		{"route, no outs", rk.Spec{Stage: rk.Stage{Name: "a", Op: "identity"}, Route: rk.RouteAll, In: []*p2pqueue.Link{in}}, "no out-links to route over"},
+		{"port, plain op", rk.Spec{Stage: rk.Stage{Name: "a", Op: "identity"}, Route: rk.RoutePort, In: []*p2pqueue.Link{in}, Out: two}, "chooses no port"},
+		{"port op, other route", rk.Spec{Stage: rk.Stage{Name: "a", Op: "branch", Params: []float32{0}}, Route: rk.RouteAll, In: []*p2pqueue.Link{in}, Out: two}, "route it with RoutePort"},
+		{"ports vs outs", rk.Spec{Stage: rk.Stage{Name: "a", Op: "branch", Params: []float32{0}}, Route: rk.RoutePort, In: []*p2pqueue.Link{in}, Out: two[:1]}, "among 2 ports, the stage has 1"},
+		{"key offset", rk.Spec{Stage: rk.Stage{Name: "a", Op: "identity"}, Route: rk.RouteKey, KeyOffset: 3, In: []*p2pqueue.Link{in}, Out: two}, "key offset 3"},
+		{"unknown route", rk.Spec{Stage: rk.Stage{Name: "a", Op: "identity"}, Route: 99, In: []*p2pqueue.Link{in}, Out: two}, "unknown route 99"},
+		{"too many outs", rk.Spec{Stage: rk.Stage{Name: "a", Op: "identity"}, Route: rk.RouteAll, In: []*p2pqueue.Link{in}, Out: make([]*p2pqueue.Link, rk.MaxDeviceOutLinks+1)}, "at most 8"},
 	}
 	for _, c := range cases {
 		_, err := rk.Launch(context.Background(), sim.New(4), c.spec)

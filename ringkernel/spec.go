@@ -79,15 +79,21 @@ type Spec struct {
 	Device int
 	// In are the in-links (at least one). The kernel takes from them in turn.
 	In []*p2pqueue.Link
-	// Out is the out-link; nil makes the stage a sink that counts results.
-	Out *p2pqueue.Link
+	// Out are the out-links (at most MaxDeviceOutLinks); none makes the
+	// stage a sink that counts results. Route says which gets each result.
+	Out []*p2pqueue.Link
+	// Route picks the out-link of each result; RouteOne (the zero value)
+	// takes exactly one out-link. KeyOffset is where RouteKey finds the
+	// key: the u32 at that byte offset of the result's payload.
+	Route     Route
+	KeyOffset int
 	// InLocal[i] says in-link i is written only by a kernel on this same
-	// device (p2pqueue.Local placement), and OutLocal that the out-link is
+	// device (p2pqueue.Local placement), and OutLocal[i] that out-link i is
 	// read only by one: a device loop may then order those links at GPU
 	// scope. Unset means the other side may be the host or a peer GPU, and
 	// system scope is used, which is always correct.
 	InLocal  []bool
-	OutLocal bool
+	OutLocal []bool
 	// StealTo are dedicated links to the kernels that may steal from this
 	// one (Kernel.Steal forwards queued messages into them); the kernel is
 	// their only producer and closes them when it ends or starts draining.
@@ -128,8 +134,58 @@ func (s *Spec) check() (kernels.Op, error) {
 			return op, fmt.Errorf("%w %q: in-link %d is nil", ErrBadStage, s.Stage.Name, i)
 		}
 	}
+	if len(s.Out) > MaxDeviceOutLinks {
+		return op, fmt.Errorf("%w %q: %d out-links; a kernel routes over at most %d", ErrBadStage, s.Stage.Name, len(s.Out), MaxDeviceOutLinks)
+	}
+	for i, l := range s.Out {
+		if l == nil {
+			return op, fmt.Errorf("%w %q: out-link %d is nil", ErrBadStage, s.Stage.Name, i)
+		}
+	}
+	if err := s.checkRoute(op); err != nil {
+		return op, err
+	}
 	if s.TraceCapacity&(s.TraceCapacity-1) != 0 {
 		return op, fmt.Errorf("%w %q: trace capacity %d is not a power of two", ErrBadStage, s.Stage.Name, s.TraceCapacity)
 	}
 	return op, nil
+}
+
+// checkRoute checks the route against the out-links and the op.
+func (s *Spec) checkRoute(op kernels.Op) error {
+	return CheckRoute(s.Stage.Name, op, len(s.Out), s.Route, s.KeyOffset)
+}
+
+// CheckRoute says whether a stage running op can route its results over
+// outs out-links with route r (and key offset keyOffset, for RouteKey): the
+// check Launch makes, for builders that want it before any link exists.
+func CheckRoute(stage string, op kernels.Op, outs int, r Route, keyOffset int) error {
+	bad := func(format string, a ...any) error {
+		return fmt.Errorf("%w %q: route %s: %s", ErrBadStage, stage, r, fmt.Sprintf(format, a...))
+	}
+	switch r {
+	case RouteOne:
+		if outs > 1 {
+			return bad("%d out-links; RouteOne takes one: pick RouteAll, RouteRoundRobin, RouteKey or RoutePort", outs)
+		}
+	case RouteAll, RouteRoundRobin, RouteKey, RoutePort:
+		if outs == 0 {
+			return bad("no out-links to route over")
+		}
+	default:
+		return fmt.Errorf("%w %q: unknown route %d", ErrBadStage, stage, uint32(r))
+	}
+	if r == RouteKey && (keyOffset < 0 || keyOffset%4 != 0 || keyOffset > p2pqueue.MaxSlotSize) {
+		return bad("key offset %d; want a multiple of 4 inside the result", keyOffset)
+	}
+	if r == RoutePort && op.Ports != outs {
+		if op.Ports == 0 {
+			return bad("op %s chooses no port; register an op with Ports (kernels.Op) or pick another route", op.Name)
+		}
+		return bad("op %s chooses among %d ports, the stage has %d out-links", op.Name, op.Ports, outs)
+	}
+	if r != RoutePort && op.Ports > 0 && outs > 0 {
+		return bad("op %s chooses a port for each result; route it with RoutePort", op.Name)
+	}
+	return nil
 }

@@ -26,7 +26,7 @@ type Status struct {
 	Heartbeat    time.Time
 	HeartbeatAge time.Duration
 	// InQueued are the in-links' depths, in order; InPublished the number
-	// ever published to each. OutQueued is the out-link's depth.
+	// ever published to each. OutQueued is the out-links' depth, summed.
 	InQueued    []int
 	InPublished []uint64
 	OutQueued   int
@@ -82,8 +82,8 @@ func (k *Kernel) Status() Status {
 		st.InQueued = append(st.InQueued, ls.InFlight)
 		st.InPublished = append(st.InPublished, ls.Published)
 	}
-	if k.spec.Out != nil {
-		st.OutQueued = k.spec.Out.Len()
+	for _, l := range k.spec.Out {
+		st.OutQueued += l.Len()
 	}
 	if c.LastError != CodeNone {
 		st.LastError = &KernelError{Code: c.LastError, MessageID: c.LastErrorID}

@@ -20,12 +20,12 @@ func TestStealForwardsQueuedMessages(t *testing.T) {
 	vin, tin, steal := newLink(t, 64, 4), newLink(t, 64, 4), newLink(t, 64, 4)
 	vout, tout := newLink(t, 64, 4), newLink(t, 64, 4)
 	victim, err := rk.Launch(ctx, b, rk.Spec{Stage: rk.Stage{Name: "victim", Op: "identity"}, ID: 1, Device: 0,
-		In: []*p2pqueue.Link{vin}, Out: vout, StealTo: []*p2pqueue.Link{steal}})
+		In: []*p2pqueue.Link{vin}, Out: []*p2pqueue.Link{vout}, StealTo: []*p2pqueue.Link{steal}})
 	if err != nil {
 		t.Fatal(err)
 	}
 	thief, err := rk.Launch(ctx, b, rk.Spec{Stage: rk.Stage{Name: "thief", Op: "identity"}, ID: 2, Device: 1,
-		In: []*p2pqueue.Link{tin, steal}, Out: tout})
+		In: []*p2pqueue.Link{tin, steal}, Out: []*p2pqueue.Link{tout}})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -112,8 +112,8 @@ func (p *Pipeline) closedReason() (string, error) {
 func (p *Pipeline) deadLetterAbandoned(s *stage) error {
 	f := p.faulted.Load()
 	links := []*p2pqueue.Link{s.ingressLink}
-	if s.upstream != nil {
-		links = append(links, s.upstream)
+	for _, e := range s.ups {
+		links = append(links, e.link)
 	}
 	links = append(links, p.stealInOf(s)...)
 	var errs []error
@@ -122,13 +122,13 @@ func (p *Pipeline) deadLetterAbandoned(s *stage) error {
 		if err != nil {
 			// Not host visible (device memory): count without ids.
 			for range l.Len() {
-				p.deadLetter(DeadLetter{Stage: s.spec.Name, Device: s.spec.Device, Reason: "stage faulted", Err: errors.New(f.Cause)})
+				p.deadLetter(0, DeadLetter{Stage: s.spec.Name, Device: s.spec.Device, Reason: "stage faulted", Err: errors.New(f.Cause)})
 			}
 			errs = append(errs, err)
 			continue
 		}
 		for _, h := range hs {
-			p.deadLetter(DeadLetter{ID: h.ID, Stage: s.spec.Name, Device: s.spec.Device, Reason: "stage faulted", Err: errors.New(f.Cause)})
+			p.deadLetter(h.Origin, DeadLetter{ID: h.ID, Stage: s.spec.Name, Device: s.spec.Device, Reason: "stage faulted", Err: errors.New(f.Cause)})
 		}
 	}
 	return errors.Join(errs...)

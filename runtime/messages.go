@@ -21,10 +21,13 @@ type Data struct {
 	Context context.Context
 }
 
-// Result is a message that left the pipeline's last stage.
+// Result is a message that left the pipeline: through its last stage, or
+// in a graph through any stage whose results leave (an exit), named by
+// Stage.
 type Result struct {
 	ID     uint64
 	Floats []float32
+	Stage  string
 }
 
 // Control messages, handled by the stage actor's Receive. Each is answered

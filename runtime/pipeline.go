@@ -13,13 +13,13 @@ import (
 	"github.com/asynkron/protoactor-go/actor"
 	"go.opentelemetry.io/otel/attribute"
 
-	"github.com/ringactor/ringactor/kernels"
 	"github.com/ringactor/ringactor/p2pqueue"
 	rk "github.com/ringactor/ringactor/ringkernel"
 )
 
-// PipelineSpec defines a pipeline: stages in order, where results go, and
-// how messages are traced.
+// PipelineSpec defines a pipeline: its stages (a chain in order, or a
+// graph when stages name where their results go, StageSpec.To), where
+// results go, and how messages are traced.
 type PipelineSpec struct {
 	Name   string
 	Stages []StageSpec
@@ -97,9 +97,8 @@ type Pipeline struct {
 	byName map[string]*stage
 	tele   *telemetry
 
-	egressLink *p2pqueue.Link
-	egressPl   p2pqueue.Placement
-	egress     *p2pqueue.Consumer
+	next  [][]int  // stage i's results go to stages next[i]; none: an exit
+	exits []*stage // the stages whose results leave, in stage order
 
 	nextID                   atomic.Uint64
 	sent, delivered, dropped atomic.Uint64
@@ -122,13 +121,14 @@ type Pipeline struct {
 // Build places the pipeline's links, launches a ring kernel per stage (in
 // state Launched) and spawns its actors. Start activates it.
 func (rt *Runtime) Build(ctx context.Context, spec PipelineSpec) (*Pipeline, error) {
-	if err := rt.check(&spec); err != nil {
+	next, err := rt.check(&spec)
+	if err != nil {
 		return nil, err
 	}
 	if err := rt.claimName(spec.Name); err != nil {
 		return nil, err
 	}
-	p := &Pipeline{rt: rt, spec: spec, byName: map[string]*stage{}, pumpDone: make(chan struct{}), dogDone: make(chan struct{})}
+	p := &Pipeline{rt: rt, spec: spec, next: next, byName: map[string]*stage{}, pumpDone: make(chan struct{}), dogDone: make(chan struct{})}
 	p.pumpCtx, p.stopPump = context.WithCancel(context.Background())
 	if spec.SampleRatio > 0 {
 		p.sampleEvery = uint64(math.Max(1, math.Round(1/spec.SampleRatio)))
@@ -142,18 +142,19 @@ func (rt *Runtime) Build(ctx context.Context, spec PipelineSpec) (*Pipeline, err
 	return p, nil
 }
 
-func (rt *Runtime) check(spec *PipelineSpec) error {
+// check validates spec, fills in its defaults, and resolves its graph.
+func (rt *Runtime) check(spec *PipelineSpec) ([][]int, error) {
 	bad := func(format string, a ...any) error {
 		return fmt.Errorf("%w %q: %s", ErrBadPipeline, spec.Name, fmt.Sprintf(format, a...))
 	}
 	if spec.Name == "" || strings.ContainsAny(spec.Name, "/ ") {
-		return fmt.Errorf("%w: name %q: give the pipeline a name without spaces or slashes", ErrBadPipeline, spec.Name)
+		return nil, fmt.Errorf("%w: name %q: give the pipeline a name without spaces or slashes", ErrBadPipeline, spec.Name)
 	}
 	if len(spec.Stages) == 0 {
-		return bad("no stages")
+		return nil, bad("no stages")
 	}
 	if spec.SampleRatio < 0 || spec.SampleRatio > 1 || math.IsNaN(spec.SampleRatio) {
-		return bad("sample ratio %g; want 0 to 1", spec.SampleRatio)
+		return nil, bad("sample ratio %g; want 0 to 1", spec.SampleRatio)
 	}
 	n := 0
 	for _, s := range []bool{spec.Deliver.Func != nil, spec.Deliver.Chan != nil, spec.Deliver.PID != nil, spec.Deliver.Slots != nil} {
@@ -162,7 +163,7 @@ func (rt *Runtime) check(spec *PipelineSpec) error {
 		}
 	}
 	if n > 1 {
-		return bad("Deliver names %d sinks; set one of Func, Chan, PID, Slots", n)
+		return nil, bad("Deliver names %d sinks; set one of Func, Chan, PID, Slots", n)
 	}
 	seen := map[string]bool{}
 	for i := range spec.Stages {
@@ -174,33 +175,43 @@ func (rt *Runtime) check(spec *PipelineSpec) error {
 			s.Capacity = 1024
 		}
 		if s.Name == "" || strings.ContainsAny(s.Name, "/ ") {
-			return bad("stage %d: name %q: give it a name without spaces or slashes", i, s.Name)
+			return nil, bad("stage %d: name %q: give it a name without spaces or slashes", i, s.Name)
 		}
 		if s.Node != "" {
-			return bad("stage %q names node %q: a pipeline across nodes is built with package runtime/cluster (Join, then Node.Build)", s.Name, s.Node)
+			return nil, bad("stage %q names node %q: a pipeline across nodes is built with package runtime/cluster (Join, then Node.Build)", s.Name, s.Node)
 		}
 		if seen[s.Name] {
-			return bad("two stages are named %q; stage names are unique", s.Name)
+			return nil, bad("two stages are named %q; stage names are unique", s.Name)
 		}
 		seen[s.Name] = true
 		if _, err := rt.reg.Device(s.Device); err != nil {
-			return bad("stage %q: %v", s.Name, err)
+			return nil, bad("stage %q: %v", s.Name, err)
 		}
 		if _, err := s.kernelStage().Resolve(); err != nil {
-			return bad("%v", err)
+			return nil, bad("%v", err)
 		}
 		cfg := p2pqueue.Config{Capacity: uint32(s.Capacity), SlotSize: uint32(s.SlotSize)}
 		if s.Capacity < 0 || s.Capacity > math.MaxUint32 {
 			cfg.Capacity = 3 // invalid on purpose: Validate names the problem
 		}
 		if err := cfg.Validate(); err != nil {
-			return bad("stage %q: %v", s.Name, err)
+			return nil, bad("stage %q: %v", s.Name, err)
 		}
 		if s.Backpressure != Block && s.Backpressure != Reject {
-			return bad("stage %q: Backpressure %d; use Block or Reject", s.Name, s.Backpressure)
+			return nil, bad("stage %q: Backpressure %d; use Block or Reject", s.Name, s.Backpressure)
 		}
 	}
-	return nil
+	next, err := graphOf(spec.Stages, len(spec.StealIn))
+	if err != nil {
+		return nil, bad("%v", err)
+	}
+	for i, s := range spec.Stages {
+		op, _ := s.kernelStage().Resolve()
+		if err := rk.CheckRoute(s.Name, op, len(next[i]), s.Route, s.KeyOffset); err != nil {
+			return nil, bad("%v", err)
+		}
+	}
+	return next, nil
 }
 
 // NewLink allocates and formats a link from device from to device to (or
@@ -230,8 +241,7 @@ func (rt *Runtime) NewLink(from, to int, capacity, slotSize int, id uint64) (*p2
 }
 
 func (p *Pipeline) build(ctx context.Context) error {
-	specs := p.spec.Stages
-	for i, ss := range specs {
+	for i, ss := range p.spec.Stages {
 		dev, _ := p.rt.reg.Device(ss.Device)
 		s := &stage{p: p, idx: i, spec: ss, dev: dev,
 			attrs: attribute.NewSet(attribute.String("ringactor.pipeline", p.spec.Name), attribute.String("ringactor.stage", ss.Name), attribute.Int("ringactor.device", ss.Device))}
@@ -240,54 +250,71 @@ func (p *Pipeline) build(ctx context.Context) error {
 			return fmt.Errorf("ringactor: stage %q ingress: %w", ss.Name, err)
 		}
 		s.payloadCap = s.ingressLink.Config().PayloadCap()
-		if i > 0 {
-			prev := specs[i-1]
-			if s.upstream, s.upPlacement, err = p.rt.NewLink(prev.Device, ss.Device, ss.Capacity, ss.SlotSize, uint64(i)<<8|2); err != nil {
-				return fmt.Errorf("ringactor: link %q → %q: %w", prev.Name, ss.Name, err)
-			}
-		}
 		if s.ingress, err = s.ingressLink.Producer(); err != nil {
 			return err
 		}
 		p.stages = append(p.stages, s)
 		p.byName[ss.Name] = s
 	}
-	last := specs[len(specs)-1]
+	// A link per edge, in the consumer's slots; an exit's to the host.
+	for i, s := range p.stages {
+		for _, j := range p.next[i] {
+			t := p.stages[j]
+			l, pl, err := p.rt.NewLink(s.spec.Device, t.spec.Device, t.spec.Capacity, t.spec.SlotSize, uint64(j+1)<<16|uint64(i+1)<<8|2)
+			if err != nil {
+				return fmt.Errorf("ringactor: link %q → %q: %w", s.spec.Name, t.spec.Name, err)
+			}
+			s.outs = append(s.outs, edge{peer: t, link: l, pl: pl})
+			t.ups = append(t.ups, edge{peer: s, link: l, pl: pl})
+		}
+		if len(p.next[i]) > 0 {
+			continue
+		}
+		e := &egress{}
+		var err error
+		if e.link, e.pl, err = p.rt.NewLink(s.spec.Device, p2pqueue.Host, s.spec.Capacity, s.spec.SlotSize, uint64(i+1)<<8|3); err != nil {
+			return fmt.Errorf("ringactor: stage %q egress: %w", s.spec.Name, err)
+		}
+		e.link.SetDoorbell(p2pqueue.NewDoorbell())
+		if e.c, err = e.link.Consumer(); err != nil {
+			return err
+		}
+		s.egress = e
+		p.exits = append(p.exits, s)
+	}
 	var err error
-	if p.egressLink, p.egressPl, err = p.rt.NewLink(last.Device, p2pqueue.Host, last.Capacity, last.SlotSize, uint64(len(specs))<<8|3); err != nil {
-		return fmt.Errorf("ringactor: egress: %w", err)
-	}
-	p.egressLink.SetDoorbell(p2pqueue.NewDoorbell())
-	if p.egress, err = p.egressLink.Consumer(); err != nil {
-		return err
-	}
 	if p.tele, err = newTelemetry(p.rt.tp, p.rt.mp, p.spec.Name, p.stages, p.account); err != nil {
 		return fmt.Errorf("ringactor: telemetry: %w", err)
 	}
 	for i, s := range p.stages {
-		in := []*p2pqueue.Link{s.ingressLink}
-		if s.upstream != nil {
-			in = []*p2pqueue.Link{s.upstream, s.ingressLink}
+		var in []*p2pqueue.Link
+		for _, e := range s.ups {
+			in = append(in, e.link)
 		}
+		in = append(in, s.ingressLink)
 		var stealTo []*p2pqueue.Link
 		if i == 0 {
 			in = append(in, p.spec.StealIn...)
 			stealTo = p.spec.StealTo
 		}
-		out := p.egressLink
-		if i+1 < len(p.stages) {
-			out = p.stages[i+1].upstream
+		var out []*p2pqueue.Link
+		for _, e := range s.outs {
+			out = append(out, e.link)
+		}
+		if s.egress != nil {
+			out = []*p2pqueue.Link{s.egress.link}
 		}
 		s := s
 		if s.kernel, err = rk.Launch(ctx, p.rt.backend, rk.Spec{
-			Stage: s.spec.kernelStage(), ID: uint32(i + 1), Device: s.spec.Device, In: in, Out: out, StealTo: stealTo,
+			Stage: s.spec.kernelStage(), ID: s.id(), Device: s.spec.Device, In: in, Out: out, StealTo: stealTo,
+			Route: s.spec.Route, KeyOffset: s.spec.KeyOffset,
 			OnTrace: func(r rk.TraceRecord) { p.tele.record(s, r) },
 			OnDeadLetter: func(d rk.DeadLetter) {
 				reason := d.Reason.String()
 				if d.Reason == rk.ReasonShutdown && p.faulted.Load() != nil {
 					reason = "stage faulted" // torn down because a stage faulted
 				}
-				p.deadLetter(DeadLetter{ID: d.ID, Stage: s.spec.Name, Device: s.spec.Device, Reason: reason, Err: d.Err})
+				p.deadLetter(d.From, DeadLetter{ID: d.ID, Stage: s.spec.Name, Device: s.spec.Device, Reason: reason, Err: d.Err})
 			},
 		}); err != nil {
 			return err
@@ -322,7 +349,7 @@ func (p *Pipeline) teardown() {
 func (p *Pipeline) Start(ctx context.Context) error {
 	var err error
 	p.startOnce.Do(func() {
-		go p.pump()
+		p.startPumps()
 		p.started.Store(true)
 		if p.spec.HangAfter >= 0 {
 			var dogCtx context.Context
@@ -397,17 +424,15 @@ func (p *Pipeline) rejectRest(s *stage, ds []Data, reason string) {
 			id = p.nextID.Add(1)
 		}
 		p.sent.Add(1)
-		p.deadLetter(DeadLetter{ID: id, Stage: s.spec.Name, Device: s.spec.Device, Reason: reason, Err: fmt.Errorf("%w: %s", ErrClosed, reason)})
+		p.deadLetter(0, DeadLetter{ID: id, Stage: s.spec.Name, Device: s.spec.Device, Reason: reason, Err: fmt.Errorf("%w: %s", ErrClosed, reason)})
 	}
 }
 
-func (p *Pipeline) deadLetter(d DeadLetter) {
+// deadLetter ends a message (a copy of one, in a graph) that came from
+// stage id from (0: the host) as dead.
+func (p *Pipeline) deadLetter(from uint32, d DeadLetter) {
 	p.dropped.Add(1)
-	at := len(p.stages)
-	if s, ok := p.byName[d.Stage]; ok {
-		at = s.idx
-	}
-	p.tele.end(d.ID, at, time.Now(), &d)
+	p.tele.end(d.ID, from, time.Now(), &d)
 	if p.reqs.n.Load() > 0 {
 		dd := d
 		p.answer(d.ID, outcome{dead: &dd}) // after the count: an answered request is in the account
@@ -428,103 +453,6 @@ func (rt *Runtime) TellDeadLetter(spec *PipelineSpec, d DeadLetter) {
 	if spec.DeadLetterPID != nil {
 		rt.system.Root.Send(spec.DeadLetterPID, d)
 	}
-}
-
-// pump delivers results from the egress link until it is closed. It
-// decodes straight from the slots, and the results of one batch share one
-// allocation.
-func (p *Pipeline) pump() {
-	defer close(p.pumpDone)
-	for {
-		n, err := p.egress.PeekWait(p.pumpCtx, egressBatch)
-		if n > 0 && !p.deliverPeeked(n) {
-			return
-		}
-		if err != nil {
-			if p.pumpCtx.Err() != nil && !errors.Is(err, p2pqueue.ErrClosed) {
-				p.sweep()
-			}
-			return
-		}
-	}
-}
-
-// sweep delivers what is left in the egress link when the pump is told to
-// stop: results that already passed the last stage are not lost.
-func (p *Pipeline) sweep() {
-	for {
-		n, err := p.egress.Peek(egressBatch)
-		if err != nil || n == 0 || !p.deliverPeeked(n) {
-			return
-		}
-	}
-}
-
-// egressBatch is the most results the pump takes at a time.
-const egressBatch = 64
-
-// deliverPeeked delivers the n peeked egress messages, decoded straight
-// from their slots into one allocation, and releases them. It reports
-// false if the link is corrupt. Only the pump goroutine calls it.
-func (p *Pipeline) deliverPeeked(n int) bool {
-	var (
-		hs    [egressBatch]p2pqueue.Header
-		ps    [egressBatch][]byte
-		errs  [egressBatch]error
-		total int
-		now   time.Time // read once a batch, and only for a sampled message
-	)
-	for i := range n {
-		hs[i], ps[i], errs[i] = p.egress.Read(i)
-		total += len(ps[i]) / 4
-	}
-	if p.spec.Deliver.Slots != nil {
-		return p.forwardPeeked(hs[:n], ps[:n], errs[:n])
-	}
-	slab := make([]float32, total)
-	for i := range n {
-		h, err := &hs[i], errs[i]
-		var v []float32
-		if err == nil {
-			k := len(ps[i]) / 4
-			v, err = kernels.DecodeFloats(slab[:k:k], ps[i])
-			slab = slab[k:]
-		}
-		if err != nil {
-			p.deadLetter(DeadLetter{ID: h.ID, Stage: "egress", Device: p2pqueue.Host, Reason: "decode error", Err: err})
-			continue
-		}
-		p.delivered.Add(1)
-		if h.Flags&p2pqueue.FlagSampled != 0 {
-			if now.IsZero() {
-				now = time.Now()
-			}
-			p.tele.end(h.ID, len(p.stages), now, nil)
-		}
-		r := Result{ID: h.ID, Floats: v}
-		if p.reqs.n.Load() > 0 && p.answer(h.ID, outcome{r: r}) {
-			continue // a request's result goes to whoever asked
-		}
-		p.deliver(r)
-	}
-	return p.egress.Release(n) == nil
-}
-
-// forwardPeeked hands the good messages of a peeked batch to the spec's
-// Slots sink, in place, then releases them.
-func (p *Pipeline) forwardPeeked(hs []p2pqueue.Header, ps [][]byte, errs []error) bool {
-	k := 0
-	for i := range hs {
-		if errs[i] != nil {
-			p.deadLetter(DeadLetter{ID: hs[i].ID, Stage: "egress", Device: p2pqueue.Host, Reason: "decode error", Err: errs[i]})
-			continue
-		}
-		hs[k], ps[k] = hs[i], ps[i]
-		k++
-	}
-	p.delivered.Add(uint64(k))
-	p.spec.Deliver.Slots(p.pumpCtx, hs[:k], ps[:k])
-	return p.egress.Release(len(hs)) == nil
 }
 
 func (p *Pipeline) deliver(r Result) { p.rt.DeliverTo(p.pumpCtx, p.spec.Deliver, r) }
@@ -593,8 +521,8 @@ func (p *Pipeline) Close(ctx context.Context, drain bool) error {
 				}
 			}
 		}
-		if f != nil && p.stages[len(p.stages)-1].spec.Name == f.Stage {
-			p.stopPump() // the abandoned loop holds the egress open: deliver what is there and stop
+		if f != nil && p.byName[f.Stage] != nil && p.byName[f.Stage].egress != nil {
+			p.stopPump() // the abandoned loop holds its egress open: deliver what is there and stop
 		}
 		if !p.started.Load() {
 			close(p.pumpDone)
@@ -631,20 +559,27 @@ func (p *Pipeline) Wait(ctx context.Context) error {
 	}
 }
 
-// PipelineStats is the pipeline's account: Sent = Delivered + DeadLettered
-// + InFlight. Abandoned counts the outcomes (among Delivered and
-// DeadLettered) of requests whose caller had given up.
+// PipelineStats is the pipeline's account: Sent + Copied = Delivered +
+// DeadLettered + InFlight. Copied counts the extra copies RouteAll stages
+// made (a result sent to k stages is k messages from there on: k-1
+// copies); each copy ends delivered or dead-lettered like any message. A
+// stage counts its copies after it has published them, so while messages
+// move Copied may trail a copy's end by a moment (InFlight reads 0 then,
+// never less); once the pipeline is still, the account is exact.
+// Abandoned counts the outcomes (among Delivered and DeadLettered) of
+// requests whose caller had given up.
 type PipelineStats struct {
-	Sent, Delivered, DeadLettered, InFlight uint64
-	Abandoned                               uint64
-	Stages                                  []StageStats
+	Sent, Copied, Delivered, DeadLettered, InFlight uint64
+	Abandoned                                       uint64
+	Stages                                          []StageStats
 }
 
 // account is the pipeline's counters without the stages' status.
 func (p *Pipeline) account() PipelineStats {
 	st := PipelineStats{Delivered: p.delivered.Load(), DeadLettered: p.dropped.Load(), Abandoned: p.reqs.abandoned.Load()}
+	st.Copied = p.copied(nil)
 	st.Sent = p.sent.Load() // last: sent never trails what it accounts for
-	st.InFlight = st.Sent - min(st.Sent, st.Delivered+st.DeadLettered)
+	st.InFlight = st.Sent + st.Copied - min(st.Sent+st.Copied, st.Delivered+st.DeadLettered)
 	return st
 }
 
@@ -654,9 +589,29 @@ func (p *Pipeline) Stats() PipelineStats {
 	for _, s := range p.stages {
 		st.Stages = append(st.Stages, s.stats())
 	}
+	st.Copied = p.copied(st.Stages)
 	st.Sent = p.sent.Load()
-	st.InFlight = st.Sent - min(st.Sent, st.Delivered+st.DeadLettered)
+	st.InFlight = st.Sent + st.Copied - min(st.Sent+st.Copied, st.Delivered+st.DeadLettered)
 	return st
+}
+
+// copied is the copies RouteAll stages made: each result they passed on
+// went to len(To) stages. stats, when given, are the stages' status.
+func (p *Pipeline) copied(stats []StageStats) uint64 {
+	var n uint64
+	for i, s := range p.stages {
+		if s.spec.Route != RouteAll || len(s.outs) < 2 {
+			continue
+		}
+		var processed uint64
+		if stats != nil {
+			processed = stats[i].Processed
+		} else {
+			processed = s.kernel.Status().Processed
+		}
+		n += processed * uint64(len(s.outs)-1)
+	}
+	return n
 }
 
 // Latency summarises each stage's sampled queue waits and service times.
@@ -668,8 +623,8 @@ func (p *Pipeline) Latency() []StageLatency {
 	return out
 }
 
-// Describe shows the built pipeline: stages, devices, and where each link
-// lives.
+// Describe shows the built pipeline: stages, devices, where each link
+// lives, and where each stage's results go.
 func (p *Pipeline) Describe() string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "pipeline %q on %s backend, %d stages\n", p.spec.Name, p.rt.backend.Name(), len(p.stages))
@@ -680,10 +635,23 @@ func (p *Pipeline) Describe() string {
 		}
 		fmt.Fprintf(&b, "  %d. %-10s op %s%v on device %d (%s), %s\n", i+1, s.spec.Name, s.spec.Op, s.spec.Params, s.spec.Device, s.dev.Name, mode)
 		fmt.Fprintf(&b, "     ingress: %s, %d slots of %d B\n", s.inPlacement, s.ingressLink.Cap(), s.ingressLink.Config().SlotSize)
-		if s.upstream != nil {
-			fmt.Fprintf(&b, "     from %s: %s, %d slots of %d B\n", p.stages[i-1].spec.Name, s.upPlacement, s.upstream.Cap(), s.upstream.Config().SlotSize)
+		for _, e := range s.ups {
+			fmt.Fprintf(&b, "     from %s: %s, %d slots of %d B\n", e.peer.spec.Name, e.pl, e.link.Cap(), e.link.Config().SlotSize)
+		}
+		if len(s.outs) > 1 || s.spec.Route != RouteOne {
+			to := make([]string, len(s.outs))
+			for k, e := range s.outs {
+				to[k] = e.peer.spec.Name
+			}
+			route := s.spec.Route.String()
+			if s.spec.Route == RouteKey {
+				route += fmt.Sprintf(" (u32 at byte %d)", s.spec.KeyOffset)
+			}
+			fmt.Fprintf(&b, "     to %s, route %s\n", strings.Join(to, ", "), route)
+		}
+		if e := s.egress; e != nil {
+			fmt.Fprintf(&b, "     egress: %s, %d slots of %d B\n", e.pl, e.link.Cap(), e.link.Config().SlotSize)
 		}
 	}
-	fmt.Fprintf(&b, "  egress: %s, %d slots of %d B\n", p.egressPl, p.egressLink.Cap(), p.egressLink.Config().SlotSize)
 	return b.String()
 }

@@ -40,6 +40,20 @@ type StageSpec struct {
 	SlotSize int
 	// Capacity is the slots per in-link, a power of two (default 1024).
 	Capacity int
+	// To names the stages this stage's results go to: a pipeline is a
+	// graph. When no stage of a pipeline names any, the stages form a
+	// chain in order; once one does, a stage with an empty To is an exit
+	// whose results leave the pipeline (every exit's go to Deliver).
+	// Each edge is a link of its own, so a stage several stages feed
+	// reads each of them in turn (fan-in, up to the device loop's
+	// in-link limit, ringkernel.MaxDeviceInLinks, with its ingress).
+	To []string
+	// Route picks which of To gets each result: RouteOne (the default,
+	// for one), RouteAll (a copy to each), RouteRoundRobin, RouteKey (by
+	// the u32 at KeyOffset in the result) or RoutePort (the port its op
+	// chose).
+	Route     Route
+	KeyOffset int
 	// Backpressure is what a send does when the stage's mailbox (its
 	// ingress link) is full: Block (the default) waits for room until the
 	// sender's ctx ends; Reject dead-letters the messages that do not fit
@@ -75,8 +89,9 @@ type stage struct {
 	attrs attribute.Set
 	lat   latencies
 
-	upstream    *p2pqueue.Link // from the previous stage; nil for the first
-	upPlacement p2pqueue.Placement
+	ups         []edge  // links from the stages feeding this one
+	outs        []edge  // links to the stages in To, in order
+	egress      *egress // an exit's link to the host
 	ingressLink *p2pqueue.Link
 	inPlacement p2pqueue.Placement
 	payloadCap  int
@@ -87,6 +102,20 @@ type stage struct {
 
 	kernel *rk.Kernel
 	pid    *actor.PID
+}
+
+// edge is a link between two stages, as one end sees it.
+type edge struct {
+	peer *stage // the stage at the other end
+	link *p2pqueue.Link
+	pl   p2pqueue.Placement
+}
+
+// egress is an exit stage's link to the host and its pump's end of it.
+type egress struct {
+	link *p2pqueue.Link
+	pl   p2pqueue.Placement
+	c    *p2pqueue.Consumer
 }
 
 // ErrClosed: the pipeline is closed, or closing, and takes no messages.
@@ -141,7 +170,7 @@ func (s *stage) send(ctx context.Context, ds []Data) (int, error) {
 			}
 			p.sent.Add(1)
 			if n := 4 * len(d.Floats); n > s.payloadCap {
-				p.deadLetter(DeadLetter{ID: id, Stage: s.spec.Name, Device: s.spec.Device, Reason: "oversize payload",
+				p.deadLetter(0, DeadLetter{ID: id, Stage: s.spec.Name, Device: s.spec.Device, Reason: "oversize payload",
 					Err: fmt.Errorf("%w: %d floats, stage %q takes at most %d; raise its SlotSize", p2pqueue.ErrTooLarge, len(d.Floats), s.spec.Name, s.payloadCap/4)})
 				if firstErr == nil {
 					firstErr = fmt.Errorf("ringactor: message %d: %d floats, stage %q takes at most %d; raise its SlotSize", id, len(d.Floats), s.spec.Name, s.payloadCap/4)

@@ -18,9 +18,20 @@ import (
 const scope = "github.com/ringactor/ringactor/runtime"
 
 // telemetry turns kernels' trace records into spans and metrics: one trace
-// per sampled message (a root span from ingress to delivery, parented on
-// the sender's span when it had one) with one child span per stage, all
+// per sampled message (a root span from ingress to its last copy's end,
+// parented on the sender's span when it had one) with one child span per
+// stage visited (the copies a RouteAll stage makes share the root), all
 // with the kernels' timestamps.
+//
+// A message's events arrive from several goroutines (each stage's record
+// pump, each exit's egress pump, senders) in any order, and in a graph
+// neither the number of copies nor their paths are known in advance. So
+// the trace counts tokens: each event ends one token of the stage the
+// message came from (0: the host) and a stage's record makes tokens for
+// the copies it sent on (len(To) for RouteAll, else 1; an exit's one
+// goes to its egress). The root starts with one host token and ends when
+// every stage's tokens made equal those ended: the last event has
+// arrived, whatever the order.
 type telemetry struct {
 	tracer   trace.Tracer
 	pipeline string
@@ -34,10 +45,29 @@ type telemetry struct {
 }
 
 type msgTrace struct {
-	ctx        context.Context // holds the root span
-	root       trace.Span
-	first      int // index of the stage it entered at
-	have, want int // stage spans made, and expected (-1 until it ends)
+	ctx  context.Context // holds the root span
+	root trace.Span
+	// open[j] is stage j's tokens made minus those ended (j = 0: the
+	// host); unsettled counts the j where that is not 0.
+	open      []int32
+	unsettled int
+	last      time.Time   // the latest end of a copy
+	dead      *DeadLetter // the first copy to die, if one did
+}
+
+// settle adds d to stage j's open tokens.
+func (m *msgTrace) settle(j uint32, d int32) {
+	if int(j) >= len(m.open) || d == 0 {
+		return // not a stage of this pipeline: nothing it could settle
+	}
+	was := m.open[j]
+	m.open[j] += d
+	switch {
+	case was == 0:
+		m.unsettled++
+	case m.open[j] == 0:
+		m.unsettled--
+	}
 }
 
 func newTelemetry(tp trace.TracerProvider, mp metric.MeterProvider, pipeline string, stages []*stage, account func() PipelineStats) (*telemetry, error) {
@@ -111,8 +141,10 @@ func (t *telemetry) begin(parent context.Context, id uint64, first int, at time.
 	}
 	ctx, root := t.tracer.Start(parent, "ringactor.message", trace.WithTimestamp(at), trace.WithSpanKind(trace.SpanKindProducer),
 		trace.WithAttributes(attribute.Int64("ringactor.message.id", int64(id)), attribute.String("ringactor.pipeline", t.pipeline)))
+	m := &msgTrace{ctx: ctx, root: root, open: make([]int32, len(t.stages)+1)}
+	m.settle(0, 1) // the host's token: the message itself
 	t.mu.Lock()
-	t.msgs[id] = &msgTrace{ctx: ctx, root: root, first: first, want: -1}
+	t.msgs[id] = m
 	t.mu.Unlock()
 }
 
@@ -127,12 +159,9 @@ func (t *telemetry) record(s *stage, r rk.TraceRecord) {
 
 	t.mu.Lock()
 	m := t.msgs[r.ID]
-	if m != nil {
-		m.have++
-	}
 	t.mu.Unlock()
 	if m == nil {
-		return // begun before tracing was set up, or already complete
+		return // not traced here (begun elsewhere: a stage group's thief)
 	}
 	start := r.Enqueued
 	if start.IsZero() {
@@ -147,39 +176,53 @@ func (t *telemetry) record(s *stage, r rk.TraceRecord) {
 			attribute.Int64("ringactor.service_ns", service.Nanoseconds()),
 		))
 	sp.End(trace.WithTimestamp(r.Done))
-	t.maybeForget(r.ID, m)
+	t.mu.Lock()
+	m.settle(r.From, -1)
+	m.settle(s.id(), int32(t.fanout(s)))
+	t.finishLocked(r.ID, m)
+	t.mu.Unlock()
 }
 
-// end closes a message's root span when it was delivered (dead == nil) or
-// dead-lettered at stage index at.
-func (t *telemetry) end(id uint64, at int, when time.Time, dead *DeadLetter) {
-	t.mu.Lock()
-	m := t.msgs[id]
-	if m != nil {
-		if dead == nil {
-			m.want = len(t.stages) - m.first
-		} else {
-			m.want = max(at-m.first, 0)
-		}
+// fanout is the tokens a record of stage s makes: the copies it sent on.
+func (t *telemetry) fanout(s *stage) int {
+	if s.spec.Route == RouteAll && len(s.outs) > 0 {
+		return len(s.outs)
 	}
-	t.mu.Unlock()
+	return 1
+}
+
+// end ends one copy of a message, delivered (dead == nil) or
+// dead-lettered, that came from stage id from (0: the host); the root
+// span ends with the last.
+func (t *telemetry) end(id uint64, from uint32, when time.Time, dead *DeadLetter) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	m := t.msgs[id]
 	if m == nil {
 		return
 	}
-	if dead != nil {
-		m.root.SetStatus(codes.Error, fmt.Sprintf("dead-lettered at stage %q: %s", dead.Stage, dead.Reason))
-		m.root.SetAttributes(attribute.String("ringactor.dead_letter.reason", dead.Reason))
+	m.settle(from, -1)
+	if when.After(m.last) {
+		m.last = when
 	}
-	m.root.End(trace.WithTimestamp(when))
-	t.maybeForget(id, m)
+	if dead != nil && m.dead == nil {
+		d := *dead
+		m.dead = &d
+	}
+	t.finishLocked(id, m)
 }
 
-func (t *telemetry) maybeForget(id uint64, m *msgTrace) {
-	t.mu.Lock()
-	if m.want >= 0 && m.have >= m.want && t.msgs[id] == m {
-		delete(t.msgs, id)
+// finishLocked ends m's root once every token is settled. t.mu is held.
+func (t *telemetry) finishLocked(id uint64, m *msgTrace) {
+	if m.unsettled != 0 || m.last.IsZero() || t.msgs[id] != m {
+		return
 	}
-	t.mu.Unlock()
+	delete(t.msgs, id)
+	if d := m.dead; d != nil {
+		m.root.SetStatus(codes.Error, fmt.Sprintf("dead-lettered at stage %q: %s", d.Stage, d.Reason))
+		m.root.SetAttributes(attribute.String("ringactor.dead_letter.reason", d.Reason))
+	}
+	m.root.End(trace.WithTimestamp(m.last))
 }
 
 func (t *telemetry) close() {
@@ -190,9 +233,11 @@ func (t *telemetry) close() {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	for id, m := range t.msgs {
-		if m.want < 0 {
-			m.root.SetStatus(codes.Error, "pipeline closed with the message in flight")
+		m.root.SetStatus(codes.Error, "pipeline closed with the message (or a copy of it) in flight")
+		if m.last.IsZero() {
 			m.root.End()
+		} else {
+			m.root.End(trace.WithTimestamp(m.last))
 		}
 		delete(t.msgs, id)
 	}

@@ -220,7 +220,7 @@ func roundTrip(ctx context.Context, b *rkcuda.Backend, n int) ([]time.Duration, 
 	// Every 16th message is sampled: its trace record splits its trip.
 	var mu sync.Mutex
 	recs := map[uint64]rk.TraceRecord{}
-	if err := r.launch(ctx, rk.Spec{Stage: rk.Stage{Name: "echo", Op: "identity"}, In: []*p2pqueue.Link{in}, Out: out,
+	if err := r.launch(ctx, rk.Spec{Stage: rk.Stage{Name: "echo", Op: "identity"}, In: []*p2pqueue.Link{in}, Out: []*p2pqueue.Link{out},
 		TraceCapacity: 4096, OnTrace: func(t rk.TraceRecord) { mu.Lock(); recs[t.ID] = t; mu.Unlock() }}); err != nil {
 		return nil, parts, err
 	}
@@ -514,7 +514,7 @@ func hop(ctx context.Context, b *rkcuda.Backend, n int) ([]time.Duration, error)
 	total := n + warm
 	recs := newHopRecords()
 	tcap := traceCapacity(total)
-	if err := r.launch(ctx, rk.Spec{Stage: rk.Stage{Name: "a", Op: "identity"}, ID: 1, In: []*p2pqueue.Link{in}, Out: mid, OutLocal: true,
+	if err := r.launch(ctx, rk.Spec{Stage: rk.Stage{Name: "a", Op: "identity"}, ID: 1, In: []*p2pqueue.Link{in}, Out: []*p2pqueue.Link{mid}, OutLocal: []bool{true},
 		TraceCapacity: tcap, OnTrace: func(t rk.TraceRecord) { recs.note(0, t.ID, t.Done) }}); err != nil {
 		return nil, err
 	}
@@ -658,9 +658,9 @@ func pipeline(ctx context.Context, b *rkcuda.Backend, total, stages int) (float6
 			return 0, err
 		}
 		specs := []rk.Spec{
-			{Stage: rk.Stage{Name: "x2", Op: "scale", Params: []float32{2}}, ID: 1, In: []*p2pqueue.Link{in}, Out: l1, OutLocal: true},
-			{Stage: rk.Stage{Name: "sqrt", Op: "sqrt"}, ID: 2, In: []*p2pqueue.Link{l1}, InLocal: []bool{true}, Out: l2, OutLocal: true},
-			{Stage: rk.Stage{Name: "plus1", Op: "offset", Params: []float32{1}}, ID: 3, In: []*p2pqueue.Link{l2}, InLocal: []bool{true}, Out: out},
+			{Stage: rk.Stage{Name: "x2", Op: "scale", Params: []float32{2}}, ID: 1, In: []*p2pqueue.Link{in}, Out: []*p2pqueue.Link{l1}, OutLocal: []bool{true}},
+			{Stage: rk.Stage{Name: "sqrt", Op: "sqrt"}, ID: 2, In: []*p2pqueue.Link{l1}, InLocal: []bool{true}, Out: []*p2pqueue.Link{l2}, OutLocal: []bool{true}},
+			{Stage: rk.Stage{Name: "plus1", Op: "offset", Params: []float32{1}}, ID: 3, In: []*p2pqueue.Link{l2}, InLocal: []bool{true}, Out: []*p2pqueue.Link{out}},
 		}
 		for _, s := range specs {
 			if err := r.launch(ctx, s); err != nil {
@@ -671,7 +671,7 @@ func pipeline(ctx context.Context, b *rkcuda.Backend, total, stages int) (float6
 		if out, err = r.link(p2pqueue.MappedPinnedMemory, 4096, 16); err != nil {
 			return 0, err
 		}
-		if err := r.launch(ctx, rk.Spec{Stage: rk.Stage{Name: "id", Op: "identity"}, ID: 1, In: []*p2pqueue.Link{in}, Out: out}); err != nil {
+		if err := r.launch(ctx, rk.Spec{Stage: rk.Stage{Name: "id", Op: "identity"}, ID: 1, In: []*p2pqueue.Link{in}, Out: []*p2pqueue.Link{out}}); err != nil {
 			return 0, err
 		}
 	case 0:

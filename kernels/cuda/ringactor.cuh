@@ -145,6 +145,11 @@ __device__ __forceinline__ ra_u32 ra_slot_flags(const unsigned char *s) {
 #define RA_STAGE(name) \
     extern "C" __device__ int name(const float *params, float *state, const float *in, int n, float *out, int out_cap)
 
+// A stage that routes (an op with Ports) also writes the out-link its
+// result goes down, 0 to ports-1, to *port.
+#define RA_PORT_STAGE(name) \
+    extern "C" __device__ int name(const float *params, float *state, const float *in, int n, float *out, int out_cap, int *port)
+
 #define RA_STAGE_ERR_OUTPUT_TOO_SMALL (-1)
 #define RA_STAGE_ERR_DOMAIN (-2)
 
@@ -154,6 +159,33 @@ __device__ __forceinline__ ra_u32 ra_slot_flags(const unsigned char *s) {
     extern "C" __global__ void name##_test(const float *params, float *state, const float *in, int n, float *out, int out_cap, int *ret) { \
         if (blockIdx.x == 0 && threadIdx.x == 0) *ret = name(params, state, in, n, out, out_cap); \
     }
+// RA_PORT_STAGE_TEST likewise for a routing stage, whose result has n
+// floats: *ret is the port it chose, or its negative error.
+#define RA_PORT_STAGE_TEST(name) \
+    extern "C" __global__ void name##_test(const float *params, float *state, const float *in, int n, float *out, int out_cap, int *ret) { \
+        if (blockIdx.x == 0 && threadIdx.x == 0) { int p = 0; int r = name(params, state, in, n, out, out_cap, &p); *ret = r < 0 ? r : p; } \
+    }
+
+// ---- routes -----------------------------------------------------------------
+// Which out-link a routed result goes down (ringkernel.ResultRoute is the
+// Go side of this table; RA_ROUTE_ALL copies to all and never asks).
+__device__ __forceinline__ ra_u32 ra_key_hash(ra_u32 k) {
+    k ^= k >> 16; k *= 0x85ebca6bu; k ^= k >> 13; k *= 0xc2b2ae35u; k ^= k >> 16;
+    return k;
+}
+__device__ __forceinline__ int ra_route_pick(ra_u32 route, ra_u32 nout, ra_u64 rr, const unsigned char *payload, ra_u32 len,
+                                             ra_u32 key_off, int port, ra_u32 *dst) {
+    *dst = 0;
+    if (route == RA_ROUTE_ROUND_ROBIN) *dst = (ra_u32)(rr % nout);
+    else if (route == RA_ROUTE_KEY) {
+        if ((ra_u64)key_off + 4 > len) return RA_CODE_NO_KEY;
+        *dst = ra_key_hash(*(const ra_u32 *)(payload + key_off)) % nout;
+    } else if (route == RA_ROUTE_PORT) {
+        if (port < 0 || (ra_u32)port >= nout) return RA_CODE_BAD_PORT;
+        *dst = (ra_u32)port;
+    }
+    return 0;
+}
 
 // ---- the persistent ring-kernel loop --------------------------------------
 // One block: thread 0 is the only agent on the links (the kernel as a whole
@@ -274,6 +306,7 @@ __device__ bool ra_record(ra_link_end *tr, const unsigned char *ctrl, ra_u32 ack
     *(ra_u64 *)(p + RA_REC_OFF_DONE) = done;
     *(int *)(p + RA_REC_OFF_CODE) = code;
     *(ra_u32 *)(p + RA_REC_OFF_TEXT_LEN) = 0;  // device code has codes, not text
+    *(ra_u32 *)(p + RA_REC_OFF_FROM) = msg ? *(const ra_u32 *)(msg + RA_SLOT_OFF_ORIGIN) : 0;
     tr->own++;
     return true;
 }
@@ -293,25 +326,48 @@ __device__ void ra_fault(unsigned char *ctrl, ra_link_end *tr, ra_u32 stage, ra_
         *(ra_u64 *)(p + RA_REC_OFF_DONE) = now;
         *(int *)(p + RA_REC_OFF_CODE) = RA_CODE_CORRUPT_QUEUE;
         *(ra_u32 *)(p + RA_REC_OFF_TEXT_LEN) = 0;
+        *(ra_u32 *)(p + RA_REC_OFF_FROM) = 0;
         tr->own++;
     }
 }
 
 typedef int (*ra_stage_fn)(const float *, float *, const float *, int, float *, int);
+typedef int (*ra_port_stage_fn)(const float *, float *, const float *, int, float *, int, int *);
 
-template <ra_stage_fn STAGE>
+// The loop calls its stage through one of these: a plain stage always
+// chooses port 0.
+template <ra_stage_fn F> struct ra_plain {
+    static __device__ __forceinline__ int run(const float *p, float *s, const float *in, int n, float *o, int cap, int *port) {
+        *port = 0;
+        return F(p, s, in, n, o, cap);
+    }
+};
+template <ra_port_stage_fn F> struct ra_ported {
+    static __device__ __forceinline__ int run(const float *p, float *s, const float *in, int n, float *o, int cap, int *port) {
+        return F(p, s, in, n, o, cap, port);
+    }
+};
+
+template <typename STAGE>
 __device__ void ra_ring_loop(const ra_ring_args &a) {
-    __shared__ ra_link_end ins[RA_MAX_IN_LINKS], out, tr;
-    __shared__ ra_u32 life, ack, n, stop, cur, next;
+    __shared__ ra_link_end ins[RA_MAX_IN_LINKS], outs[RA_MAX_OUT_LINKS], tr;
+    __shared__ ra_u32 life, ack, n, stop, cur, next, ocap;
     __shared__ bool drain, sink;
     __shared__ ra_u64 deq, clk;
     __shared__ int res[RA_BATCH];
     __shared__ ra_u64 t0[RA_BATCH], t1[RA_BATCH];
     __shared__ ra_u64 staged[RA_STAGE_BYTES / 8];
-    __shared__ int jdx[RA_BATCH];  // out index of each message, -1 for a dead letter
+    __shared__ int ports[RA_BATCH];  // the port each message's stage call chose
     __shared__ bool gaps;
     unsigned char *ctrl = ra_arg_ptr(a, RA_ARG_OFF_CTRL);
-    unsigned char *out_base = ra_arg_ptr(a, RA_ARG_OFF_OUT);
+    // Out-links: results go down outs[0] unless the stage routes
+    // (ra_route_pick); a routed result is written into outs[0]'s slot
+    // first, as scratch, and copied to where its route sends it.
+    const ra_u32 nout = ra_arg_u32(a, RA_ARG_OFF_NUM_OUT);
+    const ra_u32 route = ra_arg_u32(a, RA_ARG_OFF_ROUTE);
+    const ra_u32 key_off = ra_arg_u32(a, RA_ARG_OFF_KEY_OFFSET);
+    const bool routed = route != RA_ROUTE_ONE;
+    ra_link_end &out = outs[0];
     const float *params = (const float *)ra_arg_ptr(a, RA_ARG_OFF_PARAMS);
     float *state = (float *)ra_arg_ptr(a, RA_ARG_OFF_STATE);
     float *sink_buf = (float *)ra_arg_ptr(a, RA_ARG_OFF_SINK);
@@ -322,18 +378,26 @@ __device__ void ra_ring_loop(const ra_ring_args &a) {
     ra_u32 stage = *(const volatile ra_u32 *)(ctrl + RA_CB_OFF_STAGE_ID);
     ra_u64 processed = 0, dropped = 0, errors = 0, traced = 0;
     ra_u64 published_tr = 0;  // trace tail last published
+    ra_u64 rr = 0;            // results routed one at a time so far (round-robin's turn)
     ra_u32 iter = 0;
     ra_u64 last_beat = 0;
     unsigned ns = 0;
     if (threadIdx.x == 0) {
-        stop = 0; n = 0; cur = 0; next = 0; drain = false; sink = out_base == 0;
+        stop = 0; n = 0; cur = 0; next = 0; drain = false; sink = nout == 0;
         clk = ra_clock_offset(ctrl);
-        out.q.base = 0; tr.q.base = 0;
+        tr.q.base = 0;
+        for (ra_u32 k = 0; k < RA_MAX_OUT_LINKS; k++) outs[k].q.base = 0;
         for (ra_u32 k = 0; k < RA_MAX_IN_LINKS; k++) ins[k].q.base = 0;
         life = RA_STATE_LAUNCHED;
         ack = ra_load_acquire_sys32((const ra_u32 *)(ctrl + RA_CB_OFF_COMMAND_ACK));
-        bool ok = nin >= 1 && nin <= RA_MAX_IN_LINKS && ra_attach(ra_arg_ptr(a, RA_ARG_OFF_TRACE), &tr, false, true) &&
-                  (sink || ra_attach(out_base, &out, false, ra_arg_u32(a, RA_ARG_OFF_OUT_SYS) != 0));
+        const ra_u32 out_sys = ra_arg_u32(a, RA_ARG_OFF_OUT_SYS);
+        bool ok = nin >= 1 && nin <= RA_MAX_IN_LINKS && nout <= RA_MAX_OUT_LINKS && (nout <= 1 || routed) &&
+                  route <= RA_ROUTE_PORT && ra_attach(ra_arg_ptr(a, RA_ARG_OFF_TRACE), &tr, false, true);
+        ocap = 0xffffffffu;  // floats: the least any out-slot holds, so a routed result fits wherever it goes
+        for (ra_u32 k = 0; ok && k < nout; k++) {
+            ok = ra_attach(ra_arg_ptr(a, RA_ARG_OFF_OUT + 8 * k), &outs[k], false, (out_sys >> k) & 1u);
+            if (ok) ocap = min(ocap, (outs[k].q.slot_size - RA_SLOT_HEADER_SIZE) / 4);
+        }
         for (ra_u32 k = 0; ok && k < nin; k++) ok = ra_attach(ra_arg_ptr(a, RA_ARG_OFF_IN + 8 * k), &ins[k], true, (in_sys >> k) & 1u);
         if (!ok) {
             life = RA_STATE_FAULTED;
@@ -410,7 +474,10 @@ __device__ void ra_ring_loop(const ra_ring_args &a) {
                         continue;
                     }
                     done = false;
-                    long long fr = sink ? RA_BATCH : ra_free(&out, 1);
+                    // Room for the whole batch on every out-link: a routed
+                    // batch may send all of it down any one.
+                    long long fr = RA_BATCH;
+                    for (ra_u32 o = 0; o < nout && fr > 0; o++) fr = min(fr, ra_free(&outs[o], 1));
                     if (fr < 0) { ra_fault(ctrl, &tr, stage, clk, &life); stop = 1; break; }
                     n = (ra_u32)min(min(av, fr), (long long)RA_BATCH);
                     if (ra_stage_pitch(ins[k].q.slot_size) <= RA_STAGE_BYTES) n = min(n, RA_STAGE_BYTES / ra_stage_pitch(ins[k].q.slot_size));
@@ -448,7 +515,7 @@ __device__ void ra_ring_loop(const ra_ring_args &a) {
                 ra_u32 len = ra_slot_len(m);
                 float *o; int cap;
                 if (sink) { o = sink_buf + i * ((in->q.slot_size - RA_SLOT_HEADER_SIZE) / 4); cap = (in->q.slot_size - RA_SLOT_HEADER_SIZE) / 4; }
-                else { o = (float *)(ra_q_slot(out.q, out.own + i) + RA_SLOT_HEADER_SIZE); cap = (out.q.slot_size - RA_SLOT_HEADER_SIZE) / 4; }
+                else { o = (float *)(ra_q_slot(out.q, out.own + i) + RA_SLOT_HEADER_SIZE); cap = (int)ocap; }
                 // Host time as this device estimates it agrees with the
                 // enqueue stamp (the host's, or another device's) only to
                 // the calibrations' error: where this clock reads behind
@@ -462,8 +529,10 @@ __device__ void ra_ring_loop(const ra_ring_args &a) {
                 if (len > in->q.slot_size - RA_SLOT_HEADER_SIZE) res[i] = RA_CODE_CORRUPT_SLOT;
                 else if (len % 4) res[i] = RA_CODE_NOT_FLOATS;
                 else {
-                    int r = STAGE(params, state, (const float *)(m + RA_SLOT_HEADER_SIZE), (int)(len / 4), o, cap);
+                    int port = 0;
+                    int r = STAGE::run(params, state, (const float *)(m + RA_SLOT_HEADER_SIZE), (int)(len / 4), o, cap, &port);
                     res[i] = r > cap ? RA_CODE_BAD_RESULT : r;
+                    ports[i] = port;
                 }
                 t1[i] = ra_globaltimer() + clk + gap;
             }
@@ -477,7 +546,7 @@ __device__ void ra_ring_loop(const ra_ring_args &a) {
             gaps = g;
         }
         __syncthreads();
-        if (!gaps && !sink) {
+        if (!gaps && !sink && !routed) {
             for (ra_u32 i = threadIdx.x; i < n; i += blockDim.x) {
                 const unsigned char *m = RA_IN_SLOT(i);
                 ra_u32 flags = ra_slot_flags(m);
@@ -487,7 +556,53 @@ __device__ void ra_ring_loop(const ra_ring_args &a) {
             __syncthreads();  // the headers before thread 0 publishes them
         }
         bool sys_fenced = false;  // thread 0: a .sys release done this step
-        if (threadIdx.x == 0 && !gaps) {
+        if (threadIdx.x == 0 && routed && !sink) {
+            // Each result to the out-link(s) its route picks, in order per
+            // link. A result sits in outs[0]'s slot i; outs[0]'s own
+            // results only ever move down to a slot at or below i, and a
+            // copy for every other link is taken first, so no result is
+            // overwritten before it is read.
+            ra_u32 cnt[RA_MAX_OUT_LINKS];
+            for (ra_u32 d = 0; d < nout; d++) cnt[d] = 0;
+            for (ra_u32 i = 0; i < n; i++) {
+                const unsigned char *m = RA_IN_SLOT(i);
+                const unsigned char *src = ra_q_slot(out.q, out.own + i) + RA_SLOT_HEADER_SIZE;
+                ra_u32 dst = 0;
+                if (res[i] >= 0 && route != RA_ROUTE_ALL) {
+                    int c = ra_route_pick(route, nout, rr, src, (ra_u32)res[i] * 4, key_off, ports[i], &dst);
+                    if (c < 0) res[i] = c;
+                }
+                if (res[i] < 0) {
+                    if (!ra_record(&tr, ctrl, ack, RA_REC_DEAD_LETTER, m, stage, deq, t1[i], res[i])) { life = RA_STATE_FAULTED; stop = 1; }
+                    dropped++;
+                    if (res[i] != RA_CODE_NOT_FLOATS && res[i] != RA_CODE_CORRUPT_SLOT && res[i] != RA_CODE_NO_KEY && res[i] != RA_CODE_BAD_PORT) errors++;
+                    *(int *)(ctrl + RA_CB_OFF_LAST_ERROR) = res[i];
+                    *(ra_u64 *)(ctrl + RA_CB_OFF_LAST_ERROR_ID) = ra_slot_id(m);
+                    continue;
+                }
+                if (route != RA_ROUTE_ALL) rr++;
+                const ra_u32 flags = ra_slot_flags(m);
+                const ra_u32 first = route == RA_ROUTE_ALL ? nout - 1 : dst;
+                for (ra_u32 d = first + 1; d-- > 0;) {  // outs[0] last
+                    if (route != RA_ROUTE_ALL && d != dst) break;
+                    unsigned char *ds = ra_q_slot(outs[d].q, outs[d].own + cnt[d]);
+                    if (!(d == 0 && cnt[0] == i)) {
+                        ra_u32 *w = (ra_u32 *)(ds + RA_SLOT_HEADER_SIZE);
+                        for (int k = 0; k < res[i]; k++) w[k] = ((const ra_u32 *)src)[k];
+                    }
+                    ra_write_header(ds, ra_slot_id(m), *(const ra_u32 *)(m + RA_SLOT_OFF_TYPE), (ra_u32)res[i] * 4, flags, stage,
+                                    (flags & RA_FLAG_SAMPLED) ? t1[i] : 0);
+                    cnt[d]++;
+                }
+                processed++;
+            }
+            for (ra_u32 d = 0; d < nout; d++) {
+                if (!cnt[d]) continue;
+                outs[d].own += cnt[d];
+                ra_store_release(ra_q_word(outs[d].q, RA_Q_OFF_TAIL), outs[d].own, outs[d].sys);  // the slots above first
+                sys_fenced |= outs[d].sys;
+            }
+        } else if (threadIdx.x == 0 && !gaps) {
             processed += n;
             if (!sink && n) {
                 out.own += n;
@@ -576,15 +691,19 @@ __device__ void ra_ring_loop(const ra_ring_args &a) {
         *(volatile ra_u64 *)(ctrl + RA_CB_OFF_DROPPED) = dropped;
         *(volatile ra_u64 *)(ctrl + RA_CB_OFF_ERRORS) = errors;
         *(volatile ra_u64 *)(ctrl + RA_CB_OFF_TRACED) = traced;
-        if (!sink && out.q.base) ra_store_release_sys32((ra_u32 *)(out.q.base + RA_Q_OFF_CLOSED), 1);
+        for (ra_u32 d = 0; d < nout && d < RA_MAX_OUT_LINKS; d++)
+            if (outs[d].q.base) ra_store_release_sys32((ra_u32 *)(outs[d].q.base + RA_Q_OFF_CLOSED), 1);
         if (tr.q.base) ra_store_release_sys(ra_q_word(tr.q, RA_Q_OFF_TAIL), tr.own);
         ra_store_release_sys32((ra_u32 *)(ctrl + RA_CB_OFF_STATE), life);
         if (tr.q.base) ra_store_release_sys32((ra_u32 *)(tr.q.base + RA_Q_OFF_CLOSED), 1);
     }
 }
 
-// RA_RING_KERNEL defines the persistent ring kernel <name>_ring for a stage.
+// RA_RING_KERNEL defines the persistent ring kernel <name>_ring for a stage,
+// RA_PORT_RING_KERNEL for a routing (RA_PORT_STAGE) one.
 #define RA_RING_KERNEL(name) \
-    extern "C" __global__ void name##_ring(ra_ring_args a) { ra_ring_loop<name>(a); }
+    extern "C" __global__ void name##_ring(ra_ring_args a) { ra_ring_loop<ra_plain<name> >(a); }
+#define RA_PORT_RING_KERNEL(name) \
+    extern "C" __global__ void name##_ring(ra_ring_args a) { ra_ring_loop<ra_ported<name> >(a); }
 
 #endif // RINGACTOR_CUH

@@ -82,21 +82,31 @@
 #define RA_REC_OFF_DONE            8u        // u64 ns
 #define RA_REC_OFF_CODE            0x10u     // i32 RA_CODE_*
 #define RA_REC_OFF_TEXT_LEN        0x14u     // u32
-#define RA_REC_OFF_TEXT            0x18u
+#define RA_REC_OFF_FROM            0x18u     // u32, stage the message came from
+#define RA_REC_OFF_TEXT            0x1cu
 #define RA_TRACE_SLOT_SIZE         0xc0u     // slot size of trace rings
 #define RA_MAX_IN_LINKS            0x10u     // in-links of one device loop
+#define RA_MAX_OUT_LINKS           8u        // out-links of one device loop
+#define RA_ROUTE_ONE               0u        // route: the one out-link
+#define RA_ROUTE_ALL               1u        // route: a copy to every out-link
+#define RA_ROUTE_ROUND_ROBIN       2u        // route: out-links in turn
+#define RA_ROUTE_KEY               3u        // route: by the hash of the u32 key
+#define RA_ROUTE_PORT              4u        // route: the port the stage returned
 #define RA_BATCH                   0x80u     // messages one step of a device loop takes at most
 #define RA_ARG_OFF_CTRL            0u        // ra_ring_args: control block
 #define RA_ARG_OFF_IN              8u        // ra_ring_args: in-link regions
-#define RA_ARG_OFF_OUT             0x88u     // ra_ring_args: out-link region
-#define RA_ARG_OFF_TRACE           0x90u     // ra_ring_args: trace ring
-#define RA_ARG_OFF_PARAMS          0x98u     // ra_ring_args: params
-#define RA_ARG_OFF_STATE           0xa0u     // ra_ring_args: state
-#define RA_ARG_OFF_SINK            0xa8u     // ra_ring_args: sink results
-#define RA_ARG_OFF_NUM_IN          0xb0u     // ra_ring_args: in-links used
-#define RA_ARG_OFF_IN_SYS          0xb4u     // ra_ring_args: sys-scope in-links, bit mask
-#define RA_ARG_OFF_OUT_SYS         0xb8u     // ra_ring_args: sys-scope out-link
-#define RA_ARG_SIZE                0xc0u     // ra_ring_args: bytes
+#define RA_ARG_OFF_OUT             0x88u     // ra_ring_args: out-link regions
+#define RA_ARG_OFF_TRACE           0xc8u     // ra_ring_args: trace ring
+#define RA_ARG_OFF_PARAMS          0xd0u     // ra_ring_args: params
+#define RA_ARG_OFF_STATE           0xd8u     // ra_ring_args: state
+#define RA_ARG_OFF_SINK            0xe0u     // ra_ring_args: sink results
+#define RA_ARG_OFF_NUM_IN          0xe8u     // ra_ring_args: in-links used
+#define RA_ARG_OFF_IN_SYS          0xecu     // ra_ring_args: sys-scope in-links, bit mask
+#define RA_ARG_OFF_OUT_SYS         0xf0u     // ra_ring_args: sys-scope out-links, bit mask
+#define RA_ARG_OFF_NUM_OUT         0xf4u     // ra_ring_args: out-links used
+#define RA_ARG_OFF_ROUTE           0xf8u     // ra_ring_args: route
+#define RA_ARG_OFF_KEY_OFFSET      0xfcu     // ra_ring_args: RouteKey's key offset
+#define RA_ARG_SIZE                0x100u    // ra_ring_args: bytes
 
 // Dead-letter codes (negative: a stage function may return them).
 #define RA_CODE_OUTPUT_TOO_SMALL   (-1) // result larger than the out slot
@@ -107,6 +117,8 @@
 #define RA_CODE_CORRUPT_SLOT       (-6) // corrupt slot
 #define RA_CODE_SHUTDOWN           (-7) // shutdown without drain
 #define RA_CODE_CORRUPT_QUEUE      (-8) // corrupt queue
+#define RA_CODE_NO_KEY             (-9) // result has no key at the route's key offset
+#define RA_CODE_BAD_PORT           (-10) // stage chose a port it does not have
 
 #if defined(__cplusplus) && __cplusplus >= 201103L
 static_assert(RA_Q_OFF_SLOTS % RA_Q_REGION_ALIGN == 0, "slots must start on a line");

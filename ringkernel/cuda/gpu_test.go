@@ -86,12 +86,12 @@ func TestGPUTwoStagesOverADeviceMemoryLink(t *testing.T) {
 	var dead []rk.DeadLetter
 	onDead := func(d rk.DeadLetter) { mu.Lock(); dead = append(dead, d); mu.Unlock() }
 	k1, err := launch(t, ctx, b, rk.Spec{Stage: rk.Stage{Name: "double", Op: "scale", Params: []float32{2}}, ID: 1,
-		In: []*p2pqueue.Link{in}, Out: mid, OutLocal: true, OnDeadLetter: onDead})
+		In: []*p2pqueue.Link{in}, Out: []*p2pqueue.Link{mid}, OutLocal: []bool{true}, OnDeadLetter: onDead})
 	if err != nil {
 		t.Fatal(err)
 	}
 	k2, err := launch(t, ctx, b, rk.Spec{Stage: rk.Stage{Name: "plus1", Op: "offset", Params: []float32{1}}, ID: 2,
-		In: []*p2pqueue.Link{mid}, InLocal: []bool{true}, Out: out, OnDeadLetter: onDead})
+		In: []*p2pqueue.Link{mid}, InLocal: []bool{true}, Out: []*p2pqueue.Link{out}, OnDeadLetter: onDead})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -161,7 +161,7 @@ func TestGPUStressMillionMessages(t *testing.T) {
 	in := link(t, b, p2pqueue.MappedPinnedMemory, 4096, 16)
 	out := link(t, b, p2pqueue.MappedPinnedMemory, 4096, 16)
 	ctx := ctxFor(t, 5*time.Minute)
-	k, err := launch(t, ctx, b, rk.Spec{Stage: rk.Stage{Name: "id", Op: "identity"}, In: []*p2pqueue.Link{in}, Out: out})
+	k, err := launch(t, ctx, b, rk.Spec{Stage: rk.Stage{Name: "id", Op: "identity"}, In: []*p2pqueue.Link{in}, Out: []*p2pqueue.Link{out}})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -170,13 +170,18 @@ func (l *loop) args(job *rk.Job) ([]byte, error) {
 	put32(rk.ArgOffNumIn, uint32(len(job.In)))
 	put32(rk.ArgOffInSys, inSys)
 	put(rk.ArgOffTrace, job.Trace.Region().DeviceAddr)
-	if job.Out != nil {
-		r := job.Out.Link().Region()
-		put(rk.ArgOffOut, r.DeviceAddr)
-		if !(r.Kind == p2pqueue.DeviceMemory && r.Device == spec.Device && spec.OutLocal) {
-			put32(rk.ArgOffOutSys, 1)
+	var outSys uint32
+	for i, pr := range job.Out {
+		r := pr.Link().Region()
+		put(rk.ArgOffOut+8*i, r.DeviceAddr)
+		if !(r.Kind == p2pqueue.DeviceMemory && r.Device == spec.Device && i < len(spec.OutLocal) && spec.OutLocal[i]) {
+			outSys |= 1 << i
 		}
 	}
+	put32(rk.ArgOffOutSys, outSys)
+	put32(rk.ArgOffNumOut, uint32(len(job.Out)))
+	put32(rk.ArgOffRoute, uint32(spec.Route))
+	put32(rk.ArgOffKeyOffset, uint32(spec.KeyOffset))
 	floats := func(vs []float32, n int) (uint64, error) {
 		if n == 0 {
 			return 0, nil
@@ -207,7 +212,7 @@ func (l *loop) args(job *rk.Job) ([]byte, error) {
 		return nil, err
 	}
 	put(rk.ArgOffState, p)
-	if job.Out == nil {
+	if len(job.Out) == 0 {
 		slot := 0
 		for _, c := range job.In {
 			slot = max(slot, int(c.Link().Config().SlotSize))

@@ -7,6 +7,7 @@ import (
 	"runtime"
 	"sync"
 	"time"
+	"unsafe"
 
 	"github.com/ringactor/ringactor/kernels"
 	"github.com/ringactor/ringactor/p2pqueue"
@@ -27,19 +28,22 @@ const (
 // the links and the control block's device line; workers only run the
 // stage function over messages the lead hands them.
 type kernel struct {
-	cb      *rk.ControlBlock
-	op      kernels.GoFunc
-	params  []float32
-	state   []float32
-	stageID uint32
-	live    []*p2pqueue.Consumer // in-links not yet closed and drained
-	out     *p2pqueue.Producer
-	stealTo []*p2pqueue.Producer // links to thieves; closed once draining
-	cost    time.Duration        // simulated service time per message
-	trace   *p2pqueue.Producer
-	bell    *p2pqueue.Doorbell
-	done    chan struct{}
-	next    int // in-link to try first, for fairness
+	cb       *rk.ControlBlock
+	op       kernels.Op
+	params   []float32
+	state    []float32
+	stageID  uint32
+	live     []*p2pqueue.Consumer // in-links not yet closed and drained
+	outLinks []*p2pqueue.Producer // none for a sink
+	route    rk.Route
+	keyOff   int
+	rr       uint64               // results routed one at a time so far (round-robin's turn)
+	stealTo  []*p2pqueue.Producer // links to thieves; closed once draining
+	cost     time.Duration        // simulated service time per message
+	trace    *p2pqueue.Producer
+	bell     *p2pqueue.Doorbell
+	done     chan struct{}
+	next     int // in-link to try first, for fairness
 
 	life  rk.State
 	ack   uint32
@@ -51,11 +55,13 @@ type kernel struct {
 	hdr        []p2pqueue.Header
 	ins, outs  [][]float32
 	res        []int
+	ports      []int
 	codes      []rk.ErrorCode
 	causes     []error
 	t0, t1     []uint64
 	scratch    [][]float32 // in payloads that are not 4-byte aligned
 	sink       []float32   // results of a stage with no out-link
+	routed     []float32   // results of a routing stage, before they are routed
 	events     []p2pqueue.Message
 	workers    *workerPool
 	outFull    bool
@@ -69,14 +75,15 @@ func newKernel(job *rk.Job) (*kernel, error) {
 	}
 	b := job.Spec.Batch
 	k := &kernel{
-		cb: job.Control, op: job.Op.Go, stageID: job.Spec.ID,
-		params: append([]float32(nil), job.Spec.Stage.Params...),
-		state:  make([]float32, job.Op.StateFloats),
-		live:   append([]*p2pqueue.Consumer(nil), job.In...),
-		out:    job.Out, stealTo: job.StealTo, trace: tp, bell: p2pqueue.NewDoorbell(), done: make(chan struct{}),
+		cb: job.Control, op: job.Op, stageID: job.Spec.ID,
+		params:   append([]float32(nil), job.Spec.Stage.Params...),
+		state:    make([]float32, job.Op.StateFloats),
+		live:     append([]*p2pqueue.Consumer(nil), job.In...),
+		outLinks: job.Out, route: job.Spec.Route, keyOff: job.Spec.KeyOffset,
+		stealTo: job.StealTo, trace: tp, bell: p2pqueue.NewDoorbell(), done: make(chan struct{}),
 		life: rk.Launched,
 		hdr:  make([]p2pqueue.Header, b), ins: make([][]float32, b), outs: make([][]float32, b),
-		res: make([]int, b), codes: make([]rk.ErrorCode, b), causes: make([]error, b),
+		res: make([]int, b), ports: make([]int, b), codes: make([]rk.ErrorCode, b), causes: make([]error, b),
 		t0: make([]uint64, b), t1: make([]uint64, b), scratch: make([][]float32, b),
 	}
 	maxIn := 0
@@ -84,8 +91,15 @@ func newKernel(job *rk.Job) (*kernel, error) {
 		l.SetDoorbell(k.bell)
 		maxIn = max(maxIn, l.Config().PayloadCap()/4)
 	}
-	if k.out != nil {
-		k.outCapFlts = k.out.Link().Config().PayloadCap() / 4
+	if len(k.outLinks) > 0 {
+		// The least any out-slot holds: a routed result fits wherever it goes.
+		k.outCapFlts = k.outLinks[0].Link().Config().PayloadCap() / 4
+		for _, o := range k.outLinks[1:] {
+			k.outCapFlts = min(k.outCapFlts, o.Link().Config().PayloadCap()/4)
+		}
+		if k.route != rk.RouteOne {
+			k.routed = make([]float32, b*k.outCapFlts)
+		}
 	} else {
 		k.outCapFlts = maxIn
 		k.sink = make([]float32, b*maxIn)
@@ -261,9 +275,11 @@ func (k *kernel) step() bool {
 			k.fault(err)
 			return true
 		}
+		// Room for the whole batch on every out-link: a routed batch
+		// may send all of it down any one.
 		m := n
-		if k.out != nil {
-			r, err := k.out.Reserve(n)
+		for _, o := range k.outLinks {
+			r, err := o.Reserve(m)
 			if errors.Is(err, p2pqueue.ErrFull) {
 				k.outFull = true
 				return false
@@ -299,10 +315,13 @@ func (k *kernel) process(c *p2pqueue.Consumer, m int) {
 			continue
 		}
 		k.ins[i] = in
-		if k.out != nil {
-			buf, _ := k.out.Slot(i)
+		switch {
+		case k.routed != nil:
+			k.outs[i] = k.routed[i*k.outCapFlts : (i+1)*k.outCapFlts]
+		case len(k.outLinks) > 0:
+			buf, _ := k.outLinks[0].Slot(i)
 			k.outs[i], _ = kernels.ViewFloats(buf[:k.outCapFlts*4], nil)
-		} else {
+		default:
 			k.outs[i] = k.sink[i*k.outCapFlts : (i+1)*k.outCapFlts]
 		}
 		k.t0[i] = deq
@@ -317,6 +336,20 @@ func (k *kernel) process(c *p2pqueue.Consumer, m int) {
 	if k.cost > 0 {
 		time.Sleep(time.Duration(m) * k.cost) // a slower device, simulated
 	}
+	if k.routed != nil {
+		k.publishRouted(m, deq)
+	} else {
+		k.publish(m, deq)
+	}
+	if err := c.Release(m); err != nil {
+		k.fault(err)
+	}
+	k.flush()
+}
+
+// publish sends the batch's results down the one out-link (or counts
+// them, for a sink), in order, closing the gaps dead letters left.
+func (k *kernel) publish(m int, deq uint64) {
 	j := 0
 	for i := range m {
 		h := &k.hdr[i]
@@ -325,31 +358,81 @@ func (k *kernel) process(c *p2pqueue.Consumer, m int) {
 			continue
 		}
 		n := k.res[i]
-		if k.out != nil {
+		if len(k.outLinks) > 0 {
 			if j != i {
 				copy(k.outs[j], k.outs[i][:n]) // close the gap a dead letter left
 			}
-			oh := p2pqueue.Header{ID: h.ID, Type: h.Type, Flags: h.Flags, Origin: k.stageID}
-			if h.Flags&p2pqueue.FlagSampled != 0 {
-				oh.Enqueued = k.t1[i]
-			}
-			k.out.WriteHeader(j, &oh, n*4) // n is within the slot: runOne checked
+			k.outLinks[0].WriteHeader(j, k.outHeader(i), n*4) // n is within the slot: runOne checked
 			j++
 		}
 		k.processed++
-		if h.Flags&p2pqueue.FlagSampled != 0 {
-			k.record(rk.RecordTrace, h, k.t0[i], k.t1[i], rk.CodeNone, "")
-		}
+		k.traceOne(i)
 	}
-	if k.out != nil {
-		if err := k.out.Commit(j); err != nil {
+	if len(k.outLinks) > 0 {
+		if err := k.outLinks[0].Commit(j); err != nil {
 			k.fault(err)
 		}
 	}
-	if err := c.Release(m); err != nil {
-		k.fault(err)
+}
+
+// publishRouted sends each result down the out-link(s) its route picks
+// (rk.ResultRoute), in order per link.
+func (k *kernel) publishRouted(m int, deq uint64) {
+	var cnt [rk.MaxDeviceOutLinks]int
+	for i := range m {
+		h := &k.hdr[i]
+		if k.codes[i] == rk.CodeNone && k.route != rk.RouteAll {
+			res := k.outs[i][:k.res[i]]
+			b := unsafe.Slice((*byte)(unsafe.Pointer(unsafe.SliceData(res))), 4*len(res))
+			d, code := rk.ResultRoute(k.route, len(k.outLinks), k.rr, b, k.keyOff, k.ports[i])
+			if code != rk.CodeNone {
+				k.codes[i], k.causes[i] = code, fmt.Errorf("message %d: %s (route %s over %d out-links)", h.ID, code, k.route, len(k.outLinks))
+			}
+			k.ports[i] = d
+		}
+		if code := k.codes[i]; code != rk.CodeNone {
+			k.deadLetter(h, code, k.causes[i], deq)
+			continue
+		}
+		n := k.res[i]
+		for d, o := range k.outLinks {
+			if k.route != rk.RouteAll && d != k.ports[i] {
+				continue
+			}
+			buf, _ := o.Slot(cnt[d])
+			dst, _ := kernels.ViewFloats(buf[:n*4], nil)
+			copy(dst, k.outs[i][:n])
+			o.WriteHeader(cnt[d], k.outHeader(i), n*4)
+			cnt[d]++
+		}
+		if k.route != rk.RouteAll {
+			k.rr++
+		}
+		k.processed++
+		k.traceOne(i)
 	}
-	k.flush()
+	for d, o := range k.outLinks {
+		if err := o.Commit(cnt[d]); err != nil {
+			k.fault(err)
+		}
+	}
+}
+
+// outHeader is the header of message i's result.
+func (k *kernel) outHeader(i int) *p2pqueue.Header {
+	h := &k.hdr[i]
+	oh := &p2pqueue.Header{ID: h.ID, Type: h.Type, Flags: h.Flags, Origin: k.stageID}
+	if h.Flags&p2pqueue.FlagSampled != 0 {
+		oh.Enqueued = k.t1[i]
+	}
+	return oh
+}
+
+// traceOne records message i's pass, if it is sampled.
+func (k *kernel) traceOne(i int) {
+	if h := &k.hdr[i]; h.Flags&p2pqueue.FlagSampled != 0 {
+		k.record(rk.RecordTrace, h, k.t0[i], k.t1[i], rk.CodeNone, "")
+	}
 }
 
 // runOne runs the stage function on message i of the batch.
@@ -361,7 +444,8 @@ func (k *kernel) runOne(i int) {
 	if sampled {
 		k.t0[i] = nowNanos()
 	}
-	n, err := k.op(k.params, k.state, k.ins[i], k.outs[i])
+	n, port, err := k.op.Run(k.params, k.state, k.ins[i], k.outs[i])
+	k.ports[i] = port
 	if sampled {
 		k.t1[i] = nowNanos()
 	}
@@ -379,7 +463,7 @@ func (k *kernel) runOne(i int) {
 func (k *kernel) deadLetter(h *p2pqueue.Header, code rk.ErrorCode, cause error, deq uint64) {
 	k.dropped++
 	switch code {
-	case rk.CodeShutdown, rk.CodeCorruptSlot, rk.CodeNotFloats:
+	case rk.CodeShutdown, rk.CodeCorruptSlot, rk.CodeNotFloats, rk.CodeNoKey, rk.CodeBadPort:
 	default:
 		k.errs++ // the stage function failed on it
 	}
@@ -404,7 +488,7 @@ func (k *kernel) record(kind uint32, h *p2pqueue.Header, deq, done uint64, code 
 	}
 	e.Header = p2pqueue.Header{ID: h.ID, Type: kind, Flags: h.Flags, Origin: k.stageID, Enqueued: h.Enqueued}
 	e.Payload = e.Payload[:rk.TraceSlotSize-p2pqueue.SlotHeaderSize]
-	e.Payload = e.Payload[:rk.EncodeRecord(e.Payload, deq, done, code, text)]
+	e.Payload = e.Payload[:rk.EncodeRecord(e.Payload, deq, done, code, h.Origin, text)]
 	if kind == rk.RecordTrace {
 		k.traced++
 	}
@@ -459,8 +543,8 @@ func (k *kernel) fault(err error) {
 // final state and counters are stored, and the trace ring is closed last so
 // that a drained pump means the kernel's account is complete.
 func (k *kernel) finish(s rk.State) {
-	if k.out != nil {
-		k.out.Close()
+	for _, o := range k.outLinks {
+		o.Close()
 	}
 	k.closeSteal()
 	k.flush()

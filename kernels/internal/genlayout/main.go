@@ -100,21 +100,31 @@ func defs() []def {
 		{"RA_REC_OFF_DONE", rk.RecOffDone, "u64 ns"},
 		{"RA_REC_OFF_CODE", rk.RecOffCode, "i32 RA_CODE_*"},
 		{"RA_REC_OFF_TEXT_LEN", rk.RecOffTextLen, "u32"},
+		{"RA_REC_OFF_FROM", rk.RecOffFrom, "u32, stage the message came from"},
 		{"RA_REC_OFF_TEXT", rk.RecOffText, ""},
 		{"RA_TRACE_SLOT_SIZE", rk.TraceSlotSize, "slot size of trace rings"},
 
 		{"RA_MAX_IN_LINKS", rk.MaxDeviceInLinks, "in-links of one device loop"},
+		{"RA_MAX_OUT_LINKS", rk.MaxDeviceOutLinks, "out-links of one device loop"},
+		{"RA_ROUTE_ONE", uint64(rk.RouteOne), "route: the one out-link"},
+		{"RA_ROUTE_ALL", uint64(rk.RouteAll), "route: a copy to every out-link"},
+		{"RA_ROUTE_ROUND_ROBIN", uint64(rk.RouteRoundRobin), "route: out-links in turn"},
+		{"RA_ROUTE_KEY", uint64(rk.RouteKey), "route: by the hash of the u32 key"},
+		{"RA_ROUTE_PORT", uint64(rk.RoutePort), "route: the port the stage returned"},
 		{"RA_BATCH", rk.DeviceBatch, "messages one step of a device loop takes at most"},
 		{"RA_ARG_OFF_CTRL", rk.ArgOffCtrl, "ra_ring_args: control block"},
 		{"RA_ARG_OFF_IN", rk.ArgOffIn, "ra_ring_args: in-link regions"},
-		{"RA_ARG_OFF_OUT", rk.ArgOffOut, "ra_ring_args: out-link region"},
+		{"RA_ARG_OFF_OUT", rk.ArgOffOut, "ra_ring_args: out-link regions"},
 		{"RA_ARG_OFF_TRACE", rk.ArgOffTrace, "ra_ring_args: trace ring"},
 		{"RA_ARG_OFF_PARAMS", rk.ArgOffParams, "ra_ring_args: params"},
 		{"RA_ARG_OFF_STATE", rk.ArgOffState, "ra_ring_args: state"},
 		{"RA_ARG_OFF_SINK", rk.ArgOffSink, "ra_ring_args: sink results"},
 		{"RA_ARG_OFF_NUM_IN", rk.ArgOffNumIn, "ra_ring_args: in-links used"},
 		{"RA_ARG_OFF_IN_SYS", rk.ArgOffInSys, "ra_ring_args: sys-scope in-links, bit mask"},
-		{"RA_ARG_OFF_OUT_SYS", rk.ArgOffOutSys, "ra_ring_args: sys-scope out-link"},
+		{"RA_ARG_OFF_OUT_SYS", rk.ArgOffOutSys, "ra_ring_args: sys-scope out-links, bit mask"},
+		{"RA_ARG_OFF_NUM_OUT", rk.ArgOffNumOut, "ra_ring_args: out-links used"},
+		{"RA_ARG_OFF_ROUTE", rk.ArgOffRoute, "ra_ring_args: route"},
+		{"RA_ARG_OFF_KEY_OFFSET", rk.ArgOffKeyOffset, "ra_ring_args: RouteKey's key offset"},
 		{"RA_ARG_SIZE", rk.ArgSize, "ra_ring_args: bytes"},
 	}
 }
@@ -130,6 +140,7 @@ func codes() []code {
 		{"RA_CODE_STAGE", rk.CodeStage}, {"RA_CODE_BAD_RESULT", rk.CodeBadResult},
 		{"RA_CODE_NOT_FLOATS", rk.CodeNotFloats}, {"RA_CODE_CORRUPT_SLOT", rk.CodeCorruptSlot},
 		{"RA_CODE_SHUTDOWN", rk.CodeShutdown}, {"RA_CODE_CORRUPT_QUEUE", rk.CodeCorruptQueue},
+		{"RA_CODE_NO_KEY", rk.CodeNoKey}, {"RA_CODE_BAD_PORT", rk.CodeBadPort},
 	}
 }
 

@@ -1,0 +1,150 @@
+package runtime
+
+import (
+	"fmt"
+	"strings"
+
+	rk "github.com/ringactor/ringactor/ringkernel"
+)
+
+// Route picks which of a stage's To gets each of its results
+// (ringkernel.Route has the table).
+type Route = rk.Route
+
+// The routes a stage may take.
+const (
+	// RouteOne: every result to the one stage in To (a chain's link).
+	RouteOne = rk.RouteOne
+	// RouteAll: a copy of every result to each stage in To. Each copy is
+	// a message of its own from there on, with the same id: the account
+	// counts copies (PipelineStats.Copied), and a request is answered by
+	// the first of them to end.
+	RouteAll = rk.RouteAll
+	// RouteRoundRobin: the results to the stages in To in turn.
+	RouteRoundRobin = rk.RouteRoundRobin
+	// RouteKey: a result to To[KeyHash(key) mod len(To)], where key is the
+	// u32 at the stage's KeyOffset in the result (for a float32 vector,
+	// element KeyOffset/4's bits): one key always reaches the same stage.
+	RouteKey = rk.RouteKey
+	// RoutePort: a result to To[port], the port the stage's op chose (an
+	// op with Ports, such as the built-in branch).
+	RoutePort = rk.RoutePort
+)
+
+// graphOf resolves the stages' To lists into indices: next[i] are where
+// stage i's results go, in To's order; a stage with none is an exit whose
+// results leave the pipeline. With no To anywhere the stages are a chain
+// in order. It refuses unknown or repeated names, routes that do not fit
+// their stage's To or op, in-link and out-link counts past the device
+// loop's limits, and cycles (bounded queues in a cycle can deadlock).
+func graphOf(stages []StageSpec, stealIn int) ([][]int, error) {
+	idx := make(map[string]int, len(stages))
+	for i, s := range stages {
+		idx[s.Name] = i
+	}
+	next := make([][]int, len(stages))
+	graph := false
+	for _, s := range stages {
+		graph = graph || len(s.To) > 0
+	}
+	for i, s := range stages {
+		switch {
+		case !graph && i+1 < len(stages):
+			next[i] = []int{i + 1}
+		case graph:
+			seen := map[string]bool{}
+			for _, to := range s.To {
+				j, ok := idx[to]
+				switch {
+				case !ok:
+					return nil, fmt.Errorf("stage %q sends to %q, which is not a stage of the pipeline; stages: %s", s.Name, to, names(stages))
+				case j == i:
+					return nil, fmt.Errorf("stage %q sends to itself: a cycle (bounded queues in a cycle can deadlock)", s.Name)
+				case seen[to]:
+					return nil, fmt.Errorf("stage %q names %q twice in To", s.Name, to)
+				}
+				seen[to] = true
+				next[i] = append(next[i], j)
+			}
+		}
+		if len(next[i]) > rk.MaxDeviceOutLinks {
+			return nil, fmt.Errorf("stage %q sends to %d stages; a stage routes over at most %d", s.Name, len(next[i]), rk.MaxDeviceOutLinks)
+		}
+		if len(next[i]) == 0 && s.Route != RouteOne {
+			return nil, fmt.Errorf("stage %q routes %s but sends to no stage: its results leave the pipeline; name the stages in To, or drop Route", s.Name, s.Route)
+		}
+	}
+	ins := make([]int, len(stages))
+	for i := range stages {
+		for _, j := range next[i] {
+			ins[j]++
+		}
+	}
+	for j, s := range stages {
+		n := 1 + ins[j] // its ingress, and a link from each stage feeding it
+		if j == 0 {
+			n += stealIn
+		}
+		if n > rk.MaxDeviceInLinks {
+			return nil, fmt.Errorf("stage %q has %d in-links (its ingress and %d stages feeding it); a stage reads at most %d", s.Name, n, ins[j], rk.MaxDeviceInLinks)
+		}
+	}
+	if c := cycle(next); c != nil {
+		path := make([]string, len(c))
+		for k, i := range c {
+			path[k] = stages[i].Name
+		}
+		return nil, fmt.Errorf("the stages form a cycle, %s (bounded queues in a cycle can deadlock); break it, or loop in the caller", strings.Join(path, " → "))
+	}
+	return next, nil
+}
+
+// cycle returns a cycle of next as stage indices, the first repeated at
+// the end, or nil when there is none.
+func cycle(next [][]int) []int {
+	const (
+		white = iota
+		grey  // on the current path
+		black // done
+	)
+	color := make([]int, len(next))
+	var path []int
+	var visit func(int) []int
+	visit = func(i int) []int {
+		color[i] = grey
+		path = append(path, i)
+		for _, j := range next[i] {
+			switch color[j] {
+			case grey:
+				for k, v := range path {
+					if v == j {
+						return append(append([]int(nil), path[k:]...), j)
+					}
+				}
+			case white:
+				if c := visit(j); c != nil {
+					return c
+				}
+			}
+		}
+		path = path[:len(path)-1]
+		color[i] = black
+		return nil
+	}
+	for i := range next {
+		if color[i] == white {
+			if c := visit(i); c != nil {
+				return c
+			}
+		}
+	}
+	return nil
+}
+
+func names(stages []StageSpec) string {
+	ns := make([]string, len(stages))
+	for i, s := range stages {
+		ns[i] = s.Name
+	}
+	return strings.Join(ns, ", ")
+}
