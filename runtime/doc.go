@@ -21,14 +21,24 @@
 //
 // Runtime.Build turns a PipelineSpec into ring kernels joined by links whose
 // placement p2pqueue.Place chooses from the topology (same device, peer,
-// host-staged); only each stage's ingress and the last stage's egress touch
+// host-staged); only each stage's ingress and each exit's egress touch
 // the host. Every stage is a protoactor actor whose mailbox is its device
 // queue: Data sent to its PID is encoded straight into its ingress link;
 // Activate, Deactivate, Stop and Stats reach Receive and are answered, so
 // RequestFuture(pid, Stats{}) works. Results leave through the egress pump
 // to a callback, a channel or any PID. Close drains (or not) stage by stage;
 // every message ends delivered or dead-lettered with a reason, and Stats
-// shows sent = delivered + dead-lettered + in flight.
+// shows sent + copied = delivered + dead-lettered + in flight.
+//
+// # Graphs
+//
+// A pipeline is a chain in stage order unless its stages name where their
+// results go (StageSpec.To): then it is a graph, routed per stage with
+// RouteOne, RouteAll (a copy to each; copies are counted in Copied),
+// RouteRoundRobin, RouteKey (one key, one stage) or RoutePort (the op
+// chooses, as the built-in branch does). Several stages may feed one, each
+// over its own link; stages with no To are exits, and Result.Stage names
+// the one a result left by. Build refuses cycles, naming their stages.
 //
 // # Requests
 //
@@ -42,7 +52,8 @@
 // Every message that enters a pipeline ends once, delivered or
 // dead-lettered with its id, stage and reason ("stage error", "decode
 // error", "oversize payload", "shutdown without drain", "stage faulted",
-// "pipeline closed", "send cancelled", "stage stopped", "mailbox full";
+// "pipeline closed", "send cancelled", "stage stopped", "mailbox full",
+// "route error";
 // a cluster pipeline adds "remote unreachable").
 // Dead letters go to OnDeadLetter, DeadLetterChan and DeadLetterPID; the
 // account is also exported as the metrics ringactor.pipeline.sent,
@@ -79,7 +90,7 @@
 // # Telemetry
 //
 // Sampled messages (PipelineSpec.SampleRatio, or Data.Sampled) get one
-// trace each: a root span from ingress to delivery, parented on the span in
+// trace each: a root span from ingress to its last copy's end, parented on the span in
 // Data.Context when there is one, and one span per stage whose times are
 // the kernel's own records (queue wait and service time as attributes).
 // Histograms of queue wait and service time, processed and dropped counters,
