@@ -23,7 +23,8 @@
 // # Accounting
 //
 // Every message taken from an in-link is either processed (the stage's
-// result published to the out-link, or consumed by a sink) or dropped:
+// result published to the out-link its route picks, or to each out-link
+// under RouteAll, or consumed by a sink) or dropped:
 // dead-lettered with a reason (stage error, decode error, oversize result,
 // shutdown without drain) reported through the trace ring to OnDeadLetter.
 // Status reads the counters from the control block: on links launched
@@ -44,7 +45,7 @@
 // A Stage names a registered op (package kernels), its params, and whether
 // it is stateful (one consumer, messages in order) or stateless (parallel
 // workers on sim, one thread per message on CUDA). The kernel as a whole is
-// the only consumer of each in-link and the only producer of its out-link:
+// the only consumer of each in-link and the only producer of its out-links:
 // workers run the stage over a batch, results are published in message
 // order, and in-slots are freed only after the whole batch is done.
 package ringkernel
