@@ -38,7 +38,7 @@ package kernels
 
 import _ "embed"
 
-//go:generate go run ./internal/genlayout -o include/ringactor_layout.h
+//go:generate go run ./internal/genlayout -o include/ringactor_layout.h -types include/ringactor_types.h
 
 // LayoutHeader is include/ringactor_layout.h, handed to NVRTC as an include
 // so run-time compiles see the same layout as the Go side.
@@ -48,3 +48,9 @@ var LayoutHeader string
 
 // LayoutHeaderName is the name kernels #include the layout header by.
 const LayoutHeaderName = "ringactor_layout.h"
+
+// typesHeader is include/ringactor_types.h, the C structs of the built-in
+// fixed-layout message types (TypesHeaderName), for stages that read them.
+//
+//go:embed include/ringactor_types.h
+var typesHeader string

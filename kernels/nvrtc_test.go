@@ -110,3 +110,17 @@ func TestShippedPTX(t *testing.T) {
 		t.Fatal("shipped saxpy PTX differs from a fresh NVRTC build: run make ptx and commit")
 	}
 }
+
+// The fixed-layout types' header compiles under NVRTC (its static_asserts
+// of Go's offsets included), so a device stage reads a kernels.Keyed as
+// struct ra_keyed.
+func TestTypesHeaderCompilesWithNVRTC(t *testing.T) {
+	n := cudatest.NVRTC(t)
+	probe := `#include "ringactor_types.h"
+extern "C" __global__ void probe(const ra_keyed *in, float *out) {
+	out[0] = in->Values[7] + (float)in->Key + (float)in->Count;
+}`
+	if _, err := n.Compile(cuda.Source{Name: "types.cu", Code: probe, Headers: kernels.Headers()}, "compute_70"); err != nil {
+		t.Fatal(err)
+	}
+}

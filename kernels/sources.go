@@ -19,6 +19,7 @@ const DeviceHeaderName = "ringactor.cuh"
 func Headers() map[string]string {
 	return map[string]string{
 		LayoutHeaderName: LayoutHeader,
+		TypesHeaderName:  typesHeader,
 		DeviceHeaderName: mustRead("cuda/" + DeviceHeaderName),
 	}
 }

@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"os"
 
+	"github.com/ringactor/ringactor/kernels"
 	q "github.com/ringactor/ringactor/p2pqueue"
 	rk "github.com/ringactor/ringactor/ringkernel"
 )
@@ -184,14 +185,19 @@ static_assert(RA_CB_OFF_DEVICE_LINE % RA_Q_LINE_SIZE == 0, "host and kernel line
 }
 
 func main() {
-	out := flag.String("o", "", "write the header to this file (default stdout)")
+	out := flag.String("o", "", "write the layout header to this file (default stdout)")
+	types := flag.String("types", "", "also write the header of the built-in fixed-layout message types (kernels.BuiltinLayouts) to this file")
 	flag.Parse()
 	if *out == "" {
 		os.Stdout.Write(header())
-		return
-	}
-	if err := os.WriteFile(*out, header(), 0o644); err != nil {
+	} else if err := os.WriteFile(*out, header(), 0o644); err != nil {
 		fmt.Fprintln(os.Stderr, "genlayout:", err)
 		os.Exit(1)
+	}
+	if *types != "" {
+		if err := os.WriteFile(*types, []byte(kernels.TypesHeader(kernels.BuiltinLayouts())), 0o644); err != nil {
+			fmt.Fprintln(os.Stderr, "genlayout:", err)
+			os.Exit(1)
+		}
 	}
 }
