@@ -1,6 +1,9 @@
 package ringkernel
 
-import "fmt"
+import (
+	"encoding/binary"
+	"fmt"
+)
 
 // Route says which of a kernel's out-links gets each result. The device
 // loop and the sim loop implement the same table; ResultRoute is its
@@ -72,8 +75,7 @@ func ResultRoute(r Route, outs int, rr uint64, payload []byte, keyOffset int, po
 		if keyOffset < 0 || keyOffset+4 > len(payload) {
 			return 0, CodeNoKey
 		}
-		k := uint32(payload[keyOffset]) | uint32(payload[keyOffset+1])<<8 | uint32(payload[keyOffset+2])<<16 | uint32(payload[keyOffset+3])<<24
-		return int(KeyHash(k) % uint32(outs)), CodeNone
+		return int(KeyHash(binary.LittleEndian.Uint32(payload[keyOffset:])) % uint32(outs)), CodeNone
 	case RoutePort:
 		if port < 0 || port >= outs {
 			return 0, CodeBadPort

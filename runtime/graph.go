@@ -148,3 +148,12 @@ func names(stages []StageSpec) string {
 	}
 	return strings.Join(ns, ", ")
 }
+
+// fanout is how many messages each result of s makes downstream: a copy
+// per stage in To under RouteAll, else one (an exit's goes to its egress).
+func (s *stage) fanout() int {
+	if s.spec.Route == RouteAll && len(s.outs) > 0 {
+		return len(s.outs)
+	}
+	return 1
+}

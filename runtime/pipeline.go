@@ -601,7 +601,7 @@ func (p *Pipeline) Stats() PipelineStats {
 func (p *Pipeline) copied(stats []StageStats) uint64 {
 	var n uint64
 	for i, s := range p.stages {
-		if s.spec.Route != RouteAll || len(s.outs) < 2 {
+		if s.fanout() < 2 {
 			continue
 		}
 		var processed uint64
@@ -610,7 +610,7 @@ func (p *Pipeline) copied(stats []StageStats) uint64 {
 		} else {
 			processed = s.kernel.Status().Processed
 		}
-		n += processed * uint64(len(s.outs)-1)
+		n += processed * uint64(s.fanout()-1)
 	}
 	return n
 }

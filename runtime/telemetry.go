@@ -178,17 +178,9 @@ func (t *telemetry) record(s *stage, r rk.TraceRecord) {
 	sp.End(trace.WithTimestamp(r.Done))
 	t.mu.Lock()
 	m.settle(r.From, -1)
-	m.settle(s.id(), int32(t.fanout(s)))
+	m.settle(s.id(), int32(s.fanout())) // the copies it sent on
 	t.finishLocked(r.ID, m)
 	t.mu.Unlock()
-}
-
-// fanout is the tokens a record of stage s makes: the copies it sent on.
-func (t *telemetry) fanout(s *stage) int {
-	if s.spec.Route == RouteAll && len(s.outs) > 0 {
-		return len(s.outs)
-	}
-	return 1
 }
 
 // end ends one copy of a message, delivered (dead == nil) or

@@ -362,7 +362,8 @@ func (k *kernel) publish(m int, deq uint64) {
 			if j != i {
 				copy(k.outs[j], k.outs[i][:n]) // close the gap a dead letter left
 			}
-			k.outLinks[0].WriteHeader(j, k.outHeader(i), n*4) // n is within the slot: runOne checked
+			oh := k.outHeader(i)
+			k.outLinks[0].WriteHeader(j, &oh, n*4) // n is within the slot: runOne checked
 			j++
 		}
 		k.processed++
@@ -388,13 +389,13 @@ func (k *kernel) publishRouted(m int, deq uint64) {
 			if code != rk.CodeNone {
 				k.codes[i], k.causes[i] = code, fmt.Errorf("message %d: %s (route %s over %d out-links)", h.ID, code, k.route, len(k.outLinks))
 			}
-			k.ports[i] = d
+			k.ports[i] = d // from here on: the out-link it goes down
 		}
 		if code := k.codes[i]; code != rk.CodeNone {
 			k.deadLetter(h, code, k.causes[i], deq)
 			continue
 		}
-		n := k.res[i]
+		n, oh := k.res[i], k.outHeader(i)
 		for d, o := range k.outLinks {
 			if k.route != rk.RouteAll && d != k.ports[i] {
 				continue
@@ -402,7 +403,7 @@ func (k *kernel) publishRouted(m int, deq uint64) {
 			buf, _ := o.Slot(cnt[d])
 			dst, _ := kernels.ViewFloats(buf[:n*4], nil)
 			copy(dst, k.outs[i][:n])
-			o.WriteHeader(cnt[d], k.outHeader(i), n*4)
+			o.WriteHeader(cnt[d], &oh, n*4)
 			cnt[d]++
 		}
 		if k.route != rk.RouteAll {
@@ -418,10 +419,11 @@ func (k *kernel) publishRouted(m int, deq uint64) {
 	}
 }
 
-// outHeader is the header of message i's result.
-func (k *kernel) outHeader(i int) *p2pqueue.Header {
+// outHeader is the header of message i's result (a value: a pointer
+// would cost an allocation per message).
+func (k *kernel) outHeader(i int) p2pqueue.Header {
 	h := &k.hdr[i]
-	oh := &p2pqueue.Header{ID: h.ID, Type: h.Type, Flags: h.Flags, Origin: k.stageID}
+	oh := p2pqueue.Header{ID: h.ID, Type: h.Type, Flags: h.Flags, Origin: k.stageID}
 	if h.Flags&p2pqueue.FlagSampled != 0 {
 		oh.Enqueued = k.t1[i]
 	}
