@@ -60,11 +60,15 @@ func Symbol(opName string) string {
 
 // RingSource is the whole program for op's ring kernel: the op's stage
 // source, which defines RA_STAGE(Symbol(op.Name)) (RA_PORT_STAGE for an
-// op with Ports), and the persistent loop around it.
+// op with Ports, RA_TYPED_STAGE for a typed op), and the persistent loop
+// around it.
 func RingSource(op Op) Program {
 	sym := Symbol(op.Name)
 	ring := "RA_RING_KERNEL"
-	if op.Ports > 0 {
+	switch {
+	case op.Typed != nil:
+		ring = "RA_TYPED_RING_KERNEL"
+	case op.Ports > 0:
 		ring = "RA_PORT_RING_KERNEL"
 	}
 	return Program{

@@ -120,7 +120,7 @@ func TestTypesHeaderCompilesWithNVRTC(t *testing.T) {
 extern "C" __global__ void probe(const ra_keyed *in, float *out) {
 	out[0] = in->Values[7] + (float)in->Key + (float)in->Count;
 }`
-	if _, err := n.Compile(cuda.Source{Name: "types.cu", Code: probe, Headers: kernels.Headers()}, "compute_70"); err != nil {
+	if _, err := n.Compile(cuda.Source{Name: "types.cu", Code: probe, Headers: kernels.Headers()}, "compute_70", kernels.CompileOptions...); err != nil {
 		t.Fatal(err)
 	}
 }

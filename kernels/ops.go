@@ -22,6 +22,13 @@ type GoFunc func(params, state, in, out []float32) (int, error)
 // To list) its result goes down.
 type PortFunc func(params, state, in, out []float32) (n, port int, err error)
 
+// TypedFunc is the second signature of a stage function, for typed
+// messages: it sees the message's type id and payload bytes, writes its
+// result's bytes into out (whose length is the most the out slot holds),
+// and returns the result's type id, its length in bytes and, for an op
+// with Ports, its port. Its CUDA side is a RA_TYPED_STAGE function.
+type TypedFunc func(params, state []float32, inType uint32, in, out []byte) (outType uint32, n, port int, err error)
+
 // Op is a stage function, registered under a name.
 type Op struct {
 	Name string
@@ -37,8 +44,16 @@ type Op struct {
 	// RoutePort.
 	Ports  int
 	GoPort PortFunc
+	// Typed, instead of Go or GoPort, makes a typed op: it takes
+	// messages of type In and gives messages of type Out (type ids, see
+	// TypeFloats; TypeAny for In takes any type, for Out gives the type
+	// the function returns, usually the one it was given). An op with Go
+	// or GoPort takes and gives float32 vectors (TypeFloats, the zero
+	// value of both).
+	Typed   TypedFunc
+	In, Out uint32
 	// CUDA is the device function's source: a RA_STAGE (or, with Ports,
-	// RA_PORT_STAGE) function (see cuda/ringactor.cuh for the signatures)
+	// RA_PORT_STAGE; with Typed, RA_TYPED_STAGE) function (see cuda/ringactor.cuh for the signatures)
 	// named ra_<Name>.
 	CUDA string
 }
@@ -68,14 +83,23 @@ var ErrUnknownOp = errors.New("kernels: unknown op")
 // Register adds a user-defined op; built-ins use the same path. Names are
 // unique: registering a taken name is an error.
 func Register(op Op) error {
-	if op.Name == "" || (op.Go == nil) == (op.GoPort == nil) {
-		return fmt.Errorf("kernels: op %q needs a name and one Go function, Go or (with Ports) GoPort (the sim backend runs it)", op.Name)
+	fns := 0
+	for _, set := range []bool{op.Go != nil, op.GoPort != nil, op.Typed != nil} {
+		if set {
+			fns++
+		}
+	}
+	if op.Name == "" || fns != 1 {
+		return fmt.Errorf("kernels: op %q needs a name and one Go function: Go, GoPort (with Ports) or Typed (the sim backend runs it)", op.Name)
 	}
 	if op.Params < 0 || op.StateFloats < 0 || op.Ports < 0 {
 		return fmt.Errorf("kernels: op %q: negative params, state size or ports", op.Name)
 	}
-	if (op.Ports > 0) != (op.GoPort != nil) {
-		return fmt.Errorf("kernels: op %q: an op with Ports has a GoPort function, one without has Go", op.Name)
+	if op.Typed == nil && (op.Ports > 0) != (op.GoPort != nil) {
+		return fmt.Errorf("kernels: op %q: an op with Ports has a GoPort (or Typed) function, one without has Go", op.Name)
+	}
+	if op.Typed == nil && (op.In != TypeFloats || op.Out != TypeFloats) {
+		return fmt.Errorf("kernels: op %q takes types %d and gives %d, but its Go function works on float32 vectors: register it with Typed", op.Name, op.In, op.Out)
 	}
 	opsMu.Lock()
 	defer opsMu.Unlock()
@@ -269,6 +293,17 @@ func builtins() []Op {
 		// branch passes a message on unchanged down port 0 when its first
 		// element is below the threshold (or it is empty), else port 1: a
 		// router for graphs.
+		// pass hands on any message unchanged, with its type: a router or
+		// a merge for typed graphs.
+		{Name: "pass", Typed: passOn, In: TypeAny, Out: TypeAny},
+		// keyed_scale multiplies a Keyed message's values by params[0].
+		{Name: "keyed_scale", Params: 1, Typed: keyedScale, In: TypeKeyed, Out: TypeKeyed},
+		// keyed_sum turns a Keyed message into [key, sum of its values].
+		{Name: "keyed_sum", Typed: keyedSum, In: TypeKeyed, Out: TypeFloats},
+		// keyed_count counts the messages of each key (key mod
+		// KeyedCountKeys): it hands each one on with Count set to the
+		// messages of its key seen so far, this one included.
+		{Name: "keyed_count", StateFloats: KeyedCountKeys, Typed: keyedCount, In: TypeKeyed, Out: TypeKeyed},
 		{Name: "branch", Params: 1, Ports: 2, GoPort: func(p, _, in, out []float32) (int, int, error) {
 			if err := fits(in, out); err != nil {
 				return 0, 0, err

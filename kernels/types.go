@@ -1,9 +1,34 @@
 package kernels
 
 import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"math"
 	"reflect"
 	"strings"
 )
+
+// Message type ids, carried in every slot header's type field. A stage
+// declares the type it takes and gives (Op.In, Op.Out); ids below
+// FirstUserType are the built-ins'.
+const (
+	// TypeFloats is a float32 vector, the type of every op with a Go or
+	// GoPort function.
+	TypeFloats uint32 = 0
+	// TypeKeyed is Keyed, as its raw bytes.
+	TypeKeyed uint32 = 1
+	// FirstUserType is the least id a user type may take.
+	FirstUserType uint32 = 16
+	// TypeAny, as an op's In, takes every type; as its Out, the op
+	// returns the type of each result itself.
+	TypeAny uint32 = 0xffffffff
+)
+
+// ErrWrongType: a typed op was given a message of a type it does not take
+// (or a fixed-layout payload of the wrong size); the message is
+// dead-lettered.
+var ErrWrongType = errors.New("kernels: message of the wrong type")
 
 // Keyed is the built-in fixed-layout message: a key (which RouteKey can
 // route by, at byte 0), a count and eight float32 values. Device code
@@ -24,6 +49,83 @@ func BuiltinLayouts() []Layout {
 	return []Layout{l}
 }
 
+// KeyedCountKeys is how many keys keyed_count tells apart: it counts key
+// mod KeyedCountKeys.
+const KeyedCountKeys = 256
+
+// keyedSize is Keyed's size in bytes.
+const keyedSize = 40
+
+// keyedOf reads a Keyed payload (a copy: a slot need not be aligned).
+func keyedOf(inType uint32, in []byte) (Keyed, error) {
+	var k Keyed
+	if inType != TypeKeyed {
+		return k, fmt.Errorf("%w: type %d, the op takes Keyed (%d)", ErrWrongType, inType, TypeKeyed)
+	}
+	if err := DecodeFixed(&k, in); err != nil {
+		return k, fmt.Errorf("%w: %w", ErrWrongType, err)
+	}
+	return k, nil
+}
+
+func putKeyed(out []byte, k *Keyed) (int, error) {
+	if len(out) < keyedSize {
+		return 0, fmt.Errorf("%w: a Keyed is %d bytes, room for %d", ErrOutputTooSmall, keyedSize, len(out))
+	}
+	return copy(out, FixedBytes(k)), nil
+}
+
+func passOn(_, _ []float32, inType uint32, in, out []byte) (uint32, int, int, error) {
+	if len(in) > len(out) {
+		return 0, 0, 0, fmt.Errorf("%w: %d bytes, room for %d", ErrOutputTooSmall, len(in), len(out))
+	}
+	return inType, copy(out, in), 0, nil
+}
+
+func keyedScale(p, _ []float32, inType uint32, in, out []byte) (uint32, int, int, error) {
+	k, err := keyedOf(inType, in)
+	if err != nil {
+		return 0, 0, 0, err
+	}
+	for i := range k.Values {
+		k.Values[i] *= p[0]
+	}
+	n, err := putKeyed(out, &k)
+	return TypeKeyed, n, 0, err
+}
+
+func keyedSum(_, _ []float32, inType uint32, in, out []byte) (uint32, int, int, error) {
+	k, err := keyedOf(inType, in)
+	if err != nil {
+		return 0, 0, 0, err
+	}
+	if len(out) < 8 {
+		return 0, 0, 0, fmt.Errorf("%w: keyed_sum emits 2 floats", ErrOutputTooSmall)
+	}
+	var s float32
+	for _, v := range k.Values { // in order, as the CUDA side adds
+		s += v
+	}
+	binary.LittleEndian.PutUint32(out, math.Float32bits(float32(k.Key)))
+	binary.LittleEndian.PutUint32(out[4:], math.Float32bits(s))
+	return TypeFloats, 8, 0, nil
+}
+
+func keyedCount(_, state []float32, inType uint32, in, out []byte) (uint32, int, int, error) {
+	k, err := keyedOf(inType, in)
+	if err != nil {
+		return 0, 0, 0, err
+	}
+	if len(out) < keyedSize {
+		return 0, 0, 0, fmt.Errorf("%w: a Keyed is %d bytes, room for %d", ErrOutputTooSmall, keyedSize, len(out))
+	}
+	c := &state[k.Key%KeyedCountKeys]
+	*c++
+	k.Count = uint32(*c)
+	n, err := putKeyed(out, &k)
+	return TypeKeyed, n, 0, err
+}
+
 // TypesHeaderName is the include name of the generated header of the
 // built-in fixed-layout types.
 const TypesHeaderName = "ringactor_types.h"
@@ -39,6 +141,8 @@ func TypesHeader(layouts []Layout) string {
 #ifndef RINGACTOR_TYPES_H
 #define RINGACTOR_TYPES_H
 `)
+	fmt.Fprintf(&b, "\n// Message type ids (package kernels' Type* constants).\n#define RA_TYPE_FLOATS %du\n#define RA_TYPE_KEYED %du\n#define RA_TYPE_ANY 0x%xu\n",
+		TypeFloats, TypeKeyed, TypeAny)
 	for _, l := range layouts {
 		b.WriteString("\n" + l.C())
 	}

@@ -27,6 +27,7 @@ const (
 	CodeCorruptQueue   ErrorCode = -8  // an in- or out-link's indices are corrupt: the kernel faults
 	CodeNoKey          ErrorCode = -9  // RouteKey: the result has no u32 at the key offset
 	CodeBadPort        ErrorCode = -10 // RoutePort: the stage chose an out-link it does not have
+	CodeWrongType      ErrorCode = -11 // the message's type is not the one the stage takes
 	// CodeHung is the host's, never a device's: the kernel stopped beating
 	// with work queued and was declared faulted (Kernel.Fault).
 	CodeHung ErrorCode = -100
@@ -56,6 +57,8 @@ func (c ErrorCode) String() string {
 		return "result has no key at the route's key offset"
 	case CodeBadPort:
 		return "stage chose a port it does not have"
+	case CodeWrongType:
+		return "message of a type the stage does not take"
 	case CodeHung:
 		return "stage hung"
 	}
@@ -72,6 +75,7 @@ const (
 	ReasonFaulted                      // the stage faulted
 	ReasonOversize                     // the result did not fit the out slot
 	ReasonRoute                        // the result could not be routed (no key, bad port)
+	ReasonWrongType                    // the message's type is not the one its stage takes
 )
 
 func (r Reason) String() string {
@@ -88,6 +92,8 @@ func (r Reason) String() string {
 		return "oversize payload"
 	case ReasonRoute:
 		return "route error"
+	case ReasonWrongType:
+		return "wrong type"
 	}
 	return fmt.Sprintf("Reason(%d)", uint32(r))
 }
@@ -105,6 +111,8 @@ func reasonOf(c ErrorCode) Reason {
 		return ReasonFaulted
 	case CodeNoKey, CodeBadPort:
 		return ReasonRoute
+	case CodeWrongType:
+		return ReasonWrongType
 	}
 	return ReasonStageError
 }
@@ -119,6 +127,8 @@ func CodeOf(err error) ErrorCode {
 		return CodeDomain
 	case errors.Is(err, kernels.ErrNotFloats):
 		return CodeNotFloats
+	case errors.Is(err, kernels.ErrWrongType), errors.Is(err, kernels.ErrBadFixed):
+		return CodeWrongType
 	case errors.Is(err, p2pqueue.ErrCorruptSlot):
 		return CodeCorruptSlot
 	}

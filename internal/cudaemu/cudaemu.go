@@ -68,7 +68,8 @@ func KernelsSource() (string, error) {
 		fmt.Fprintf(&b, "\n// ---- op %q\n%s\n", name, kernels.RingSource(op).Code)
 		fmt.Fprintf(&b, "static void run_%s_ring(void **p) { ra_ring_args a; memcpy(&a, p[0], sizeof a); %s_ring(a); }\n", sym, sym)
 		fmt.Fprintf(&table, "    {%q, 1, {sizeof(ra_ring_args)}, run_%s_ring},\n", sym+"_ring", sym)
-		if strings.Contains(op.CUDA, "RA_STAGE_TEST("+sym+")") || strings.Contains(op.CUDA, "RA_PORT_STAGE_TEST("+sym+")") {
+		if strings.Contains(op.CUDA, "RA_STAGE_TEST("+sym+")") || strings.Contains(op.CUDA, "RA_PORT_STAGE_TEST("+sym+")") ||
+			strings.Contains(op.CUDA, "RA_TYPED_STAGE_TEST("+sym+")") {
 			fmt.Fprintf(&b, "static void run_%s_test(void **p) { %s_test(*(const float **)p[0], *(float **)p[1], *(const float **)p[2], *(int *)p[3], *(float **)p[4], *(int *)p[5], *(int **)p[6]); }\n", sym, sym)
 			sizes := make([]string, len(testKernelParams))
 			for i, s := range testKernelParams {

@@ -5,6 +5,7 @@
 #define RINGACTOR_CUH
 
 #include "ringactor_layout.h"
+#include "ringactor_types.h"
 
 typedef unsigned int ra_u32;
 typedef unsigned long long ra_u64;
@@ -150,6 +151,17 @@ __device__ __forceinline__ ra_u32 ra_slot_flags(const unsigned char *s) {
 #define RA_PORT_STAGE(name) \
     extern "C" __device__ int name(const float *params, float *state, const float *in, int n, float *out, int out_cap, int *port)
 
+// A typed stage (an op registered with kernels.Op.Typed) sees the message's
+// type id (RA_TYPE_*, or a user type's) and its len payload bytes, writes
+// its result's bytes to out (at most out_cap) and its type id to
+// *out_type (and, for an op with Ports, its out-link to *port), and
+// returns the result's length in bytes or a negative error code; a type it
+// does not take is RA_CODE_WRONG_TYPE. A fixed-layout type's payload is
+// its struct (ringactor_types.h), 8-byte aligned in the slot.
+#define RA_TYPED_STAGE(name) \
+    extern "C" __device__ int name(const float *params, float *state, ra_u32 in_type, const unsigned char *in, int len, \
+                                   ra_u32 *out_type, unsigned char *out, int out_cap, int *port)
+
 #define RA_STAGE_ERR_OUTPUT_TOO_SMALL (-1)
 #define RA_STAGE_ERR_DOMAIN (-2)
 
@@ -164,6 +176,16 @@ __device__ __forceinline__ ra_u32 ra_slot_flags(const unsigned char *s) {
 #define RA_PORT_STAGE_TEST(name) \
     extern "C" __global__ void name##_test(const float *params, float *state, const float *in, int n, float *out, int out_cap, int *ret) { \
         if (blockIdx.x == 0 && threadIdx.x == 0) { int p = 0; int r = name(params, state, in, n, out, out_cap, &p); *ret = r < 0 ? r : p; } \
+    }
+
+// RA_TYPED_STAGE_TEST likewise for a typed stage, in the same parameter
+// shape: in and out are bytes, n and out_cap byte counts, and ret[0] is
+// the message's type id going in; coming out ret[0] is the stage's return,
+// ret[1] the result's type id and ret[2] its port.
+#define RA_TYPED_STAGE_TEST(name) \
+    extern "C" __global__ void name##_test(const float *params, float *state, const float *in, int n, float *out, int out_cap, int *ret) { \
+        if (blockIdx.x == 0 && threadIdx.x == 0) { ra_u32 t = (ra_u32)ret[0]; int p = 0; \
+            ret[0] = name(params, state, t, (const unsigned char *)in, n, &t, (unsigned char *)out, out_cap, &p); ret[1] = (int)t; ret[2] = p; } \
     }
 
 // ---- routes -----------------------------------------------------------------
@@ -333,20 +355,57 @@ __device__ void ra_fault(unsigned char *ctrl, ra_link_end *tr, ra_u32 stage, ra_
 
 typedef int (*ra_stage_fn)(const float *, float *, const float *, int, float *, int);
 typedef int (*ra_port_stage_fn)(const float *, float *, const float *, int, float *, int, int *);
+typedef int (*ra_typed_stage_fn)(const float *, float *, ra_u32, const unsigned char *, int, ra_u32 *, unsigned char *, int, int *);
 
-// The loop calls its stage through one of these: a plain stage always
-// chooses port 0.
+// The loop calls its stage through one of these, in the typed signature
+// (bytes in, bytes out): a float32 stage takes float vectors only and
+// gives them, and a plain one always chooses port 0.
+__device__ __forceinline__ int ra_float_result(int r, int cap_floats) {
+    return r < 0 ? r : (r > cap_floats ? RA_CODE_BAD_RESULT : r * 4);
+}
 template <ra_stage_fn F> struct ra_plain {
-    static __device__ __forceinline__ int run(const float *p, float *s, const float *in, int n, float *o, int cap, int *port) {
+    static __device__ __forceinline__ int run(const float *p, float *s, ra_u32 in_type, const unsigned char *in, int len,
+                                              ra_u32 *out_type, unsigned char *o, int cap, int *port) {
         *port = 0;
-        return F(p, s, in, n, o, cap);
+        *out_type = RA_TYPE_FLOATS;
+        if (in_type != RA_TYPE_FLOATS) return RA_CODE_WRONG_TYPE;
+        if (len % 4) return RA_CODE_NOT_FLOATS;
+        return ra_float_result(F(p, s, (const float *)in, len / 4, (float *)o, cap / 4), cap / 4);
     }
 };
 template <ra_port_stage_fn F> struct ra_ported {
-    static __device__ __forceinline__ int run(const float *p, float *s, const float *in, int n, float *o, int cap, int *port) {
-        return F(p, s, in, n, o, cap, port);
+    static __device__ __forceinline__ int run(const float *p, float *s, ra_u32 in_type, const unsigned char *in, int len,
+                                              ra_u32 *out_type, unsigned char *o, int cap, int *port) {
+        *port = 0;
+        *out_type = RA_TYPE_FLOATS;
+        if (in_type != RA_TYPE_FLOATS) return RA_CODE_WRONG_TYPE;
+        if (len % 4) return RA_CODE_NOT_FLOATS;
+        return ra_float_result(F(p, s, (const float *)in, len / 4, (float *)o, cap / 4, port), cap / 4);
     }
 };
+template <ra_typed_stage_fn F> struct ra_typed {
+    static __device__ __forceinline__ int run(const float *p, float *s, ra_u32 in_type, const unsigned char *in, int len,
+                                              ra_u32 *out_type, unsigned char *o, int cap, int *port) {
+        *port = 0;
+        *out_type = in_type;
+        int r = F(p, s, in_type, in, len, out_type, o, cap, port);
+        return r > cap ? RA_CODE_BAD_RESULT : r;
+    }
+};
+
+// Dead-letter codes that are no failure of the stage function, so not
+// counted as its errors.
+__device__ __forceinline__ bool ra_not_stage_error(int code) {
+    return code == RA_CODE_NOT_FLOATS || code == RA_CODE_CORRUPT_SLOT || code == RA_CODE_NO_KEY || code == RA_CODE_BAD_PORT ||
+           code == RA_CODE_WRONG_TYPE;
+}
+
+// ra_copy_payload copies len bytes between slot payloads, a word at a time
+// (payloads are 8-byte aligned and their slots' sizes multiples of 64, so
+// the last word stays inside both slots).
+__device__ __forceinline__ void ra_copy_payload(unsigned char *dst, const unsigned char *src, int len) {
+    for (int k = 0; k < (len + 3) / 4; k++) ((ra_u32 *)dst)[k] = ((const ra_u32 *)src)[k];
+}
 
 template <typename STAGE>
 __device__ void ra_ring_loop(const ra_ring_args &a) {
@@ -357,7 +416,8 @@ __device__ void ra_ring_loop(const ra_ring_args &a) {
     __shared__ int res[RA_BATCH];
     __shared__ ra_u64 t0[RA_BATCH], t1[RA_BATCH];
     __shared__ ra_u64 staged[RA_STAGE_BYTES / 8];
-    __shared__ int ports[RA_BATCH];  // the port each message's stage call chose
+    __shared__ int ports[RA_BATCH];     // the port each message's stage call chose
+    __shared__ ra_u32 otype[RA_BATCH];  // each result's type id
     __shared__ bool gaps;
     unsigned char *ctrl = ra_arg_ptr(a, RA_ARG_OFF_CTRL);
     // Out-links: results go down outs[0] unless the stage routes
@@ -370,7 +430,7 @@ __device__ void ra_ring_loop(const ra_ring_args &a) {
     ra_link_end &out = outs[0];
     const float *params = (const float *)ra_arg_ptr(a, RA_ARG_OFF_PARAMS);
     float *state = (float *)ra_arg_ptr(a, RA_ARG_OFF_STATE);
-    float *sink_buf = (float *)ra_arg_ptr(a, RA_ARG_OFF_SINK);
+    unsigned char *sink_buf = ra_arg_ptr(a, RA_ARG_OFF_SINK);
     ra_u32 nin = ra_arg_u32(a, RA_ARG_OFF_NUM_IN);
     ra_u32 in_sys = ra_arg_u32(a, RA_ARG_OFF_IN_SYS);
     ra_u32 *cmd = (ra_u32 *)(ctrl + RA_CB_OFF_COMMAND);
@@ -393,10 +453,10 @@ __device__ void ra_ring_loop(const ra_ring_args &a) {
         const ra_u32 out_sys = ra_arg_u32(a, RA_ARG_OFF_OUT_SYS);
         bool ok = nin >= 1 && nin <= RA_MAX_IN_LINKS && nout <= RA_MAX_OUT_LINKS && (nout <= 1 || routed) &&
                   route <= RA_ROUTE_PORT && ra_attach(ra_arg_ptr(a, RA_ARG_OFF_TRACE), &tr, false, true);
-        ocap = 0xffffffffu;  // floats: the least any out-slot holds, so a routed result fits wherever it goes
+        ocap = 0xffffffffu;  // bytes: the least any out-slot holds, so a routed result fits wherever it goes
         for (ra_u32 k = 0; ok && k < nout; k++) {
             ok = ra_attach(ra_arg_ptr(a, RA_ARG_OFF_OUT + 8 * k), &outs[k], false, (out_sys >> k) & 1u);
-            if (ok) ocap = min(ocap, (outs[k].q.slot_size - RA_SLOT_HEADER_SIZE) / 4);
+            if (ok) ocap = min(ocap, outs[k].q.slot_size - RA_SLOT_HEADER_SIZE);
         }
         for (ra_u32 k = 0; ok && k < nin; k++) ok = ra_attach(ra_arg_ptr(a, RA_ARG_OFF_IN + 8 * k), &ins[k], true, (in_sys >> k) & 1u);
         if (!ok) {
@@ -513,9 +573,9 @@ __device__ void ra_ring_loop(const ra_ring_args &a) {
             for (ra_u32 i = one ? 0 : threadIdx.x; i < n; i += one ? 1 : blockDim.x) {
                 const unsigned char *m = RA_IN_SLOT(i);
                 ra_u32 len = ra_slot_len(m);
-                float *o; int cap;
-                if (sink) { o = sink_buf + i * ((in->q.slot_size - RA_SLOT_HEADER_SIZE) / 4); cap = (in->q.slot_size - RA_SLOT_HEADER_SIZE) / 4; }
-                else { o = (float *)(ra_q_slot(out.q, out.own + i) + RA_SLOT_HEADER_SIZE); cap = (int)ocap; }
+                unsigned char *o; int cap;
+                if (sink) { cap = (int)(in->q.slot_size - RA_SLOT_HEADER_SIZE); o = sink_buf + (size_t)i * cap; }
+                else { o = ra_q_slot(out.q, out.own + i) + RA_SLOT_HEADER_SIZE; cap = (int)ocap; }
                 // Host time as this device estimates it agrees with the
                 // enqueue stamp (the host's, or another device's) only to
                 // the calibrations' error: where this clock reads behind
@@ -527,12 +587,12 @@ __device__ void ra_ring_loop(const ra_ring_args &a) {
                 const ra_u64 gap = enq > now ? enq - now : 0;
                 t0[i] = now + gap;
                 if (len > in->q.slot_size - RA_SLOT_HEADER_SIZE) res[i] = RA_CODE_CORRUPT_SLOT;
-                else if (len % 4) res[i] = RA_CODE_NOT_FLOATS;
                 else {
                     int port = 0;
-                    int r = STAGE::run(params, state, (const float *)(m + RA_SLOT_HEADER_SIZE), (int)(len / 4), o, cap, &port);
-                    res[i] = r > cap ? RA_CODE_BAD_RESULT : r;
+                    ra_u32 ot = 0;
+                    res[i] = STAGE::run(params, state, *(const ra_u32 *)(m + RA_SLOT_OFF_TYPE), m + RA_SLOT_HEADER_SIZE, (int)len, &ot, o, cap, &port);
                     ports[i] = port;
+                    otype[i] = ot;
                 }
                 t1[i] = ra_globaltimer() + clk + gap;
             }
@@ -550,8 +610,8 @@ __device__ void ra_ring_loop(const ra_ring_args &a) {
             for (ra_u32 i = threadIdx.x; i < n; i += blockDim.x) {
                 const unsigned char *m = RA_IN_SLOT(i);
                 ra_u32 flags = ra_slot_flags(m);
-                ra_write_header(ra_q_slot(out.q, out.own + i), ra_slot_id(m), *(const ra_u32 *)(m + RA_SLOT_OFF_TYPE), (ra_u32)res[i] * 4,
-                                flags, stage, (flags & RA_FLAG_SAMPLED) ? t1[i] : 0);
+                ra_write_header(ra_q_slot(out.q, out.own + i), ra_slot_id(m), otype[i], (ra_u32)res[i], flags, stage,
+                                (flags & RA_FLAG_SAMPLED) ? t1[i] : 0);
             }
             __syncthreads();  // the headers before thread 0 publishes them
         }
@@ -569,13 +629,13 @@ __device__ void ra_ring_loop(const ra_ring_args &a) {
                 const unsigned char *src = ra_q_slot(out.q, out.own + i) + RA_SLOT_HEADER_SIZE;
                 ra_u32 dst = 0;
                 if (res[i] >= 0 && route != RA_ROUTE_ALL) {
-                    int c = ra_route_pick(route, nout, rr, src, (ra_u32)res[i] * 4, key_off, ports[i], &dst);
+                    int c = ra_route_pick(route, nout, rr, src, (ra_u32)res[i], key_off, ports[i], &dst);
                     if (c < 0) res[i] = c;
                 }
                 if (res[i] < 0) {
                     if (!ra_record(&tr, ctrl, ack, RA_REC_DEAD_LETTER, m, stage, deq, t1[i], res[i])) { life = RA_STATE_FAULTED; stop = 1; }
                     dropped++;
-                    if (res[i] != RA_CODE_NOT_FLOATS && res[i] != RA_CODE_CORRUPT_SLOT && res[i] != RA_CODE_NO_KEY && res[i] != RA_CODE_BAD_PORT) errors++;
+                    if (!ra_not_stage_error(res[i])) errors++;
                     *(int *)(ctrl + RA_CB_OFF_LAST_ERROR) = res[i];
                     *(ra_u64 *)(ctrl + RA_CB_OFF_LAST_ERROR_ID) = ra_slot_id(m);
                     continue;
@@ -586,12 +646,8 @@ __device__ void ra_ring_loop(const ra_ring_args &a) {
                 for (ra_u32 d = first + 1; d-- > 0;) {  // outs[0] last
                     if (route != RA_ROUTE_ALL && d != dst) break;
                     unsigned char *ds = ra_q_slot(outs[d].q, outs[d].own + cnt[d]);
-                    if (!(d == 0 && cnt[0] == i)) {
-                        ra_u32 *w = (ra_u32 *)(ds + RA_SLOT_HEADER_SIZE);
-                        for (int k = 0; k < res[i]; k++) w[k] = ((const ra_u32 *)src)[k];
-                    }
-                    ra_write_header(ds, ra_slot_id(m), *(const ra_u32 *)(m + RA_SLOT_OFF_TYPE), (ra_u32)res[i] * 4, flags, stage,
-                                    (flags & RA_FLAG_SAMPLED) ? t1[i] : 0);
+                    if (!(d == 0 && cnt[0] == i)) ra_copy_payload(ds + RA_SLOT_HEADER_SIZE, src, res[i]);
+                    ra_write_header(ds, ra_slot_id(m), otype[i], (ra_u32)res[i], flags, stage, (flags & RA_FLAG_SAMPLED) ? t1[i] : 0);
                     cnt[d]++;
                 }
                 processed++;
@@ -616,7 +672,7 @@ __device__ void ra_ring_loop(const ra_ring_args &a) {
                 if (res[i] < 0) {
                     if (!ra_record(&tr, ctrl, ack, RA_REC_DEAD_LETTER, m, stage, deq, t1[i], res[i])) { life = RA_STATE_FAULTED; stop = 1; }
                     dropped++;
-                    if (res[i] != RA_CODE_NOT_FLOATS && res[i] != RA_CODE_CORRUPT_SLOT) errors++;
+                    if (!ra_not_stage_error(res[i])) errors++;
                     *(int *)(ctrl + RA_CB_OFF_LAST_ERROR) = res[i];
                     *(ra_u64 *)(ctrl + RA_CB_OFF_LAST_ERROR_ID) = ra_slot_id(m);
                     continue;
@@ -624,13 +680,9 @@ __device__ void ra_ring_loop(const ra_ring_args &a) {
                 ra_u32 flags = ra_slot_flags(m);
                 if (!sink) {
                     unsigned char *d = ra_q_slot(out.q, out.own + j);
-                    if (j != i) {  // close the gap a dead letter left
-                        const float *src = (const float *)(ra_q_slot(out.q, out.own + i) + RA_SLOT_HEADER_SIZE);
-                        float *dst = (float *)(d + RA_SLOT_HEADER_SIZE);
-                        for (int k = 0; k < res[i]; k++) dst[k] = src[k];
-                    }
-                    ra_write_header(d, ra_slot_id(m), *(const ra_u32 *)(m + RA_SLOT_OFF_TYPE), (ra_u32)res[i] * 4, flags, stage,
-                                    (flags & RA_FLAG_SAMPLED) ? t1[i] : 0);
+                    if (j != i)  // close the gap a dead letter left
+                        ra_copy_payload(d + RA_SLOT_HEADER_SIZE, ra_q_slot(out.q, out.own + i) + RA_SLOT_HEADER_SIZE, res[i]);
+                    ra_write_header(d, ra_slot_id(m), otype[i], (ra_u32)res[i], flags, stage, (flags & RA_FLAG_SAMPLED) ? t1[i] : 0);
                     j++;
                 }
                 processed++;
@@ -700,10 +752,13 @@ __device__ void ra_ring_loop(const ra_ring_args &a) {
 }
 
 // RA_RING_KERNEL defines the persistent ring kernel <name>_ring for a stage,
-// RA_PORT_RING_KERNEL for a routing (RA_PORT_STAGE) one.
+// RA_PORT_RING_KERNEL for a routing (RA_PORT_STAGE) one, RA_TYPED_RING_KERNEL
+// for a typed (RA_TYPED_STAGE) one.
 #define RA_RING_KERNEL(name) \
     extern "C" __global__ void name##_ring(ra_ring_args a) { ra_ring_loop<ra_plain<name> >(a); }
 #define RA_PORT_RING_KERNEL(name) \
     extern "C" __global__ void name##_ring(ra_ring_args a) { ra_ring_loop<ra_ported<name> >(a); }
+#define RA_TYPED_RING_KERNEL(name) \
+    extern "C" __global__ void name##_ring(ra_ring_args a) { ra_ring_loop<ra_typed<name> >(a); }
 
 #endif // RINGACTOR_CUH

@@ -119,6 +119,7 @@
 #define RA_CODE_CORRUPT_QUEUE      (-8) // corrupt queue
 #define RA_CODE_NO_KEY             (-9) // result has no key at the route's key offset
 #define RA_CODE_BAD_PORT           (-10) // stage chose a port it does not have
+#define RA_CODE_WRONG_TYPE         (-11) // message of a type the stage does not take
 
 #if defined(__cplusplus) && __cplusplus >= 201103L
 static_assert(RA_Q_OFF_SLOTS % RA_Q_REGION_ALIGN == 0, "slots must start on a line");

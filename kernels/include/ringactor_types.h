@@ -6,6 +6,11 @@
 #ifndef RINGACTOR_TYPES_H
 #define RINGACTOR_TYPES_H
 
+// Message type ids (package kernels' Type* constants).
+#define RA_TYPE_FLOATS 0u
+#define RA_TYPE_KEYED 1u
+#define RA_TYPE_ANY 0xffffffffu
+
 // ra_keyed: Go type kernels.Keyed, 40 bytes.
 struct ra_keyed {
     unsigned int Key;
@@ -14,9 +19,11 @@ struct ra_keyed {
 };
 #if defined(__cplusplus) && __cplusplus >= 201103L
 static_assert(sizeof(ra_keyed) == 40, "ra_keyed: size as Go's");
+#if !defined(__CUDACC_RTC__)
 static_assert(__builtin_offsetof(ra_keyed, Key) == 0, "ra_keyed.Key: offset as Go's");
 static_assert(__builtin_offsetof(ra_keyed, Count) == 4, "ra_keyed.Count: offset as Go's");
 static_assert(__builtin_offsetof(ra_keyed, Values) == 8, "ra_keyed.Values: offset as Go's");
+#endif
 #endif
 
 #endif // RINGACTOR_TYPES_H

@@ -51,21 +51,31 @@ type kernel struct {
 
 	processed, dropped, errs, traced, stolen uint64
 
-	// One batch, indexed by position in it.
+	// One batch, indexed by position in it. Payloads are bytes (inB,
+	// outB); a float32 op sees them as floats (ins, outs).
 	hdr        []p2pqueue.Header
+	inB, outB  [][]byte
 	ins, outs  [][]float32
-	res        []int
+	res        []int // result bytes
+	otype      []uint32
 	ports      []int
 	codes      []rk.ErrorCode
 	causes     []error
 	t0, t1     []uint64
 	scratch    [][]float32 // in payloads that are not 4-byte aligned
-	sink       []float32   // results of a stage with no out-link
-	routed     []float32   // results of a routing stage, before they are routed
+	sink       []byte      // results of a stage with no out-link
+	routed     []byte      // results of a routing stage, before they are routed
 	events     []p2pqueue.Message
 	workers    *workerPool
 	outFull    bool
-	outCapFlts int
+	outCap     int // bytes a result may take
+}
+
+// aligned is n bytes of 8-byte aligned memory: a float op views results
+// there as floats, a typed op's fixed-layout struct is aligned as in a slot.
+func aligned(n int) []byte {
+	w := make([]uint64, (n+7)/8)
+	return unsafe.Slice((*byte)(unsafe.Pointer(unsafe.SliceData(w))), n)
 }
 
 func newKernel(job *rk.Job) (*kernel, error) {
@@ -82,27 +92,28 @@ func newKernel(job *rk.Job) (*kernel, error) {
 		outLinks: job.Out, route: job.Spec.Route, keyOff: job.Spec.KeyOffset,
 		stealTo: job.StealTo, trace: tp, bell: p2pqueue.NewDoorbell(), done: make(chan struct{}),
 		life: rk.Launched,
-		hdr:  make([]p2pqueue.Header, b), ins: make([][]float32, b), outs: make([][]float32, b),
+		hdr: make([]p2pqueue.Header, b), ins: make([][]float32, b), outs: make([][]float32, b),
+		inB: make([][]byte, b), outB: make([][]byte, b), otype: make([]uint32, b),
 		res: make([]int, b), ports: make([]int, b), codes: make([]rk.ErrorCode, b), causes: make([]error, b),
 		t0: make([]uint64, b), t1: make([]uint64, b), scratch: make([][]float32, b),
 	}
 	maxIn := 0
 	for _, l := range job.Spec.In {
 		l.SetDoorbell(k.bell)
-		maxIn = max(maxIn, l.Config().PayloadCap()/4)
+		maxIn = max(maxIn, l.Config().PayloadCap())
 	}
 	if len(k.outLinks) > 0 {
 		// The least any out-slot holds: a routed result fits wherever it goes.
-		k.outCapFlts = k.outLinks[0].Link().Config().PayloadCap() / 4
+		k.outCap = k.outLinks[0].Link().Config().PayloadCap()
 		for _, o := range k.outLinks[1:] {
-			k.outCapFlts = min(k.outCapFlts, o.Link().Config().PayloadCap()/4)
+			k.outCap = min(k.outCap, o.Link().Config().PayloadCap())
 		}
 		if k.route != rk.RouteOne {
-			k.routed = make([]float32, b*k.outCapFlts)
+			k.routed = aligned(b * k.outCap)
 		}
 	} else {
-		k.outCapFlts = maxIn
-		k.sink = make([]float32, b*maxIn)
+		k.outCap = maxIn
+		k.sink = aligned(b * maxIn)
 	}
 	if w := job.Spec.Stage.Workers; w > 1 && !job.Spec.Stage.Stateful {
 		k.workers = newWorkerPool(w-1, k.runOne)
@@ -302,11 +313,29 @@ func (k *kernel) step() bool {
 func (k *kernel) process(c *p2pqueue.Consumer, m int) {
 	deq := nowNanos()
 	for i := range m {
-		k.codes[i], k.causes[i], k.res[i] = rk.CodeNone, nil, 0
+		k.codes[i], k.causes[i], k.res[i], k.otype[i] = rk.CodeNone, nil, 0, kernels.TypeFloats
 		h, p, err := c.Read(i)
 		k.hdr[i] = h
 		if err != nil {
 			k.codes[i], k.causes[i] = rk.CodeCorruptSlot, err
+			continue
+		}
+		k.inB[i] = p
+		switch {
+		case k.routed != nil:
+			k.outB[i] = k.routed[i*k.outCap : (i+1)*k.outCap]
+		case len(k.outLinks) > 0:
+			buf, _ := k.outLinks[0].Slot(i)
+			k.outB[i] = buf[:k.outCap]
+		default:
+			k.outB[i] = k.sink[i*k.outCap : (i+1)*k.outCap]
+		}
+		k.t0[i] = deq
+		if want := k.op.In; want != kernels.TypeAny && h.Type != want {
+			k.codes[i], k.causes[i] = rk.CodeWrongType, fmt.Errorf("message %d: %w: type %d, op %s takes type %d", h.ID, kernels.ErrWrongType, h.Type, k.op.Name, want)
+			continue
+		}
+		if k.op.Typed != nil {
 			continue
 		}
 		in, err := kernels.ViewFloats(p, k.scratch[i])
@@ -315,16 +344,7 @@ func (k *kernel) process(c *p2pqueue.Consumer, m int) {
 			continue
 		}
 		k.ins[i] = in
-		switch {
-		case k.routed != nil:
-			k.outs[i] = k.routed[i*k.outCapFlts : (i+1)*k.outCapFlts]
-		case len(k.outLinks) > 0:
-			buf, _ := k.outLinks[0].Slot(i)
-			k.outs[i], _ = kernels.ViewFloats(buf[:k.outCapFlts*4], nil)
-		default:
-			k.outs[i] = k.sink[i*k.outCapFlts : (i+1)*k.outCapFlts]
-		}
-		k.t0[i] = deq
+		k.outs[i], _ = kernels.ViewFloats(k.outB[i], nil) // aligned, a whole number of floats
 	}
 	if k.workers != nil && m >= 2*(k.workers.n+1) {
 		k.workers.run(m)
@@ -360,10 +380,10 @@ func (k *kernel) publish(m int, deq uint64) {
 		n := k.res[i]
 		if len(k.outLinks) > 0 {
 			if j != i {
-				copy(k.outs[j], k.outs[i][:n]) // close the gap a dead letter left
+				copy(k.outB[j], k.outB[i][:n]) // close the gap a dead letter left
 			}
 			oh := k.outHeader(i)
-			k.outLinks[0].WriteHeader(j, &oh, n*4) // n is within the slot: runOne checked
+			k.outLinks[0].WriteHeader(j, &oh, n) // n is within the slot: runOne checked
 			j++
 		}
 		k.processed++
@@ -383,9 +403,7 @@ func (k *kernel) publishRouted(m int, deq uint64) {
 	for i := range m {
 		h := &k.hdr[i]
 		if k.codes[i] == rk.CodeNone && k.route != rk.RouteAll {
-			res := k.outs[i][:k.res[i]]
-			b := unsafe.Slice((*byte)(unsafe.Pointer(unsafe.SliceData(res))), 4*len(res))
-			d, code := rk.ResultRoute(k.route, len(k.outLinks), k.rr, b, k.keyOff, k.ports[i])
+			d, code := rk.ResultRoute(k.route, len(k.outLinks), k.rr, k.outB[i][:k.res[i]], k.keyOff, k.ports[i])
 			if code != rk.CodeNone {
 				k.codes[i], k.causes[i] = code, fmt.Errorf("message %d: %s (route %s over %d out-links)", h.ID, code, k.route, len(k.outLinks))
 			}
@@ -401,9 +419,8 @@ func (k *kernel) publishRouted(m int, deq uint64) {
 				continue
 			}
 			buf, _ := o.Slot(cnt[d])
-			dst, _ := kernels.ViewFloats(buf[:n*4], nil)
-			copy(dst, k.outs[i][:n])
-			o.WriteHeader(cnt[d], &oh, n*4)
+			copy(buf, k.outB[i][:n])
+			o.WriteHeader(cnt[d], &oh, n)
 			cnt[d]++
 		}
 		if k.route != rk.RouteAll {
@@ -423,7 +440,7 @@ func (k *kernel) publishRouted(m int, deq uint64) {
 // would cost an allocation per message).
 func (k *kernel) outHeader(i int) p2pqueue.Header {
 	h := &k.hdr[i]
-	oh := p2pqueue.Header{ID: h.ID, Type: h.Type, Flags: h.Flags, Origin: k.stageID}
+	oh := p2pqueue.Header{ID: h.ID, Type: k.otype[i], Flags: h.Flags, Origin: k.stageID}
 	if h.Flags&p2pqueue.FlagSampled != 0 {
 		oh.Enqueued = k.t1[i]
 	}
@@ -446,7 +463,16 @@ func (k *kernel) runOne(i int) {
 	if sampled {
 		k.t0[i] = nowNanos()
 	}
-	n, port, err := k.op.Run(k.params, k.state, k.ins[i], k.outs[i])
+	var n, port, room int
+	var err error
+	unit := "bytes"
+	if k.op.Typed != nil {
+		k.otype[i], n, port, err = k.op.Typed(k.params, k.state, k.hdr[i].Type, k.inB[i], k.outB[i])
+		room = len(k.outB[i])
+	} else {
+		n, port, err = k.op.Run(k.params, k.state, k.ins[i], k.outs[i])
+		room, unit = len(k.outs[i]), "floats"
+	}
 	k.ports[i] = port
 	if sampled {
 		k.t1[i] = nowNanos()
@@ -454,10 +480,12 @@ func (k *kernel) runOne(i int) {
 	switch {
 	case err != nil:
 		k.codes[i], k.causes[i] = rk.CodeOf(err), err
-	case n < 0 || n > len(k.outs[i]):
-		k.codes[i], k.causes[i] = rk.CodeBadResult, fmt.Errorf("stage returned %d floats, the out slot holds %d", n, len(k.outs[i]))
-	default:
+	case n < 0 || n > room:
+		k.codes[i], k.causes[i] = rk.CodeBadResult, fmt.Errorf("stage returned %d %s, the out slot holds %d", n, unit, room)
+	case k.op.Typed != nil:
 		k.res[i] = n
+	default:
+		k.res[i] = 4 * n
 	}
 }
 
@@ -465,7 +493,7 @@ func (k *kernel) runOne(i int) {
 func (k *kernel) deadLetter(h *p2pqueue.Header, code rk.ErrorCode, cause error, deq uint64) {
 	k.dropped++
 	switch code {
-	case rk.CodeShutdown, rk.CodeCorruptSlot, rk.CodeNotFloats, rk.CodeNoKey, rk.CodeBadPort:
+	case rk.CodeShutdown, rk.CodeCorruptSlot, rk.CodeNotFloats, rk.CodeNoKey, rk.CodeBadPort, rk.CodeWrongType:
 	default:
 		k.errs++ // the stage function failed on it
 	}

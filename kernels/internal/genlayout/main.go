@@ -142,6 +142,7 @@ func codes() []code {
 		{"RA_CODE_NOT_FLOATS", rk.CodeNotFloats}, {"RA_CODE_CORRUPT_SLOT", rk.CodeCorruptSlot},
 		{"RA_CODE_SHUTDOWN", rk.CodeShutdown}, {"RA_CODE_CORRUPT_QUEUE", rk.CodeCorruptQueue},
 		{"RA_CODE_NO_KEY", rk.CodeNoKey}, {"RA_CODE_BAD_PORT", rk.CodeBadPort},
+		{"RA_CODE_WRONG_TYPE", rk.CodeWrongType},
 	}
 }
 
