@@ -20,10 +20,20 @@ import (
 // and the dead letters.
 func routed(t *testing.T, st rk.Stage, r rk.Route, keyOff, outs int, msgs [][]float32) ([][]p2pqueue.Message, []rk.DeadLetter, rk.Status) {
 	t.Helper()
-	in := newLink(t, 256, 8)
+	ms := make([]p2pqueue.Message, len(msgs))
+	for i, v := range msgs {
+		ms[i] = p2pqueue.Message{Header: p2pqueue.Header{ID: uint64(i + 1)}, Payload: kernels.EncodeFloats(nil, v)}
+	}
+	return routedMsgs(t, st, r, keyOff, outs, ms)
+}
+
+// routedMsgs is routed for messages as they are, headers and all.
+func routedMsgs(t *testing.T, st rk.Stage, r rk.Route, keyOff, outs int, msgs []p2pqueue.Message) ([][]p2pqueue.Message, []rk.DeadLetter, rk.Status) {
+	t.Helper()
+	in := newLink(t, 256, 16) // 64 bytes: a Keyed fits
 	out := make([]*p2pqueue.Link, outs)
 	for i := range out {
-		out[i] = newLink(t, 256, 8)
+		out[i] = newLink(t, 256, 16)
 	}
 	var dead []rk.DeadLetter
 	deadCh := make(chan rk.DeadLetter, len(msgs))
@@ -36,9 +46,8 @@ func routed(t *testing.T, st rk.Stage, r rk.Route, keyOff, outs int, msgs [][]fl
 		t.Fatal(err)
 	}
 	p, _ := in.Producer()
-	for i, v := range msgs {
-		m := p2pqueue.Message{Header: p2pqueue.Header{ID: uint64(i + 1)}, Payload: kernels.EncodeFloats(nil, v)}
-		if err := p.Enqueue(ctxT(t), &m); err != nil {
+	for i := range msgs {
+		if err := p.Enqueue(ctxT(t), &msgs[i]); err != nil {
 			t.Fatal(err)
 		}
 	}
