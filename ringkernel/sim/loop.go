@@ -53,22 +53,22 @@ type kernel struct {
 
 	// One batch, indexed by position in it. Payloads are bytes (inB,
 	// outB); a float32 op sees them as floats (ins, outs).
-	hdr        []p2pqueue.Header
-	inB, outB  [][]byte
-	ins, outs  [][]float32
-	res        []int // result bytes
-	otype      []uint32
-	ports      []int
-	codes      []rk.ErrorCode
-	causes     []error
-	t0, t1     []uint64
-	scratch    [][]float32 // in payloads that are not 4-byte aligned
-	sink       []byte      // results of a stage with no out-link
-	routed     []byte      // results of a routing stage, before they are routed
-	events     []p2pqueue.Message
-	workers    *workerPool
-	outFull    bool
-	outCap     int // bytes a result may take
+	hdr       []p2pqueue.Header
+	inB, outB [][]byte
+	ins, outs [][]float32
+	res       []int // result bytes
+	otype     []uint32
+	ports     []int
+	codes     []rk.ErrorCode
+	causes    []error
+	t0, t1    []uint64
+	scratch   [][]float32 // in payloads that are not 4-byte aligned
+	sink      []byte      // results of a stage with no out-link
+	routed    []byte      // results of a routing stage, before they are routed
+	events    []p2pqueue.Message
+	workers   *workerPool
+	outFull   bool
+	outCap    int // bytes a result may take
 }
 
 // aligned is n bytes of 8-byte aligned memory: a float op views results
@@ -92,7 +92,7 @@ func newKernel(job *rk.Job) (*kernel, error) {
 		outLinks: job.Out, route: job.Spec.Route, keyOff: job.Spec.KeyOffset,
 		stealTo: job.StealTo, trace: tp, bell: p2pqueue.NewDoorbell(), done: make(chan struct{}),
 		life: rk.Launched,
-		hdr: make([]p2pqueue.Header, b), ins: make([][]float32, b), outs: make([][]float32, b),
+		hdr:  make([]p2pqueue.Header, b), ins: make([][]float32, b), outs: make([][]float32, b),
 		inB: make([][]byte, b), outB: make([][]byte, b), otype: make([]uint32, b),
 		res: make([]int, b), ports: make([]int, b), codes: make([]rk.ErrorCode, b), causes: make([]error, b),
 		t0: make([]uint64, b), t1: make([]uint64, b), scratch: make([][]float32, b),
