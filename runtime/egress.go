@@ -66,25 +66,42 @@ func (p *Pipeline) deliverPeeked(s *stage, n int) bool {
 		hs    [egressBatch]p2pqueue.Header
 		ps    [egressBatch][]byte
 		errs  [egressBatch]error
-		total int
+		total int       // floats
+		typed int       // bytes of typed results
 		now   time.Time // read once a batch, and only for a sampled message
 	)
 	eg := s.egress.c
 	for i := range n {
 		hs[i], ps[i], errs[i] = eg.Read(i)
-		total += len(ps[i]) / 4
+		if hs[i].Type == kernels.TypeFloats {
+			total += len(ps[i]) / 4
+		} else {
+			typed += len(ps[i])
+		}
 	}
 	if p.spec.Deliver.Slots != nil {
 		return p.forwardPeeked(s, hs[:n], ps[:n], errs[:n])
 	}
 	slab := make([]float32, total)
+	var bslab []byte
+	if typed > 0 {
+		bslab = make([]byte, typed)
+	}
 	for i := range n {
 		h, err := &hs[i], errs[i]
 		var v []float32
-		if err == nil {
+		var b []byte
+		switch {
+		case err != nil:
+		case h.Type == kernels.TypeFloats:
 			k := len(ps[i]) / 4
 			v, err = kernels.DecodeFloats(slab[:k:k], ps[i])
 			slab = slab[k:]
+		default:
+			k := len(ps[i])
+			b = bslab[:k:k]
+			copy(b, ps[i])
+			bslab = bslab[k:]
 		}
 		if err != nil {
 			p.deadLetter(s.id(), DeadLetter{ID: h.ID, Stage: "egress", Device: p2pqueue.Host, Reason: "decode error", Err: err})
@@ -97,7 +114,7 @@ func (p *Pipeline) deliverPeeked(s *stage, n int) bool {
 			}
 			p.tele.end(h.ID, s.id(), now, nil)
 		}
-		r := Result{ID: h.ID, Floats: v, Stage: s.spec.Name}
+		r := Result{ID: h.ID, Type: h.Type, Floats: v, Bytes: b, Stage: s.spec.Name}
 		if p.reqs.n.Load() > 0 && p.answer(h.ID, outcome{r: r}) {
 			continue // a request's result goes to whoever asked
 		}

@@ -6,14 +6,20 @@ import (
 	rk "github.com/ringactor/ringactor/ringkernel"
 )
 
-// Data is a data message: a float32 vector for a stage. Sent to a stage's
-// PID it goes straight into the stage's device mailbox (its ingress link),
-// never through the actor's Receive.
+// Data is a data message: a float32 vector, or a value of a registered
+// type (RegisterType), for a stage. Sent to a stage's PID it goes straight
+// into the stage's device mailbox (its ingress link), never through the
+// actor's Receive; so does a bare value of a registered type sent there.
 type Data struct {
 	// ID identifies the message in results, dead letters and traces; 0 lets
 	// the pipeline assign the next one.
 	ID     uint64
 	Floats []float32
+	// Value, instead of Floats, is a message of a registered type (a T or
+	// *T): it travels as the type's id and bytes. A value of a type that
+	// is not registered, or not the one the stage takes, is dead-lettered
+	// ("unregistered type", "wrong type").
+	Value any
 	// Sampled forces a trace of this message (the pipeline samples others
 	// by its ratio).
 	Sampled bool
@@ -25,8 +31,13 @@ type Data struct {
 // in a graph through any stage whose results leave (an exit), named by
 // Stage.
 type Result struct {
-	ID     uint64
+	ID uint64
+	// Type is the result's type id: kernels.TypeFloats for a float32
+	// vector (in Floats), else a registered type's, whose bytes are in
+	// Bytes (decode them with As or Value).
+	Type   uint32
 	Floats []float32
+	Bytes  []byte
 	Stage  string
 }
 

@@ -13,6 +13,7 @@ import (
 	"github.com/asynkron/protoactor-go/actor"
 	"go.opentelemetry.io/otel/attribute"
 
+	"github.com/ringactor/ringactor/kernels"
 	"github.com/ringactor/ringactor/p2pqueue"
 	rk "github.com/ringactor/ringactor/ringkernel"
 )
@@ -99,6 +100,8 @@ type Pipeline struct {
 	tele   *telemetry
 
 	next  [][]int  // stage i's results go to stages next[i]; none: an exit
+	takes []uint32 // the message type stage i takes (kernels.TypeAny: any)
+	gives []uint32 // the type stage i's results have
 	exits []*stage // the stages whose results leave, in stage order
 
 	nextID                   atomic.Uint64
@@ -122,14 +125,14 @@ type Pipeline struct {
 // Build places the pipeline's links, launches a ring kernel per stage (in
 // state Launched) and spawns its actors. Start activates it.
 func (rt *Runtime) Build(ctx context.Context, spec PipelineSpec) (*Pipeline, error) {
-	next, err := rt.check(&spec)
+	g, err := rt.check(&spec)
 	if err != nil {
 		return nil, err
 	}
 	if err := rt.claimName(spec.Name); err != nil {
 		return nil, err
 	}
-	p := &Pipeline{rt: rt, spec: spec, next: next, byName: map[string]*stage{}, pumpDone: make(chan struct{}), dogDone: make(chan struct{})}
+	p := &Pipeline{rt: rt, spec: spec, next: g.next, takes: g.in, gives: g.out, byName: map[string]*stage{}, pumpDone: make(chan struct{}), dogDone: make(chan struct{})}
 	p.pumpCtx, p.stopPump = context.WithCancel(context.Background())
 	if spec.SampleRatio > 0 {
 		p.sampleEvery = uint64(math.Max(1, math.Round(1/spec.SampleRatio)))
@@ -143,19 +146,26 @@ func (rt *Runtime) Build(ctx context.Context, spec PipelineSpec) (*Pipeline, err
 	return p, nil
 }
 
+// graph is a checked spec's graph: where each stage's results go, and the
+// type each stage takes and gives (flowTypes).
+type graph struct {
+	next    [][]int
+	in, out []uint32
+}
+
 // check validates spec, fills in its defaults, and resolves its graph.
-func (rt *Runtime) check(spec *PipelineSpec) ([][]int, error) {
+func (rt *Runtime) check(spec *PipelineSpec) (graph, error) {
 	bad := func(format string, a ...any) error {
 		return fmt.Errorf("%w %q: %s", ErrBadPipeline, spec.Name, fmt.Sprintf(format, a...))
 	}
 	if spec.Name == "" || strings.ContainsAny(spec.Name, "/ ") {
-		return nil, fmt.Errorf("%w: name %q: give the pipeline a name without spaces or slashes", ErrBadPipeline, spec.Name)
+		return graph{}, fmt.Errorf("%w: name %q: give the pipeline a name without spaces or slashes", ErrBadPipeline, spec.Name)
 	}
 	if len(spec.Stages) == 0 {
-		return nil, bad("no stages")
+		return graph{}, bad("no stages")
 	}
 	if spec.SampleRatio < 0 || spec.SampleRatio > 1 || math.IsNaN(spec.SampleRatio) {
-		return nil, bad("sample ratio %g; want 0 to 1", spec.SampleRatio)
+		return graph{}, bad("sample ratio %g; want 0 to 1", spec.SampleRatio)
 	}
 	n := 0
 	for _, s := range []bool{spec.Deliver.Func != nil, spec.Deliver.Chan != nil, spec.Deliver.PID != nil, spec.Deliver.Slots != nil} {
@@ -164,7 +174,7 @@ func (rt *Runtime) check(spec *PipelineSpec) ([][]int, error) {
 		}
 	}
 	if n > 1 {
-		return nil, bad("Deliver names %d sinks; set one of Func, Chan, PID, Slots", n)
+		return graph{}, bad("Deliver names %d sinks; set one of Func, Chan, PID, Slots", n)
 	}
 	seen := map[string]bool{}
 	for i := range spec.Stages {
@@ -176,43 +186,48 @@ func (rt *Runtime) check(spec *PipelineSpec) ([][]int, error) {
 			s.Capacity = 1024
 		}
 		if s.Name == "" || strings.ContainsAny(s.Name, "/ ") {
-			return nil, bad("stage %d: name %q: give it a name without spaces or slashes", i, s.Name)
+			return graph{}, bad("stage %d: name %q: give it a name without spaces or slashes", i, s.Name)
 		}
 		if s.Node != "" {
-			return nil, bad("stage %q names node %q: a pipeline across nodes is built with package runtime/cluster (Join, then Node.Build)", s.Name, s.Node)
+			return graph{}, bad("stage %q names node %q: a pipeline across nodes is built with package runtime/cluster (Join, then Node.Build)", s.Name, s.Node)
 		}
 		if seen[s.Name] {
-			return nil, bad("two stages are named %q; stage names are unique", s.Name)
+			return graph{}, bad("two stages are named %q; stage names are unique", s.Name)
 		}
 		seen[s.Name] = true
 		if _, err := rt.reg.Device(s.Device); err != nil {
-			return nil, bad("stage %q: %v", s.Name, err)
+			return graph{}, bad("stage %q: %v", s.Name, err)
 		}
 		if _, err := s.kernelStage().Resolve(); err != nil {
-			return nil, bad("%v", err)
+			return graph{}, bad("%v", err)
 		}
 		cfg := p2pqueue.Config{Capacity: uint32(s.Capacity), SlotSize: uint32(s.SlotSize)}
 		if s.Capacity < 0 || s.Capacity > math.MaxUint32 {
 			cfg.Capacity = 3 // invalid on purpose: Validate names the problem
 		}
 		if err := cfg.Validate(); err != nil {
-			return nil, bad("stage %q: %v", s.Name, err)
+			return graph{}, bad("stage %q: %v", s.Name, err)
 		}
 		if s.Backpressure != Block && s.Backpressure != Reject {
-			return nil, bad("stage %q: Backpressure %d; use Block or Reject", s.Name, s.Backpressure)
+			return graph{}, bad("stage %q: Backpressure %d; use Block or Reject", s.Name, s.Backpressure)
 		}
 	}
 	next, err := graphOf(spec.Stages, len(spec.StealIn))
 	if err != nil {
-		return nil, bad("%v", err)
+		return graph{}, bad("%v", err)
 	}
+	ops := make([]kernels.Op, len(spec.Stages))
 	for i, s := range spec.Stages {
-		op, _ := s.kernelStage().Resolve()
-		if err := rk.CheckRoute(s.Name, op, len(next[i]), s.Route, s.KeyOffset); err != nil {
-			return nil, bad("%v", err)
+		ops[i], _ = s.kernelStage().Resolve()
+		if err := rk.CheckRoute(s.Name, ops[i], len(next[i]), s.Route, s.KeyOffset); err != nil {
+			return graph{}, bad("%v", err)
 		}
 	}
-	return next, nil
+	in, out, err := flowTypes(spec.Stages, ops, next)
+	if err != nil {
+		return graph{}, bad("%v", err)
+	}
+	return graph{next: next, in: in, out: out}, nil
 }
 
 // NewLink allocates and formats a link from device from to device to (or
@@ -244,7 +259,7 @@ func (rt *Runtime) NewLink(from, to int, capacity, slotSize int, id uint64) (*p2
 func (p *Pipeline) build(ctx context.Context) error {
 	for i, ss := range p.spec.Stages {
 		dev, _ := p.rt.reg.Device(ss.Device)
-		s := &stage{p: p, idx: i, spec: ss, dev: dev,
+		s := &stage{p: p, idx: i, spec: ss, dev: dev, in: p.takes[i],
 			attrs: attribute.NewSet(attribute.String("ringactor.pipeline", p.spec.Name), attribute.String("ringactor.stage", ss.Name), attribute.Int("ringactor.device", ss.Device))}
 		var err error
 		if s.ingressLink, s.inPlacement, err = p.rt.NewLink(p2pqueue.Host, ss.Device, ss.Capacity, ss.SlotSize, uint64(i)<<8|1); err != nil {

@@ -92,6 +92,7 @@ type stage struct {
 	ups         []edge  // links from the stages feeding this one
 	outs        []edge  // links to the stages in To, in order
 	egress      *egress // an exit's link to the host
+	in          uint32  // the type its messages must have (kernels.TypeAny: any)
 	ingressLink *p2pqueue.Link
 	inPlacement p2pqueue.Placement
 	payloadCap  int
@@ -169,15 +170,16 @@ func (s *stage) send(ctx context.Context, ds []Data) (int, error) {
 				id = p.nextID.Add(1)
 			}
 			p.sent.Add(1)
-			if n := 4 * len(d.Floats); n > s.payloadCap {
-				p.deadLetter(0, DeadLetter{ID: id, Stage: s.spec.Name, Device: s.spec.Device, Reason: "oversize payload",
-					Err: fmt.Errorf("%w: %d floats, stage %q takes at most %d; raise its SlotSize", p2pqueue.ErrTooLarge, len(d.Floats), s.spec.Name, s.payloadCap/4)})
+			buf, _ := s.ingress.Slot(written)
+			typ, n, reason, err := s.encode(d, buf[:s.payloadCap])
+			if err != nil {
+				p.deadLetter(0, DeadLetter{ID: id, Stage: s.spec.Name, Device: s.spec.Device, Reason: reason, Err: err})
 				if firstErr == nil {
-					firstErr = fmt.Errorf("ringactor: message %d: %d floats, stage %q takes at most %d; raise its SlotSize", id, len(d.Floats), s.spec.Name, s.payloadCap/4)
+					firstErr = fmt.Errorf("ringactor: message %d: %w", id, err)
 				}
 				continue
 			}
-			h := p2pqueue.Header{ID: id}
+			h := p2pqueue.Header{ID: id, Type: typ}
 			if d.Sampled || p.sample(id) {
 				if now.IsZero() {
 					now = time.Now()
@@ -186,10 +188,7 @@ func (s *stage) send(ctx context.Context, ds []Data) (int, error) {
 				h.Enqueued = uint64(now.UnixNano())
 				p.tele.begin(d.Context, id, s.idx, now)
 			}
-			buf, _ := s.ingress.Slot(written)
-			out, _ := kernels.ViewFloats(buf[:4*len(d.Floats)], nil)
-			copy(out, d.Floats)
-			s.ingress.WriteHeader(written, &h, 4*len(d.Floats)) // in order, size checked above
+			s.ingress.WriteHeader(written, &h, n) // in order, size checked by encode
 			written++
 		}
 		if err := s.ingress.Commit(written); err != nil {
@@ -200,6 +199,40 @@ func (s *stage) send(ctx context.Context, ds []Data) (int, error) {
 	// An oversize message was dead-lettered and the rest still sent: the
 	// batch is all accounted for, and the caller hears about the first.
 	return done, firstErr
+}
+
+// encode writes d's payload into the slot's payload area buf and returns
+// its type id and length, or the dead-letter reason and error that keep it
+// out: "oversize payload", "unregistered type", "wrong type".
+func (s *stage) encode(d *Data, buf []byte) (uint32, int, string, error) {
+	if d.Value == nil {
+		if n := 4 * len(d.Floats); n > len(buf) {
+			return 0, 0, "oversize payload", fmt.Errorf("%w: %d floats, stage %q takes at most %d; raise its SlotSize", p2pqueue.ErrTooLarge, len(d.Floats), s.spec.Name, len(buf)/4)
+		}
+		if s.in != kernels.TypeFloats && s.in != kernels.TypeAny {
+			return 0, 0, "wrong type", fmt.Errorf("%w: a float32 vector, stage %q takes %s", ErrWrongType, s.spec.Name, typeName(s.in))
+		}
+		out, _ := kernels.ViewFloats(buf[:4*len(d.Floats)], nil) // a slot: aligned
+		return kernels.TypeFloats, 4 * copy(out, d.Floats), "", nil
+	}
+	if d.Floats != nil {
+		return 0, 0, "wrong type", fmt.Errorf("%w: the message sets both Floats and Value; set one", ErrWrongType)
+	}
+	m, err := typeOfValue(d.Value)
+	if err != nil {
+		return 0, 0, "unregistered type", err
+	}
+	if s.in != m.ID && s.in != kernels.TypeAny {
+		return 0, 0, "wrong type", fmt.Errorf("%w: %s, stage %q takes %s", ErrWrongType, typeName(m.ID), s.spec.Name, typeName(s.in))
+	}
+	n, err := m.encode(d.Value, buf)
+	if errors.Is(err, p2pqueue.ErrTooLarge) {
+		return 0, 0, "oversize payload", fmt.Errorf("%w: a %s of %d bytes, stage %q takes at most %d; raise its SlotSize", p2pqueue.ErrTooLarge, m.Name, n, s.spec.Name, len(buf))
+	}
+	if err != nil {
+		return 0, 0, "wrong type", err
+	}
+	return m.ID, n, "", nil
 }
 
 // ingressWait waits for room in an ingress link: no spin (the kernel must
@@ -270,27 +303,43 @@ type stageMailbox struct {
 }
 
 func (m *stageMailbox) PostUserMessage(msg any) {
+	body, sender := msg, (*actor.PID)(nil)
 	if env, ok := msg.(*actor.MessageEnvelope); ok {
-		if d, ok := dataOf(env.Message); ok {
-			if env.Sender != nil && len(d) == 1 {
-				// A request (RequestFuture): the sender gets the result,
-				// or a *RequestError.
-				r, err := m.s.p.requestFromActor(d[0], env.Sender)
-				if err != nil {
-					m.s.p.rt.system.Root.Send(env.Sender, &RequestError{Dead: DeadLetter{ID: r.ID, Stage: m.s.spec.Name, Device: m.s.spec.Device, Reason: "bad request", Err: err}})
-					return
-				}
-				d = []Data{r}
-			}
-			m.s.send(context.Background(), d) // errors are dead letters
-			return
-		}
+		body, sender = env.Message, env.Sender
 	}
-	if d, ok := dataOf(msg); ok {
-		m.s.send(context.Background(), d)
+	if isControl(body) {
+		m.Mailbox.PostUserMessage(msg)
 		return
 	}
-	m.Mailbox.PostUserMessage(msg)
+	// Anything else is data: a Data, a []Data, or a value that must be of
+	// a registered type the stage takes (if not, send dead-letters it).
+	d, ok := dataOf(body)
+	if !ok {
+		d = []Data{{Value: body}}
+	}
+	if sender != nil && len(d) == 1 {
+		// A request (RequestFuture): the sender gets the result, or a
+		// *RequestError.
+		r, err := m.s.p.requestFromActor(d[0], sender)
+		if err != nil {
+			m.s.p.rt.system.Root.Send(sender, &RequestError{Dead: DeadLetter{ID: r.ID, Stage: m.s.spec.Name, Device: m.s.spec.Device, Reason: "bad request", Err: err}})
+			return
+		}
+		d = []Data{r}
+	}
+	m.s.send(context.Background(), d) // errors are dead letters
+}
+
+// isControl reports whether a message sent to a stage's PID is for its
+// actor's Receive (the control messages, and protoactor's own) rather
+// than data for its kernel.
+func isControl(msg any) bool {
+	switch msg.(type) {
+	case Activate, *Activate, Deactivate, *Deactivate, Stop, *Stop, Stats, *Stats, Steal, *Steal, StageFaulted, *StageFaulted,
+		actor.AutoReceiveMessage, actor.SystemMessage, actor.MailboxMessage, actor.InfrastructureMessage, actor.AutoRespond:
+		return true
+	}
+	return false
 }
 
 // UserMessageCount counts the control messages waiting and the data
