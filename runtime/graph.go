@@ -164,8 +164,9 @@ func (s *stage) fanout() int {
 // and the type it gives, from its op's In and Out: an op that takes any
 // type takes what its feeders give (any, where they give different
 // types), and one that takes and gives any type is taken to give what it
-// takes (the built-in pass does). An edge whose ends disagree is refused,
-// naming both ends and both types.
+// takes (the built-in pass does), and, fed any type, takes what the
+// stages it sends to take. An edge whose ends disagree is refused, naming
+// both ends and both types.
 func flowTypes(stages []StageSpec, ops []kernels.Op, next [][]int) (in, out []uint32, err error) {
 	n := len(stages)
 	feeders := make([][]int, n)
@@ -210,6 +211,22 @@ func flowTypes(stages []StageSpec, ops []kernels.Op, next [][]int) (in, out []ui
 		if op.Out == kernels.TypeAny && op.In == kernels.TypeAny {
 			out[i] = in[i]
 		}
+	}
+	// Back from the exits: a pass-through stage fed any type takes what
+	// every stage it sends to takes, so a send of another type is refused
+	// at its door rather than dead-lettered a stage later.
+	for k := len(order) - 1; k >= 0; k-- {
+		i := order[k]
+		if ops[i].In != kernels.TypeAny || ops[i].Out != kernels.TypeAny || in[i] != kernels.TypeAny || len(next[i]) == 0 {
+			continue
+		}
+		want := in[next[i][0]]
+		for _, j := range next[i][1:] {
+			if in[j] != want {
+				want = kernels.TypeAny
+			}
+		}
+		in[i], out[i] = want, want
 	}
 	return in, out, nil
 }

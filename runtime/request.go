@@ -181,3 +181,19 @@ func (p *Pipeline) requestFromActor(d Data, sender *actor.PID) (Data, error) {
 	}
 	return d, p.reqs.add(d.ID, &waiter{pid: sender})
 }
+
+// RequestAs sends v, a value of a registered type (or a Data), into the
+// pipeline as a request, and returns its result decoded as a U: Request
+// and As in one call.
+func RequestAs[U any](ctx context.Context, p *Pipeline, v any) (U, error) {
+	d, ok := v.(Data)
+	if !ok {
+		d = Data{Value: v}
+	}
+	r, err := p.Request(ctx, d)
+	if err != nil {
+		var zero U
+		return zero, err
+	}
+	return As[U](r)
+}
