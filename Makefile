@@ -33,7 +33,7 @@ run:
 EMU_DIR  ?= .emu
 EMU_LIB   = $(abspath $(EMU_DIR))/libcudaemu.so
 EMU_ENV   = RINGACTOR_LIBCUDA=$(EMU_LIB) RINGACTOR_TEST_BACKEND=cuda RINGACTOR_REQUIRE_GPU=1
-EMU_PKGS ?= ./cuda ./ringkernel/... ./runtime ./examples/pipeline
+EMU_PKGS ?= ./cuda ./ringkernel/... ./runtime ./examples/pipeline ./examples/graph
 
 emu:
 	$(GO) run ./internal/cudaemu/build -o $(EMU_DIR) >/dev/null
