@@ -24,6 +24,19 @@
 // RA_STAGE_ERR_* code, which dead-letters the message. Build compiles it
 // through NVRTC when a kernel launches, cached by source hash.
 //
+// # Typed stages
+//
+// Messages carry a type id (TypeFloats, TypeKeyed, or a user type's from
+// FirstUserType on). An Op with Typed instead of Go is a typed stage: it
+// takes type In and gives type Out (TypeAny: any), sees the payload as
+// bytes and writes its result's bytes and type; its CUDA side is
+// RA_TYPED_STAGE(<Symbol(name)>), int f(const float *params, float *state,
+// unsigned in_type, const unsigned char *in, int len, unsigned *out_type,
+// unsigned char *out, int out_cap, int *port). A fixed-layout Go struct
+// (LayoutOf) is read there as the C struct Layout.C writes;
+// include/ringactor_types.h holds the built-ins' (Keyed as ra_keyed). The
+// built-in typed ops are pass, keyed_scale, keyed_sum and keyed_count.
+//
 // # Shipped PTX
 //
 // The built-ins' ring kernels ship as PTX for compute_70 under ptx/,

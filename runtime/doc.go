@@ -40,12 +40,26 @@
 // over its own link; stages with no To are exits, and Result.Stage names
 // the one a result left by. Build refuses cycles, naming their stages.
 //
+// # Typed messages
+//
+// A message is a float32 vector (Data.Floats) or a value of a registered
+// type (Data.Value, or the bare value sent to a stage's PID). RegisterType
+// gives a Go type an id: a fixed-layout struct travels as its own bytes
+// (device stages read it as the C struct kernels.Layout.C writes), any
+// other type as msgpack. Typed ops say what they take and give
+// (kernels.Op.In, Out); GoStage turns a func(T) (U, error) into one. Build
+// refuses edges that disagree on the type, naming both stages; a value of
+// an unregistered type, or one its stage does not take, is dead-lettered
+// ("unregistered type", "wrong type"). Results carry their type
+// (Result.Type); As[T] decodes them.
+//
 // # Requests
 //
 // Pipeline.Request sends a message and returns its own result, correlated
-// by message id, or a *RequestError carrying its dead letter; a Data sent
-// to a stage's PID with RequestFuture is answered the same way. Requests
-// and plain sends share the queues and the account.
+// by message id, or a *RequestError carrying its dead letter; a Data (or
+// typed value) sent to a stage's PID with RequestFuture is answered the
+// same way, and RequestAs[U] decodes the result. Requests and plain sends
+// share the queues and the account.
 //
 // # Nothing lost, hung stages contained
 //

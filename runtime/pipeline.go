@@ -77,8 +77,8 @@ type DeadLetter struct {
 	// Reason is the dead letter's class (docs/ARCHITECTURE.md §6): "stage
 	// error", "decode error", "oversize payload", "shutdown without drain",
 	// "stage faulted", "pipeline closed", "send cancelled", "stage
-	// stopped", "queue closed", "mailbox full", "route error", "remote
-	// unreachable".
+	// stopped", "queue closed", "mailbox full", "route error", "wrong
+	// type", "unregistered type", "remote unreachable".
 	Reason string
 	Err    error
 }
