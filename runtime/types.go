@@ -208,6 +208,12 @@ func typeOfValue(v any) (*msgType, error) {
 	if t.Kind() == reflect.Pointer {
 		t = t.Elem()
 	}
+	return lookupType(t)
+}
+
+func typeFor[T any]() (*msgType, error) { return lookupType(reflect.TypeFor[T]()) }
+
+func lookupType(t reflect.Type) (*msgType, error) {
 	registry.RLock()
 	m, ok := registry.byType[t]
 	registry.RUnlock()
@@ -222,17 +228,6 @@ func typeByID(id uint32) (*msgType, bool) {
 	defer registry.RUnlock()
 	m, ok := registry.byID[id]
 	return m, ok
-}
-
-func typeFor[T any]() (*msgType, error) {
-	t := reflect.TypeFor[T]()
-	registry.RLock()
-	m, ok := registry.byType[t]
-	registry.RUnlock()
-	if !ok {
-		return nil, fmt.Errorf("%w: %v; register it with RegisterType[%v](id)", ErrUnregisteredType, t, t)
-	}
-	return m, nil
 }
 
 // typeName names a type id for errors and Describe.
