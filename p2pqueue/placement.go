@@ -56,25 +56,60 @@ func (p Placement) String() string {
 	return fmt.Sprintf("%s (%s memory on device %d)", p.Kind, p.Memory, p.Device)
 }
 
+// Topology is what placement needs to know of the devices a link joins.
+type Topology interface {
+	// Peer reports whether device a can write device b's memory.
+	Peer(a, b int) bool
+	// CPU reports whether device d is the host's CPU run as a device: its
+	// memory is host memory, so a GPU reaches it only through mapped
+	// pinned memory.
+	CPU(d int) bool
+}
+
+// PeerFunc is a Topology of GPUs only, whose peer access f reports.
+type PeerFunc func(a, b int) bool
+
+// Peer calls f; a nil PeerFunc has no peer pairs.
+func (f PeerFunc) Peer(a, b int) bool { return f != nil && f(a, b) }
+
+// CPU is false: a PeerFunc knows only GPUs.
+func (PeerFunc) CPU(int) bool { return false }
+
 // Place chooses a link's placement from its ends (device ids, or Host) and
-// the topology (peer reports whether device a can write device b's memory).
-// It is the one place the kind of a link is decided (docs/ARCHITECTURE.md
-// §7): the queue lives with its consumer wherever the producer can reach
-// it, because each consumer poll is then a local read and each publish one
-// remote write.
-func Place(producer, consumer int, peer func(a, b int) bool) (Placement, error) {
+// the topology (nil: GPUs without peer access). It is the one place the
+// kind of a link is decided (docs/ARCHITECTURE.md §7): the queue lives with
+// its consumer wherever the producer can reach it, because each consumer
+// poll is then a local read and each publish one remote write.
+//
+// The CPU device is host memory, so a link from it to a GPU is placed as
+// the host's ingress (mapped pinned memory of the GPU), a link from a GPU
+// to it as egress (mapped pinned memory the GPU writes), and a link within
+// it, or from the host to it, in host memory.
+func Place(producer, consumer int, t Topology) (Placement, error) {
+	if t == nil {
+		t = PeerFunc(nil)
+	}
+	cpu := func(d int) bool { return d != Host && t.CPU(d) }
 	switch {
 	case producer == Host && consumer == Host:
 		return Placement{}, fmt.Errorf("p2pqueue: a link from the host to the host is a channel; give one end a device")
 	case producer < Host || consumer < Host:
 		return Placement{}, fmt.Errorf("p2pqueue: no device %d", min(producer, consumer))
-	case producer == Host:
+	case cpu(consumer) && (producer == Host || cpu(producer)):
+		kind := LinkLocal
+		if producer == Host {
+			kind = LinkIngress
+		}
+		return Placement{Kind: kind, Memory: HostMemory, Device: consumer}, nil
+	case cpu(producer) && consumer == Host:
+		return Placement{Kind: LinkEgress, Memory: HostMemory, Device: producer}, nil
+	case producer == Host || cpu(producer):
 		return Placement{Kind: LinkIngress, Memory: MappedPinnedMemory, Device: consumer}, nil
-	case consumer == Host:
+	case consumer == Host || cpu(consumer):
 		return Placement{Kind: LinkEgress, Memory: MappedPinnedMemory, Device: producer}, nil
 	case producer == consumer:
 		return Placement{Kind: LinkLocal, Memory: DeviceMemory, Device: consumer}, nil
-	case peer != nil && peer(producer, consumer):
+	case t.Peer(producer, consumer):
 		return Placement{Kind: LinkPeer, Memory: DeviceMemory, Device: consumer}, nil
 	}
 	return Placement{Kind: LinkStaged, Memory: PortablePinnedMemory, Device: consumer}, nil

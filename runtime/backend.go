@@ -91,10 +91,11 @@ func selectBackend(kinds []backendKind, opts DeviceOptions, injected rk.Backend)
 			}
 			return selection{}, fmt.Errorf("%w: %s: %w; %s", ErrBackend, k.name, err, k.fix)
 		}
-		r := &Registry{devices: devs, backend: k.name, note: "ringactor: " + k.describe(b, devs)}
+		note := "ringactor: " + k.describe(b, devs)
 		if len(why) > 0 {
-			r.note = fmt.Sprintf("ringactor: %s; %s", strings.Join(why, "; "), k.describe(b, devs))
+			note = fmt.Sprintf("ringactor: %s; %s", strings.Join(why, "; "), k.describe(b, devs))
 		}
+		r := newRegistry(k.name, devs, note)
 		fmt.Fprintln(opts.Log, r.note)
 		return selection{backend: b, reg: r, owned: true}, nil
 	}
@@ -116,7 +117,7 @@ func useInjected(byName map[string]*backendKind, names []string, want string, op
 	if err != nil {
 		return selection{}, fmt.Errorf("%w: listing the devices of Config.Backend (%s): %w", ErrBackend, k.name, err)
 	}
-	r := &Registry{devices: devs, backend: k.name, note: "ringactor: " + k.describe(b, devs) + ", on the backend given in Config"}
+	r := newRegistry(k.name, devs, "ringactor: "+k.describe(b, devs)+", on the backend given in Config")
 	fmt.Fprintln(opts.Log, r.note)
 	return selection{backend: b, reg: r}, nil
 }

@@ -46,8 +46,8 @@ func TestAutoWithoutDriverPicksSimAndSaysWhy(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if sel.reg.BackendName() != "sim" || sel.backend.Name() != "sim" || len(sel.reg.Devices()) != 3 || !sel.owned {
-		t.Fatalf("auto without a driver chose %s with %d devices", sel.reg.BackendName(), len(sel.reg.Devices()))
+	if sel.reg.BackendName() != "sim" || sel.backend.Name() != "sim" || len(sel.reg.GPUs()) != 3 || !sel.owned {
+		t.Fatalf("auto without a driver chose %s with %d devices", sel.reg.BackendName(), len(sel.reg.GPUs()))
 	}
 	line := log.String()
 	for _, want := range []string{"no GPU to run on", "driver not found", "/nonexistent", "using 3 simulated devices"} {
@@ -78,7 +78,7 @@ func TestAutoPrefersTheGPU(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if sel.reg.BackendName() != "cuda" || sel.backend != opened || len(sel.reg.Devices()) != 2 || !sel.reg.Peer(0, 1) {
+	if sel.reg.BackendName() != "cuda" || sel.backend != opened || len(sel.reg.GPUs()) != 2 || !sel.reg.Peer(0, 1) {
 		t.Fatalf("auto with GPUs chose %s", sel.reg.BackendName())
 	}
 	if line := log.String(); !strings.Contains(line, "using 2 CUDA GPU(s)") || !strings.Contains(line, "gpu0, gpu1") || strings.Contains(line, "no GPU") {

@@ -38,8 +38,8 @@ func TestInjectedBackendIsUsed(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer rt.Close()
-	if rt.Backend() != rk.Backend(b) || len(rt.Registry().Devices()) != 3 || rt.Registry().BackendName() != "sim" {
-		t.Fatalf("runtime on %v with %d devices", rt.Backend(), len(rt.Registry().Devices()))
+	if rt.Backend() != rk.Backend(b) || len(rt.Registry().GPUs()) != 3 || rt.Registry().BackendName() != "sim" {
+		t.Fatalf("runtime on %v with %d devices", rt.Backend(), len(rt.Registry().GPUs()))
 	}
 	if !strings.Contains(log.String(), "3 simulated devices") || !strings.Contains(log.String(), "given in Config") {
 		t.Fatalf("note %q", log.String())
@@ -62,7 +62,7 @@ func TestInjectedBackendIsUsed(t *testing.T) {
 func TestInjectedBackendMustAgreeWithTheName(t *testing.T) {
 	b := sim.New(2)
 	rt, err := ra.New(ra.Config{Backend: b, Devices: ra.DeviceOptions{Backend: "sim", Log: io.Discard}})
-	if err != nil || len(rt.Registry().Devices()) != 2 {
+	if err != nil || len(rt.Registry().GPUs()) != 2 {
 		t.Fatalf("a sim backend of 2 devices: %v", err) // as many devices as it accepts
 	}
 	rt.Close()

@@ -15,7 +15,10 @@ import (
 type Device struct {
 	ID   int
 	Name string
-	// Backend runs ring kernels on it: "sim" or "cuda".
+	// Kind is KindGPU or KindCPU.
+	Kind string
+	// Backend runs ring kernels on it: "sim" or "cuda" for a GPU, "cpu"
+	// for the CPU.
 	Backend string
 	// Source is where the device was found: "driver" (the CUDA driver,
 	// with NVML's free memory where NVML is present) or "sim".
@@ -24,18 +27,26 @@ type Device struct {
 	MemoryBytes, FreeBytes uint64
 	// ComputeCapability is "9.0" and the like; "sim" for simulated devices.
 	ComputeCapability string
-	// SMs is the multiprocessor count where known, else 0.
-	SMs int
+	// SMs is a GPU's multiprocessor count where known, else 0; Cores is
+	// the CPU's core count.
+	SMs, Cores int
 	// P2P[j] reports whether this device can write device j's memory.
 	P2P []bool
+	// Topology[j] is how this GPU reaches GPU j (the CPU's, and the way to
+	// it, are Registry.Connection's).
+	Topology []Connection `json:",omitempty"`
 }
 
 // Environment variables read by DiscoverDevices.
 const (
 	// SimDevicesEnv is the number of simulated devices (default 4).
 	SimDevicesEnv = "RINGACTOR_SIM_DEVICES"
-	// SimP2PEnv is the simulated topology: "all" (default), "none", or
-	// peer pairs such as "0-1,2-3" (symmetric).
+	// SimP2PEnv is the simulated topology: "all" (default: every pair
+	// peers over PCIe), "none", or pairs with their link kind in
+	// nvidia-smi topo -m terms, such as "0-1:nv4,2-3:nv2,*:sys" (a bare
+	// pair "0-1" is a PCIe peer pair; "*" is every pair not named, sys by
+	// default). NVLink and PCIe below a host bridge (nv#, pix, pxb) have
+	// peer access; phb, node and sys do not.
 	SimP2PEnv = "RINGACTOR_SIM_P2P"
 )
 
@@ -68,11 +79,19 @@ var ErrNoDevice = errors.New("ringactor: no such device")
 // ErrBackend: the chosen backend cannot run here.
 var ErrBackend = errors.New("ringactor: backend unavailable")
 
-// Registry is the set of devices found at start.
+// Registry is the set of devices found at start: the GPUs of one backend
+// (ids 0..n-1), then the CPU (id n).
 type Registry struct {
 	devices []Device
 	backend string
 	note    string
+}
+
+// newRegistry lists gpus and then the CPU, and says so in note.
+func newRegistry(backend string, gpus []Device, note string) *Registry {
+	cpu := cpuDevice(len(gpus))
+	devs := append(append([]Device(nil), gpus...), cpu)
+	return &Registry{devices: devs, backend: backend, note: note + "; " + describeCPU(cpu)}
 }
 
 // DiscoverDevices lists the devices of the backend opts.Backend names, as
@@ -94,7 +113,7 @@ func DiscoverDevices(opts DeviceOptions) (*Registry, error) {
 // Note is the line DiscoverDevices printed.
 func (r *Registry) Note() string { return r.note }
 
-// BackendName is the backend the registry's devices run on.
+// BackendName is the backend the registry's GPUs run on.
 func (r *Registry) BackendName() string { return r.backend }
 
 // Devices lists the devices by id.
@@ -103,9 +122,51 @@ func (r *Registry) Devices() []Device { return append([]Device(nil), r.devices..
 // Device returns device id, or an error listing the ids there are.
 func (r *Registry) Device(id int) (Device, error) {
 	if id < 0 || id >= len(r.devices) {
-		return Device{}, fmt.Errorf("%w %d: devices are 0..%d (set %s for more simulated ones)", ErrNoDevice, id, len(r.devices)-1, SimDevicesEnv)
+		return Device{}, fmt.Errorf("%w %d: %s", ErrNoDevice, id, r.idsText())
 	}
 	return r.devices[id], nil
+}
+
+// idsText says which ids there are.
+func (r *Registry) idsText() string {
+	n := len(r.devices) - 1
+	gpus := fmt.Sprintf("GPUs are 0..%d", n-1)
+	switch {
+	case n == 0:
+		gpus = "there are no GPUs"
+	case n == 1:
+		gpus = "the GPU is 0"
+	}
+	more := ""
+	if r.backend == "sim" {
+		more = fmt.Sprintf(" (set %s for more simulated GPUs)", SimDevicesEnv)
+	}
+	return fmt.Sprintf("%s and the CPU is %d%s", gpus, n, more)
+}
+
+// CPU reports whether device d is the CPU.
+func (r *Registry) CPU(d int) bool {
+	return d >= 0 && d < len(r.devices) && r.devices[d].Kind == KindCPU
+}
+
+// CPUDevice is the CPU.
+func (r *Registry) CPUDevice() Device { return r.devices[len(r.devices)-1] }
+
+// GPUs lists the GPUs by id.
+func (r *Registry) GPUs() []Device { return append([]Device(nil), r.devices[:len(r.devices)-1]...) }
+
+// Lookup finds a device by its id ("2") or by the CPU's name ("cpu"), as
+// device lists on command lines give them.
+func (r *Registry) Lookup(name string) (Device, error) {
+	name = strings.TrimSpace(name)
+	if name == CPUName {
+		return r.CPUDevice(), nil
+	}
+	id, err := strconv.Atoi(name)
+	if err != nil {
+		return Device{}, fmt.Errorf("%w %q: name a device by its id or as %q; %s", ErrNoDevice, name, CPUName, r.idsText())
+	}
+	return r.Device(id)
 }
 
 // Peer reports whether device a can write device b's memory.
@@ -126,12 +187,12 @@ type Requirements struct {
 	Count int
 }
 
-// Select returns devices meeting req, most memory first, or an error saying
+// Select returns GPUs meeting req, most memory first, or an error saying
 // which requirement ruled them out.
 func (r *Registry) Select(req Requirements) ([]Device, error) {
 	var picked []Device
 	for _, d := range r.devices {
-		if d.MemoryBytes < req.MinMemory {
+		if d.Kind == KindCPU || d.MemoryBytes < req.MinMemory {
 			continue
 		}
 		ok := true
@@ -175,7 +236,7 @@ func simDevices(opts DeviceOptions) ([]Device, error) {
 	if topo == "" {
 		topo = os.Getenv(SimP2PEnv)
 	}
-	p2p, err := parseP2P(topo, n)
+	conn, p2p, err := parseTopology(topo, n)
 	if err != nil {
 		return nil, err
 	}
@@ -189,40 +250,10 @@ func simDevices(opts DeviceOptions) ([]Device, error) {
 		if v, ok := opts.SimMemoryOf[i]; ok {
 			m = v
 		}
-		devs[i] = Device{ID: i, Name: fmt.Sprintf("sim-%d", i), Backend: "sim", Source: "sim",
-			MemoryBytes: m, FreeBytes: m, ComputeCapability: "sim", P2P: p2p[i]}
+		devs[i] = Device{ID: i, Name: fmt.Sprintf("sim-%d", i), Kind: KindGPU, Backend: "sim", Source: "sim",
+			MemoryBytes: m, FreeBytes: m, ComputeCapability: "sim", P2P: p2p[i], Topology: conn[i]}
 	}
 	return devs, nil
-}
-
-// parseP2P reads a topology: "all", "none" or pairs "a-b,c-d".
-func parseP2P(s string, n int) ([][]bool, error) {
-	m := make([][]bool, n)
-	for i := range m {
-		m[i] = make([]bool, n)
-	}
-	switch strings.TrimSpace(s) {
-	case "", "all":
-		for i := range m {
-			for j := range m[i] {
-				m[i][j] = i != j
-			}
-		}
-		return m, nil
-	case "none":
-		return m, nil
-	}
-	for _, pair := range strings.Split(s, ",") {
-		a, b, ok := strings.Cut(strings.TrimSpace(pair), "-")
-		i, err1 := strconv.Atoi(a)
-		j, err2 := strconv.Atoi(b)
-		if !ok || err1 != nil || err2 != nil || i < 0 || j < 0 || i >= n || j >= n || i == j {
-			return nil, fmt.Errorf("%w: simulated topology %q: %q is not a pair of distinct device ids below %d (write e.g. 0-1,2-3, all or none)",
-				ErrNoDevice, s, pair, n)
-		}
-		m[i][j], m[j][i] = true, true
-	}
-	return m, nil
 }
 
 func describeP2P(devs []Device) string {

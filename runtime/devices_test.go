@@ -24,7 +24,7 @@ func TestSimDevicesAndTopology(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if n := len(r.Devices()); n != 6 {
+	if n := len(r.GPUs()); n != 6 {
 		t.Fatalf("%d devices, want 6", n)
 	}
 	if !strings.Contains(log.String(), "6 simulated devices (P2P 0-1,2-3)") {
@@ -33,8 +33,25 @@ func TestSimDevicesAndTopology(t *testing.T) {
 	if !r.Peer(1, 0) || !r.Peer(2, 3) || r.Peer(1, 2) || r.Peer(0, 0) || r.Peer(0, 9) {
 		t.Fatal("topology not as configured")
 	}
-	if _, err := r.Device(6); !errors.Is(err, ra.ErrNoDevice) || !strings.Contains(err.Error(), "0..5") {
+	if _, err := r.Device(7); !errors.Is(err, ra.ErrNoDevice) || !strings.Contains(err.Error(), "GPUs are 0..5 and the CPU is 6") {
 		t.Fatalf("unknown device: %v", err)
+	}
+	// The CPU comes after the GPUs, with its cores, and placement treats
+	// it as host memory.
+	cpu, err := r.Lookup("cpu")
+	if err != nil || cpu.ID != 6 || cpu.Kind != ra.KindCPU || cpu.Cores < 1 || !r.CPU(6) || r.CPU(5) || r.Peer(6, 0) || r.Peer(0, 6) {
+		t.Fatalf("the CPU device: %+v, %v", cpu, err)
+	}
+	if d, err := r.Lookup(" 3"); err != nil || d.ID != 3 || d.Kind != ra.KindGPU {
+		t.Fatalf("Lookup(3) = %+v, %v", d, err)
+	}
+	for _, bad := range []string{"gpu", "9", "-1", ""} {
+		if _, err := r.Lookup(bad); !errors.Is(err, ra.ErrNoDevice) || !strings.Contains(err.Error(), "the CPU is 6") {
+			t.Errorf("Lookup(%q): %v", bad, err)
+		}
+	}
+	if !strings.Contains(log.String(), "the CPU (") {
+		t.Errorf("log line %q does not mention the CPU", log.String())
 	}
 	sel, err := r.Select(ra.Requirements{P2P: true, Count: 2})
 	if err != nil || sel[0].ID != 0 || sel[1].ID != 1 {
@@ -98,7 +115,7 @@ func TestNoDriverFallsBack(t *testing.T) {
 		t.Fatalf("New, cuda without a driver: %v", err)
 	}
 	r, err := ra.DiscoverDevices(ra.DeviceOptions{Backend: "auto", SimDevices: 2, Log: &log})
-	if err != nil || r.BackendName() != "sim" || len(r.Devices()) != 2 {
+	if err != nil || r.BackendName() != "sim" || len(r.GPUs()) != 2 {
 		t.Fatal(r, err)
 	}
 	if !strings.Contains(log.String(), "no GPU to run on") || !strings.Contains(log.String(), "/nonexistent") || strings.Count(log.String(), "\n") != 1 {
@@ -132,8 +149,8 @@ func TestCUDADevicesThroughTheDriver(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		devs := r.Devices()
-		if r.BackendName() != "cuda" || len(devs) != 2 {
+		devs := r.GPUs()
+		if r.BackendName() != "cuda" || len(devs) != 2 || r.CPUDevice().ID != 2 {
 			t.Fatalf("%s: %s backend with %d devices", backend, r.BackendName(), len(devs))
 		}
 		d := devs[1]

@@ -26,6 +26,7 @@ func nvmlDevices() ([]nvmlGPU, error) {
 		return nil, errors.New(nvml.ErrorString(ret))
 	}
 	gpus := make([]nvmlGPU, 0, n)
+	handles := make([]nvml.Device, n)
 	for i := range n {
 		h, ret := nvml.DeviceGetHandleByIndex(i)
 		if ret != nvml.SUCCESS {
@@ -40,10 +41,31 @@ func nvmlDevices() ([]nvmlGPU, error) {
 			g.ComputeCapability = fmt.Sprintf("%d.%d", major, minor)
 		}
 		if pci, ret := h.GetPciInfo(); ret == nvml.SUCCESS {
-			g.pci = pciAddr{domain: int(pci.Domain), bus: int(pci.Bus), device: int(pci.Device)}
-			g.hasPCI = true
+			g.pci, g.hasPCI = pciOfNVML(pci), true
 		}
+		for link := range nvml.NVLINK_MAX_LINKS {
+			if st, ret := h.GetNvLinkState(link); ret != nvml.SUCCESS || st != nvml.FEATURE_ENABLED {
+				continue // no such link, or down: not a way between GPUs
+			}
+			if pci, ret := h.GetNvLinkRemotePciInfo(link); ret == nvml.SUCCESS {
+				g.nvlinks = append(g.nvlinks, pciOfNVML(pci))
+			}
+		}
+		handles[i] = h
 		gpus = append(gpus, g)
 	}
+	for i := range gpus {
+		gpus[i].ancestor = make([]int, n)
+		for j := range gpus[i].ancestor {
+			gpus[i].ancestor[j] = -1
+			if lvl, ret := handles[i].GetTopologyCommonAncestor(handles[j]); ret == nvml.SUCCESS && i != j {
+				gpus[i].ancestor[j] = int(lvl)
+			}
+		}
+	}
 	return gpus, nil
+}
+
+func pciOfNVML(p nvml.PciInfo) pciAddr {
+	return pciAddr{domain: int(p.Domain), bus: int(p.Bus), device: int(p.Device)}
 }

@@ -222,6 +222,11 @@ func (rt *Runtime) check(spec *PipelineSpec) (graph, error) {
 		if err := rk.CheckRoute(s.Name, ops[i], len(next[i]), s.Route, s.KeyOffset); err != nil {
 			return graph{}, bad("%v", err)
 		}
+		if dev, _ := rt.reg.Device(s.Device); dev.Kind != KindCPU && ops[i].CUDA == "" {
+			cpu := rt.reg.CPUDevice()
+			return graph{}, bad("stage %q: op %s has only a Go side (no CUDA source), so it cannot run on %s %d (%s); place it on the CPU, device %d (%q)",
+				s.Name, ops[i].Name, dev.Kind, dev.ID, dev.Name, cpu.ID, CPUName)
+		}
 	}
 	in, out, err := flowTypes(spec.Stages, ops, next)
 	if err != nil {
@@ -235,7 +240,7 @@ func (rt *Runtime) check(spec *PipelineSpec) (graph, error) {
 // registry's topology. Pipelines make their own; a stage group makes its
 // steal links with it. The link lives as long as the runtime's backend.
 func (rt *Runtime) NewLink(from, to int, capacity, slotSize int, id uint64) (*p2pqueue.Link, p2pqueue.Placement, error) {
-	pl, err := p2pqueue.Place(from, to, rt.reg.Peer)
+	pl, err := p2pqueue.Place(from, to, rt.reg)
 	if err != nil {
 		return nil, pl, err
 	}
@@ -643,7 +648,13 @@ func (p *Pipeline) Latency() []StageLatency {
 // lives, and where each stage's results go.
 func (p *Pipeline) Describe() string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "pipeline %q on %s backend, %d stages\n", p.spec.Name, p.rt.backend.Name(), len(p.stages))
+	fmt.Fprintf(&b, "pipeline %q on %s backend, %d stages\n", p.spec.Name, p.rt.gpus.Name(), len(p.stages))
+	for _, s := range p.stages {
+		if s.dev.Kind == KindCPU {
+			fmt.Fprintf(&b, "  (device %d is the CPU, run by goroutines beside the GPUs)\n", s.dev.ID)
+			break
+		}
+	}
 	for i, s := range p.stages {
 		mode := fmt.Sprintf("stateless, %d worker(s)", max(s.spec.Workers, 1))
 		if s.spec.Stateful {
@@ -652,7 +663,7 @@ func (p *Pipeline) Describe() string {
 		fmt.Fprintf(&b, "  %d. %-10s op %s%v on device %d (%s), %s\n", i+1, s.spec.Name, s.spec.Op, s.spec.Params, s.spec.Device, s.dev.Name, mode)
 		fmt.Fprintf(&b, "     ingress: %s, %d slots of %d B\n", s.inPlacement, s.ingressLink.Cap(), s.ingressLink.Config().SlotSize)
 		for _, e := range s.ups {
-			fmt.Fprintf(&b, "     from %s: %s, %d slots of %d B\n", e.peer.spec.Name, e.pl, e.link.Cap(), e.link.Config().SlotSize)
+			fmt.Fprintf(&b, "     from %s: %s over %s, %d slots of %d B\n", e.peer.spec.Name, e.pl, p.rt.reg.Connection(e.peer.spec.Device, s.spec.Device), e.link.Cap(), e.link.Config().SlotSize)
 		}
 		if len(s.outs) > 1 || s.spec.Route != RouteOne {
 			to := make([]string, len(s.outs))

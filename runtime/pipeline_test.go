@@ -54,7 +54,7 @@ func deviceEnv(t *testing.T) *env {
 	}
 	cudatest.Device(t, 0)
 	e := newEnvOn(t, ra.DeviceOptions{Backend: "cuda", Log: io.Discard})
-	gpus.Store(int32(len(e.RT.Registry().Devices())))
+	gpus.Store(int32(len(e.RT.Registry().GPUs())))
 	return e
 }
 

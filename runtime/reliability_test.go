@@ -113,6 +113,7 @@ func TestWatchdogFaultsAHungStage(t *testing.T) {
 	faults := make(chan ra.StageFaulted, 4)
 	spec := guide("hung")
 	spec.Stages[1].Op, spec.Stages[1].Stateful = h.op, true
+	spec.Stages[1].Device = e.RT.Registry().CPUDevice().ID // a Go-only op runs on the CPU
 	spec.Deliver.Func, spec.OnDeadLetter = acc.result, acc.deadLetter
 	spec.HangAfter = 100 * time.Millisecond
 	spec.OnFault = func(f ra.StageFaulted) { faults <- f }
@@ -322,6 +323,7 @@ func TestStressTogglesAndAFault(t *testing.T) {
 	acc := newAccount()
 	spec := guide("stress")
 	spec.Stages[1].Op = h.op
+	spec.Stages[1].Device = e.RT.Registry().CPUDevice().ID // a Go-only op runs on the CPU
 	spec.Deliver.Func, spec.OnDeadLetter = acc.result, acc.deadLetter
 	spec.HangAfter = time.Second
 	faulted := make(chan ra.StageFaulted, 1)

@@ -43,8 +43,11 @@ type Config struct {
 // Runtime owns the devices, the ring-kernel backend and the actor system
 // pipelines are built in.
 type Runtime struct {
-	reg     *Registry
+	reg *Registry
+	// backend runs every device's kernels: gpus for the GPUs, the sim
+	// engine for the CPU.
 	backend rk.Backend
+	gpus    rk.Backend
 	// release closes a backend the runtime opened that holds resources
 	// (device memory, contexts); nil for the simulator and for
 	// Config.Backend.
@@ -70,9 +73,11 @@ func newRuntime(cfg Config, kinds []backendKind) (*Runtime, error) {
 	if err != nil {
 		return nil, err
 	}
-	rt := &Runtime{reg: sel.reg, backend: sel.backend, system: cfg.System, tp: cfg.TracerProvider, mp: cfg.MeterProvider, names: map[string]*Pipeline{}, roles: map[string]bool{}}
-	if c, ok := sel.backend.(interface{ Close() error }); ok && sel.owned {
-		rt.release = c.Close
+	cpu := sel.reg.CPUDevice()
+	devs := newDevices(sel.backend, cpu.ID, openCPU(cpu.ID, cfg.Devices))
+	rt := &Runtime{reg: sel.reg, gpus: sel.backend, backend: devs, system: cfg.System, tp: cfg.TracerProvider, mp: cfg.MeterProvider, names: map[string]*Pipeline{}, roles: map[string]bool{}}
+	if _, ok := sel.backend.(interface{ Close() error }); ok && sel.owned {
+		rt.release = devs.close
 	}
 	if rt.system == nil {
 		rt.system = actor.NewActorSystem(actor.WithLoggerFactory(func(*actor.ActorSystem) *slog.Logger {
@@ -118,8 +123,9 @@ func (rt *Runtime) Claim(role string) (release func(), ok bool) {
 	}, true
 }
 
-// Backend is the ring-kernel backend stages run on.
-func (rt *Runtime) Backend() rk.Backend { return rt.backend }
+// Backend is the ring-kernel backend the GPUs run on (the CPU device has
+// its own engine beside it).
+func (rt *Runtime) Backend() rk.Backend { return rt.gpus }
 
 // closeTimeout bounds the teardown of each pipeline Close finds still open.
 const closeTimeout = 10 * time.Second

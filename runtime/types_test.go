@@ -165,10 +165,10 @@ func keyedWant(k kernels.Keyed) []float32 {
 // letter, and a request whose ctx is cancelled ends in the account.
 func TestTypedMsgpackGoStage(t *testing.T) {
 	registerTestTypes(t)
-	e := newEnv(t, "") // a Go stage has no CUDA side: simulated devices
+	e := newEnv(t, "")
 	res := make(chan ra.Result, 100)
 	p := buildStarted(t, e.RT, ra.PipelineSpec{Name: "orders", Stages: []ra.StageSpec{
-		{Name: "price", Op: "test_price", Device: 1, SlotSize: 128},
+		{Name: "price", Op: "test_price", Device: e.RT.Registry().CPUDevice().ID, SlotSize: 128}, // a Go stage runs on the CPU
 	}, Deliver: ra.Sink{Chan: res}})
 	items := []string{"bolt", "nut", "a rather long item name that msgpack carries as a string", "washer"}
 	for i, it := range items {
@@ -288,6 +288,7 @@ func TestWrongAndUnregisteredTypesDeadLettered(t *testing.T) {
 func TestBuildRefusesTypeMismatch(t *testing.T) {
 	registerTestTypes(t)
 	e := newEnv(t, "")
+	cpu := e.RT.Registry().CPUDevice().ID
 	for _, c := range []struct {
 		stages []ra.StageSpec
 		want   string
@@ -296,7 +297,7 @@ func TestBuildRefusesTypeMismatch(t *testing.T) {
 			`stage "sum" gives []float32 (type 0), but stage "scale", which it sends to, takes kernels.Keyed (type 1)`},
 		{[]ra.StageSpec{{Name: "x2", Op: "scale", Params: []float32{2}}, {Name: "count", Op: "keyed_count", Stateful: true}},
 			`stage "x2" gives []float32 (type 0), but stage "count"`},
-		{[]ra.StageSpec{{Name: "price", Op: "test_price"}, {Name: "p", Op: "pass"}, {Name: "count", Op: "keyed_count", Stateful: true}},
+		{[]ra.StageSpec{{Name: "price", Op: "test_price", Device: cpu}, {Name: "p", Op: "pass"}, {Name: "count", Op: "keyed_count", Stateful: true}},
 			`stage "p" gives runtime_test.invoice (type 101), but stage "count", which it sends to, takes kernels.Keyed (type 1)`},
 		{[]ra.StageSpec{
 			{Name: "a", Op: "keyed_scale", Params: []float32{1}, To: []string{"merge"}},

@@ -49,7 +49,7 @@ func main() {
 const usage = `usage: ringactor <command> [flags]
 
 commands:
-  devices    list devices and their P2P matrix (-json for JSON)
+  devices    list devices (GPUs and the CPU) and their topology matrix (-json for JSON)
   describe   show the main job's pipeline placement on -devices 0,1,2
   bench      every benchmark this machine can run, beside its baseline (-quick, -json, -only)
   bench-gpu  ring kernels on GPU 0 vs a kernel launch and a CUDA graph replay per message (needs a GPU)
@@ -90,51 +90,80 @@ func devices(args []string, out, errOut io.Writer) error {
 		return err
 	}
 	devs := reg.Devices()
+	topo := make([][]ra.Connection, len(devs))
+	for i := range devs {
+		for j := range devs {
+			topo[i] = append(topo[i], reg.Connection(i, j))
+		}
+	}
 	if *asJSON {
 		enc := json.NewEncoder(out)
 		enc.SetIndent("", "  ")
 		return enc.Encode(struct {
-			Backend string      `json:"backend"`
-			Note    string      `json:"note"`
-			Devices []ra.Device `json:"devices"`
-		}{reg.BackendName(), reg.Note(), devs})
+			Backend  string            `json:"backend"`
+			Note     string            `json:"note"`
+			Devices  []ra.Device       `json:"devices"`
+			Topology [][]ra.Connection `json:"topology"`
+		}{reg.BackendName(), reg.Note(), devs, topo})
 	}
 	fmt.Fprintln(out, reg.Note())
 	fmt.Fprintln(out)
 	tw := tabwriter.NewWriter(out, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "id\tname\tbackend\tsource\tmemory\tcompute\tSMs")
+	fmt.Fprintln(tw, "id\tname\tkind\tbackend\tsource\tmemory\tcompute\tSMs/cores")
 	for _, d := range devs {
-		sms := "-"
+		units := "-"
 		if d.SMs > 0 {
-			sms = strconv.Itoa(d.SMs)
+			units = strconv.Itoa(d.SMs)
+		} else if d.Cores > 0 {
+			units = strconv.Itoa(d.Cores)
 		}
-		fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%.1f GiB\t%s\t%s\n", d.ID, d.Name, d.Backend, d.Source, float64(d.MemoryBytes)/(1<<30), d.ComputeCapability, sms)
+		fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\t%.1f GiB\t%s\t%s\n", d.ID, d.Name, d.Kind, d.Backend, d.Source, float64(d.MemoryBytes)/(1<<30), d.ComputeCapability, units)
 	}
 	tw.Flush()
-	fmt.Fprintln(out, "\nP2P (row writes column's memory):")
-	var b strings.Builder
-	b.WriteString("    ")
-	for j := range devs {
-		fmt.Fprintf(&b, "%3d", j)
+	fmt.Fprintln(out, "\nTopology (as nvidia-smi topo -m):")
+	label := func(d ra.Device) string {
+		if d.Kind == ra.KindCPU {
+			return "CPU"
+		}
+		return fmt.Sprintf("GPU%d", d.ID)
 	}
-	fmt.Fprintln(out, b.String())
+	tw = tabwriter.NewWriter(out, 0, 0, 2, ' ', 0)
+	fmt.Fprint(tw, "\t")
+	for _, d := range devs {
+		fmt.Fprintf(tw, "%s\t", label(d))
+	}
+	fmt.Fprintln(tw, "P2P to")
 	for i, d := range devs {
-		b.Reset()
-		fmt.Fprintf(&b, "%3d ", i)
+		fmt.Fprintf(tw, "%s\t", label(d))
+		var peers []string
 		for j := range devs {
-			switch {
-			case i == j:
-				b.WriteString("  -")
-			case d.P2P[j]:
-				b.WriteString("  Y")
-			default:
-				b.WriteString("  .")
+			fmt.Fprintf(tw, "%s\t", topo[i][j])
+			if reg.Peer(i, j) {
+				peers = append(peers, strconv.Itoa(j))
 			}
 		}
-		fmt.Fprintln(out, b.String())
+		if len(peers) == 0 {
+			peers = []string{"-"}
+		}
+		fmt.Fprintln(tw, strings.Join(peers, ","))
 	}
+	tw.Flush()
+	fmt.Fprint(out, topologyLegend)
 	return nil
 }
+
+const topologyLegend = `
+Legend:
+  X    = self
+  NV#  = connection traversing a bonded set of # NVLinks
+  PIX  = connection traversing at most a single PCIe bridge
+  PXB  = connection traversing multiple PCIe bridges (without a PCIe host bridge)
+  PHB  = connection traversing PCIe as well as a PCIe host bridge (the CPU's memory is reached so)
+  NODE = connection traversing PCIe and the interconnect between PCIe host bridges within a NUMA node
+  SYS  = connection traversing PCIe and the SMP interconnect between NUMA nodes
+  ?    = not known (NVML did not say)
+  P2P to = the devices whose memory this one writes directly (peer access)
+`
 
 func describe(ctx context.Context, args []string, out, errOut io.Writer) error {
 	fs := flag.NewFlagSet("describe", flag.ContinueOnError)

@@ -13,15 +13,25 @@ import (
 )
 
 func TestDevices(t *testing.T) {
-	t.Setenv("RINGACTOR_SIM_P2P", "0-1")
+	t.Setenv("RINGACTOR_SIM_P2P", "0-1:nv4,2-3:pxb,*:sys")
 	var out, errOut bytes.Buffer
 	if err := run(context.Background(), []string{"devices", "-backend", "sim"}, &out, &errOut); err != nil {
 		t.Fatal(err)
 	}
-	for _, want := range []string{"using 4 simulated devices", "sim-3", "P2P (row writes column's memory)", "  0   -  Y  .  ."} {
+	matrix := regexp.MustCompile(`(?m)^\s+GPU0\s+GPU1\s+GPU2\s+GPU3\s+CPU\s+P2P to\n` +
+		`GPU0\s+X\s+NV4\s+SYS\s+SYS\s+PHB\s+1\n` +
+		`GPU1\s+NV4\s+X\s+SYS\s+SYS\s+PHB\s+0\n` +
+		`GPU2\s+SYS\s+SYS\s+X\s+PXB\s+PHB\s+3\n` +
+		`GPU3\s+SYS\s+SYS\s+PXB\s+X\s+PHB\s+2\n` +
+		`CPU\s+PHB\s+PHB\s+PHB\s+PHB\s+X\s+-\n`)
+	cpuRow := regexp.MustCompile(`(?m)^4\s+cpu\s+cpu\s+cpu\s+host\s+[0-9.]+ GiB\s+cpu\s+[1-9][0-9]*$`)
+	for _, want := range []string{"using 4 simulated devices", "sim-3", "the CPU ("} {
 		if !strings.Contains(out.String(), want) {
 			t.Fatalf("devices output lacks %q:\n%s", want, out.String())
 		}
+	}
+	if !matrix.MatchString(out.String()) || !cpuRow.MatchString(out.String()) {
+		t.Fatalf("devices output lacks the topology matrix or the CPU's row:\n%s", out.String())
 	}
 	out.Reset()
 	if err := run(context.Background(), []string{"devices", "-json", "-backend", "sim"}, &out, &errOut); err != nil {
@@ -30,11 +40,15 @@ func TestDevices(t *testing.T) {
 	var doc struct {
 		Backend string
 		Devices []struct {
-			ID  int
-			P2P []bool
+			ID    int
+			Kind  string
+			Cores int
+			P2P   []bool
 		}
+		Topology [][]string
 	}
-	if err := json.Unmarshal(out.Bytes(), &doc); err != nil || doc.Backend != "sim" || len(doc.Devices) != 4 || !doc.Devices[1].P2P[0] || doc.Devices[1].P2P[2] {
+	if err := json.Unmarshal(out.Bytes(), &doc); err != nil || doc.Backend != "sim" || len(doc.Devices) != 5 || !doc.Devices[1].P2P[0] || doc.Devices[1].P2P[2] ||
+		doc.Devices[4].Kind != "cpu" || doc.Devices[4].Cores < 1 || len(doc.Topology) != 5 || doc.Topology[0][1] != "NV4" || doc.Topology[2][3] != "PXB" || doc.Topology[4][0] != "PHB" {
 		t.Fatalf("json %v: %s", err, out.String())
 	}
 }
@@ -53,7 +67,7 @@ func TestDevicesCUDA(t *testing.T) {
 	if err := run(context.Background(), []string{"devices", "-backend", "cuda"}, &out, &errOut); err != nil {
 		t.Fatal(err)
 	}
-	row := regexp.MustCompile(`(?m)^0\s+` + regexp.QuoteMeta(name) + `\s+cuda\s+driver\s+[0-9.]+ GiB\s+` + fmt.Sprintf("%d\\.%d", major, minor) + `\s+[1-9][0-9]*$`)
+	row := regexp.MustCompile(`(?m)^0\s+` + regexp.QuoteMeta(name) + `\s+gpu\s+cuda\s+driver\s+[0-9.]+ GiB\s+` + fmt.Sprintf("%d\\.%d", major, minor) + `\s+[1-9][0-9]*$`)
 	if !strings.Contains(out.String(), "CUDA GPU(s) through") || !row.MatchString(out.String()) {
 		t.Fatalf("devices -backend cuda:\n%s", out.String())
 	}

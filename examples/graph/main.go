@@ -147,7 +147,7 @@ func run(ctx context.Context, args []string, out, errOut io.Writer) error {
 		return err
 	}
 	defer rt.Close()
-	devs := len(rt.Registry().Devices())
+	devs := len(rt.Registry().GPUs())
 	dev := func(i int) int { return i % devs }
 	chk := newCheck(o.messages)
 	var deadMu sync.Mutex

@@ -47,7 +47,7 @@ import (
 )
 
 type options struct {
-	devices   []int
+	devices   []string // ids, or "cpu"
 	messages  int
 	payload   int
 	backend   string
@@ -84,7 +84,7 @@ func parse(args []string, errOut io.Writer) (options, error) {
 	fs := flag.NewFlagSet("pipeline", flag.ContinueOnError)
 	fs.SetOutput(errOut)
 	var o options
-	devs := fs.String("devices", "0,1,2", "device ids of the three stages (one id puts all three on it)")
+	devs := fs.String("devices", "0,1,2", `device ids of the three stages, or "cpu" (one puts all three on it)`)
 	fs.IntVar(&o.messages, "messages", 200000, "messages to send")
 	fs.IntVar(&o.payload, "payload", 16, "float32s per message (at most 56 with the default slot size)")
 	fs.StringVar(&o.backend, "backend", "auto", "auto, sim or cuda")
@@ -98,18 +98,18 @@ func parse(args []string, errOut io.Writer) (options, error) {
 		return o, err
 	}
 	for _, f := range strings.Split(*devs, ",") {
-		id, err := strconv.Atoi(strings.TrimSpace(f))
-		if err != nil {
-			return o, fmt.Errorf("-devices %q: %q is not a device id", *devs, f)
+		f = strings.TrimSpace(f)
+		if _, err := strconv.Atoi(f); err != nil && f != ra.CPUName {
+			return o, fmt.Errorf("-devices %q: %q is neither a device id nor %q", *devs, f, ra.CPUName)
 		}
-		o.devices = append(o.devices, id)
+		o.devices = append(o.devices, f)
 	}
 	switch len(o.devices) {
 	case 1:
-		o.devices = []int{o.devices[0], o.devices[0], o.devices[0]}
+		o.devices = []string{o.devices[0], o.devices[0], o.devices[0]}
 	case 3:
 	default:
-		return o, fmt.Errorf("-devices %q: give three device ids, one per stage, or one for all", *devs)
+		return o, fmt.Errorf("-devices %q: give three devices, one per stage, or one for all", *devs)
 	}
 	switch {
 	case o.messages < 1:
@@ -236,7 +236,15 @@ func run(ctx context.Context, args []string, out, errOut io.Writer) error {
 
 	var mismatches, checked atomic.Uint64
 	var firstBad atomic.Pointer[string]
-	spec := ra.GuideSpec("guide", [3]int(o.devices))
+	var ids [3]int
+	for i, name := range o.devices {
+		d, err := rt.Registry().Lookup(name)
+		if err != nil {
+			return fmt.Errorf("-devices: %w", err)
+		}
+		ids[i] = d.ID
+	}
+	spec := ra.GuideSpec("guide", ids)
 	spec.SampleRatio = o.sample
 	spec.Deliver = ra.Sink{Func: func(r ra.Result) {
 		in := make([]float32, o.payload)
@@ -355,7 +363,7 @@ func buildRemote(ctx context.Context, rt *ra.Runtime, spec ra.PipelineSpec, errO
 	if err != nil {
 		return nil, nil, err
 	}
-	proc, err := nodeproc.Start(jctx, nodeproc.Config{Name: "stage2", ManagePort: ports[1], Peers: peers, SimDevices: len(rt.Registry().Devices())})
+	proc, err := nodeproc.Start(jctx, nodeproc.Config{Name: "stage2", ManagePort: ports[1], Peers: peers, SimDevices: len(rt.Registry().GPUs())})
 	leave := func() { // this node first: a peer that leaves first is blocked by protoactor, racily (see Makefile)
 		lctx, lcancel := context.WithTimeout(context.Background(), 15*time.Second)
 		defer lcancel()

@@ -16,17 +16,25 @@ type Backend struct {
 	// default): it makes devices unequal, as real ones are, so placement
 	// and work stealing can be exercised. Set it before the first Start.
 	Cost map[int]time.Duration
+	// Kind is the name it gives (default "sim"): "cpu" where it runs the
+	// host's CPU as a device beside GPUs.
+	Kind string
 }
 
 // New returns a sim backend with n devices (0: any id).
 func New(n int) *Backend { return &Backend{Devices: n} }
 
-// Name is "sim".
-func (b *Backend) Name() string { return "sim" }
+// Name is Kind, "sim" by default.
+func (b *Backend) Name() string {
+	if b.Kind != "" {
+		return b.Kind
+	}
+	return "sim"
+}
 
 func (b *Backend) checkDevice(d int) error {
 	if d < 0 || (b.Devices > 0 && d >= b.Devices) {
-		return fmt.Errorf("sim: no device %d: this backend has devices 0..%d; pick one of those", d, b.Devices-1)
+		return fmt.Errorf("%s: no device %d: this backend has devices 0..%d; pick one of those", b.Name(), d, b.Devices-1)
 	}
 	return nil
 }

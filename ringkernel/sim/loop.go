@@ -20,8 +20,11 @@ const (
 	spinSteps = 16
 	// parkMax bounds a park, so the heartbeat advances while idle.
 	parkMax = 50 * time.Millisecond
-	// fullMax bounds the backoff while the out-link is full.
+	// fullMax bounds the backoff while the out-link is full, and pollMax
+	// the backoff of a kernel whose in-link a device writes (no doorbell
+	// rings for it).
 	fullMax = time.Millisecond
+	pollMax = 200 * time.Microsecond
 )
 
 // kernel is one ring kernel's loop on goroutines: the lead goroutine owns
@@ -44,6 +47,10 @@ type kernel struct {
 	bell     *p2pqueue.Doorbell
 	done     chan struct{}
 	next     int // in-link to try first, for fairness
+	// polled: some in-link lives in memory a device writes (a GPU stage
+	// feeding the CPU device), whose producer cannot ring the doorbell,
+	// so idle waits are short sleeps instead of parks.
+	polled bool
 
 	life  rk.State
 	ack   uint32
@@ -100,6 +107,7 @@ func newKernel(job *rk.Job) (*kernel, error) {
 	maxIn := 0
 	for _, l := range job.Spec.In {
 		l.SetDoorbell(k.bell)
+		k.polled = k.polled || l.Region().Kind != p2pqueue.HostMemory
 		maxIn = max(maxIn, l.Config().PayloadCap())
 	}
 	if len(k.outLinks) > 0 {
@@ -252,10 +260,14 @@ func (k *kernel) wait(idle *int) {
 		runtime.Gosched()
 		return
 	}
-	if k.outFull {
-		// Our in-links have messages; the consumer downstream must free
-		// room. Sleep a little, waking early for a command.
+	if k.outFull || k.polled {
+		// Our in-links have messages and the consumer downstream must free
+		// room, or a device may publish to us without ringing: sleep a
+		// little, waking early for a command.
 		d := min(time.Duration(*idle-spinSteps)*20*time.Microsecond, fullMax)
+		if k.polled && !k.outFull {
+			d = min(d, pollMax)
+		}
 		p2pqueue.ParkAll(context.Background(), k.bell, d)
 		return
 	}

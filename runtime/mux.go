@@ -1,0 +1,93 @@
+package runtime
+
+import (
+	"errors"
+	"fmt"
+
+	"github.com/ringactor/ringactor/p2pqueue"
+	rk "github.com/ringactor/ringactor/ringkernel"
+)
+
+// devices runs each device's kernels on the backend of its kind: the GPUs'
+// backend (CUDA or sim) and the CPU's goroutine engine, behind the one
+// Backend interface. The registry's device ids are global; each backend
+// sees its own (a GPU keeps its id, the CPU is its engine's device 0).
+// Regions it hands out carry the global id, so Free finds their backend.
+type devices struct {
+	of        []devRoute // by global device id
+	gpus, cpu rk.Backend
+}
+
+type devRoute struct {
+	b     rk.Backend
+	local int
+}
+
+// newDevices joins gpus (whose devices are ids 0..n-1) and the CPU's
+// engine (device n).
+func newDevices(gpus rk.Backend, n int, cpu rk.Backend) *devices {
+	d := &devices{gpus: gpus, cpu: cpu}
+	for i := range n {
+		d.of = append(d.of, devRoute{gpus, i})
+	}
+	d.of = append(d.of, devRoute{cpu, 0})
+	return d
+}
+
+// Name lists the backends: "cuda+cpu".
+func (d *devices) Name() string { return d.gpus.Name() + "+" + d.cpu.Name() }
+
+func (d *devices) route(device int) (devRoute, error) {
+	if device < 0 || device >= len(d.of) {
+		return devRoute{}, fmt.Errorf("%w %d: devices are 0..%d", ErrNoDevice, device, len(d.of)-1)
+	}
+	return d.of[device], nil
+}
+
+// Alloc allocates on the backend of device's kind.
+func (d *devices) Alloc(device, size int, kind p2pqueue.MemoryKind) (p2pqueue.Region, error) {
+	r, err := d.route(device)
+	if err != nil {
+		return p2pqueue.Region{}, err
+	}
+	reg, err := r.b.Alloc(r.local, size, kind)
+	if err == nil && reg.Device == r.local {
+		reg.Device = device
+	}
+	return reg, err
+}
+
+// Free returns a region to the backend that allocated it.
+func (d *devices) Free(reg p2pqueue.Region) error {
+	r, err := d.route(reg.Device)
+	if err != nil {
+		return err
+	}
+	reg.Device = r.local
+	return r.b.Free(reg)
+}
+
+// Start launches job on the backend of its device's kind.
+func (d *devices) Start(job *rk.Job) (rk.Loop, error) {
+	r, err := d.route(job.Spec.Device)
+	if err != nil {
+		return nil, err
+	}
+	if r.local == job.Spec.Device {
+		return r.b.Start(job)
+	}
+	local := *job
+	local.Spec.Device = r.local
+	return r.b.Start(&local)
+}
+
+// close closes the backends that hold resources (the CUDA backend).
+func (d *devices) close() error {
+	var errs []error
+	for _, b := range []rk.Backend{d.gpus, d.cpu} {
+		if c, ok := b.(interface{ Close() error }); ok {
+			errs = append(errs, c.Close())
+		}
+	}
+	return errors.Join(errs...)
+}
