@@ -2,6 +2,7 @@ package runtime
 
 import (
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 )
@@ -184,4 +185,76 @@ func parseTopology(s string, n int) ([][]Connection, [][]bool, error) {
 		}
 	}
 	return conn, p2p, nil
+}
+
+// rank orders connections, fastest (lowest) first.
+func (c Connection) rank() int { return int(c.Level)*100 - c.NVLinks }
+
+// Chain picks GPUs for n consecutive stages (a pipeline's stage i sends to
+// stage i+1), preferring the fastest link between each stage and the
+// next: distinct GPUs joined by NVLink where there is some, then PCIe
+// switches, then host bridges, and so on. Of the chains its greedy walk
+// finds from each start, it takes the one whose slowest link is fastest
+// (then the next slowest, then the lowest ids). With fewer GPUs than
+// stages the chain starts over on the same GPUs, so one GPU takes every
+// stage. The CPU is never picked: place stages there by name.
+func (r *Registry) Chain(n int) ([]int, error) {
+	gpus := len(r.devices) - 1
+	switch {
+	case n < 1:
+		return nil, fmt.Errorf("%w: a chain of %d stages; ask for at least one", ErrNoDevice, n)
+	case gpus == 0:
+		return nil, fmt.Errorf("%w: no GPUs to chain stages over; place them on the CPU, device %d", ErrNoDevice, r.CPUDevice().ID)
+	}
+	k := min(n, gpus)
+	var best []int
+	var bestCost []int
+	for start := range gpus {
+		path := []int{start}
+		used := map[int]bool{start: true}
+		var cost []int
+		for len(path) < k {
+			from, next := path[len(path)-1], -1
+			for j := range gpus {
+				if !used[j] && (next < 0 || r.Connection(from, j).rank() < r.Connection(from, next).rank()) {
+					next = j
+				}
+			}
+			path = append(path, next)
+			used[next] = true
+			cost = append(cost, r.Connection(from, next).rank())
+		}
+		slices.SortFunc(cost, func(a, b int) int { return b - a }) // slowest first
+		if best == nil || slices.Compare(cost, bestCost) < 0 {
+			best, bestCost = path, cost
+		}
+	}
+	out := make([]int, n)
+	for i := range out {
+		out[i] = best[i%k]
+	}
+	return out, nil
+}
+
+// DeviceList reads a list of devices for n stages as command lines give
+// it: "auto" (Chain(n)), one device for all of them ("2", "cpu"), or one
+// per stage ("0,cpu,2"), each an id or "cpu".
+func (r *Registry) DeviceList(s string, n int) ([]int, error) {
+	s = strings.TrimSpace(s)
+	if s == "auto" {
+		return r.Chain(n)
+	}
+	names := strings.Split(s, ",")
+	if len(names) != 1 && len(names) != n {
+		return nil, fmt.Errorf("%w: %q names %d devices; give one per stage (%d), one for all, or auto", ErrNoDevice, s, len(names), n)
+	}
+	ids := make([]int, n)
+	for i := range ids {
+		d, err := r.Lookup(names[i%len(names)])
+		if err != nil {
+			return nil, err
+		}
+		ids[i] = d.ID
+	}
+	return ids, nil
 }

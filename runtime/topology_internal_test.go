@@ -2,6 +2,7 @@ package runtime
 
 import (
 	"encoding/json"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -96,6 +97,57 @@ func TestConnectionText(t *testing.T) {
 		b, _ := ParseConnection(order[i])
 		if !a.Faster(b) || b.Faster(a) {
 			t.Errorf("%s should be faster than %s", a, b)
+		}
+	}
+}
+
+// Chain follows the fastest links: NVLink first, then PCIe, and one GPU
+// takes every stage.
+func TestChainPrefersTheFastestLink(t *testing.T) {
+	for _, c := range []struct {
+		gpus int
+		topo string
+		n    int
+		want []int
+	}{
+		{4, "0-3:nv4,3-1:nv2,*:sys", 3, []int{0, 3, 1}},
+		{4, "0-3:nv4,3-1:nv2,*:sys", 2, []int{0, 3}},
+		{4, "1-2:nv8,2-3:nv8,0-1:nv2,*:sys", 3, []int{1, 2, 3}}, // two NV8 links beat NV8 then NV2
+		{4, "2-3:pix,1-2:pxb,*:sys", 3, []int{1, 2, 3}},
+		{4, "none", 3, []int{0, 1, 2}},
+		{4, "all", 6, []int{0, 1, 2, 3, 0, 1}},
+		{1, "", 3, []int{0, 0, 0}},
+	} {
+		devs, err := simDevices(DeviceOptions{SimDevices: c.gpus, SimP2P: c.topo})
+		if err != nil {
+			t.Fatal(err)
+		}
+		r := newRegistry("sim", devs, "")
+		got, err := r.Chain(c.n)
+		if err != nil || !slices.Equal(got, c.want) {
+			t.Errorf("%d GPUs %q: Chain(%d) = %v, %v; want %v", c.gpus, c.topo, c.n, got, err, c.want)
+		}
+	}
+	r := newRegistry("sim", nil, "")
+	if _, err := r.Chain(2); err == nil || !strings.Contains(err.Error(), "place them on the CPU, device 0") {
+		t.Errorf("no GPUs: %v", err)
+	}
+}
+
+func TestDeviceList(t *testing.T) {
+	devs, err := simDevices(DeviceOptions{SimDevices: 3, SimP2P: "1-2:nv2,*:sys"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := newRegistry("sim", devs, "")
+	for s, want := range map[string][]int{"auto": {0, 1, 2}, "cpu": {3, 3, 3}, " 0, cpu ,2": {0, 3, 2}, "1": {1, 1, 1}} {
+		if got, err := r.DeviceList(s, 3); err != nil || !slices.Equal(got, want) {
+			t.Errorf("DeviceList(%q) = %v, %v; want %v", s, got, err, want)
+		}
+	}
+	for s, want := range map[string]string{"0,1": "names 2 devices", "0,7,1": "no such device 7: GPUs are 0..2 and the CPU is 3", "0,gpu,1": `"gpu"`} {
+		if _, err := r.DeviceList(s, 3); err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("DeviceList(%q): %v, want an error saying %s", s, err, want)
 		}
 	}
 }

@@ -168,29 +168,21 @@ Legend:
 func describe(ctx context.Context, args []string, out, errOut io.Writer) error {
 	fs := flag.NewFlagSet("describe", flag.ContinueOnError)
 	fs.SetOutput(errOut)
-	devs := fs.String("devices", "0,1,2", "device ids of the three stages")
+	devs := fs.String("devices", "auto", `devices of the three stages: ids or "cpu", one for all, or auto (the fastest links)`)
 	backend := fs.String("backend", "auto", "auto, sim or cuda")
 	if err := fs.Parse(args); err != nil {
 		return err
-	}
-	var ids [3]int
-	parts := strings.Split(*devs, ",")
-	if len(parts) != 3 {
-		return fmt.Errorf("-devices %q: give three device ids, one per stage", *devs)
-	}
-	for i, f := range parts {
-		id, err := strconv.Atoi(strings.TrimSpace(f))
-		if err != nil {
-			return fmt.Errorf("-devices %q: %q is not a device id", *devs, f)
-		}
-		ids[i] = id
 	}
 	rt, err := ra.New(ra.Config{Devices: ra.DeviceOptions{Backend: *backend, Log: errOut}})
 	if err != nil {
 		return err
 	}
 	defer rt.Close()
-	p, err := rt.Build(ctx, ra.GuideSpec("guide", ids))
+	ids, err := rt.Registry().DeviceList(*devs, 3)
+	if err != nil {
+		return fmt.Errorf("-devices: %w", err)
+	}
+	p, err := rt.Build(ctx, ra.GuideSpec("guide", [3]int(ids)))
 	if err != nil {
 		return err
 	}

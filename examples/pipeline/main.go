@@ -4,6 +4,11 @@
 //
 //	go run ./examples/pipeline -devices 0,1,2 -messages 200000 -payload 16
 //
+// -devices names a device per stage: a GPU's id or "cpu", the host's CPU
+// run as a device beside the GPUs (-devices 0,cpu,2). The default, auto,
+// takes three GPUs each joined to the next by the fastest link the
+// topology has (Registry.Chain), or one GPU for all three.
+//
 // -remote-stage2 runs the middle stage in a second process on this machine
 // (the same program started again as cluster node "stage2"), joined over
 // loopback through protoactor remote and cluster.
@@ -26,7 +31,6 @@ import (
 	"math"
 	"os"
 	"os/signal"
-	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -47,7 +51,7 @@ import (
 )
 
 type options struct {
-	devices   []string // ids, or "cpu"
+	devices   string // Registry.DeviceList's form
 	messages  int
 	payload   int
 	backend   string
@@ -84,7 +88,7 @@ func parse(args []string, errOut io.Writer) (options, error) {
 	fs := flag.NewFlagSet("pipeline", flag.ContinueOnError)
 	fs.SetOutput(errOut)
 	var o options
-	devs := fs.String("devices", "0,1,2", `device ids of the three stages, or "cpu" (one puts all three on it)`)
+	devs := fs.String("devices", "auto", `device ids of the three stages, or "cpu" (one puts all three on it); auto: three GPUs, each joined to the next by the fastest link`)
 	fs.IntVar(&o.messages, "messages", 200000, "messages to send")
 	fs.IntVar(&o.payload, "payload", 16, "float32s per message (at most 56 with the default slot size)")
 	fs.StringVar(&o.backend, "backend", "auto", "auto, sim or cuda")
@@ -97,20 +101,10 @@ func parse(args []string, errOut io.Writer) (options, error) {
 	if err := fs.Parse(args); err != nil {
 		return o, err
 	}
-	for _, f := range strings.Split(*devs, ",") {
-		f = strings.TrimSpace(f)
-		if _, err := strconv.Atoi(f); err != nil && f != ra.CPUName {
-			return o, fmt.Errorf("-devices %q: %q is neither a device id nor %q", *devs, f, ra.CPUName)
-		}
-		o.devices = append(o.devices, f)
+	if n := len(strings.Split(*devs, ",")); n != 1 && n != 3 {
+		return o, fmt.Errorf("-devices %q: give three devices, one per stage, one for all, or auto", *devs)
 	}
-	switch len(o.devices) {
-	case 1:
-		o.devices = []string{o.devices[0], o.devices[0], o.devices[0]}
-	case 3:
-	default:
-		return o, fmt.Errorf("-devices %q: give three devices, one per stage, or one for all", *devs)
-	}
+	o.devices = *devs
 	switch {
 	case o.messages < 1:
 		return o, fmt.Errorf("-messages %d: send at least one", o.messages)
@@ -236,15 +230,11 @@ func run(ctx context.Context, args []string, out, errOut io.Writer) error {
 
 	var mismatches, checked atomic.Uint64
 	var firstBad atomic.Pointer[string]
-	var ids [3]int
-	for i, name := range o.devices {
-		d, err := rt.Registry().Lookup(name)
-		if err != nil {
-			return fmt.Errorf("-devices: %w", err)
-		}
-		ids[i] = d.ID
+	ids, err := rt.Registry().DeviceList(o.devices, 3)
+	if err != nil {
+		return fmt.Errorf("-devices: %w", err)
 	}
-	spec := ra.GuideSpec("guide", ids)
+	spec := ra.GuideSpec("guide", [3]int(ids))
 	spec.SampleRatio = o.sample
 	spec.Deliver = ra.Sink{Func: func(r ra.Result) {
 		in := make([]float32, o.payload)
