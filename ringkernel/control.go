@@ -47,6 +47,10 @@ const (
 	CtrlOffLastErrID  = 176 // u64, message id of the last dead letter
 	CtrlOffTraced     = 184 // u64, trace records written
 	CtrlOffStolen     = 192 // u64, messages forwarded to thieves (CmdSteal)
+	// CtrlOffBusy: u64, clock ns the loop spent on batches of messages,
+	// for the device's busy fraction. The sim loop writes it; the CUDA
+	// loop leaves it 0 (NVML measures a GPU).
+	CtrlOffBusy = 200
 )
 
 // ErrBadControlBlock: memory that is not a valid control block.
@@ -63,7 +67,7 @@ type ControlBlock struct {
 	r                                                   p2pqueue.Region
 	command, seq, stage, state, ack                     *uint32
 	heartbeat, processed, dropped, errs, lastID, traced *uint64
-	arg, stolen, clockOffset                            *uint64
+	arg, stolen, clockOffset, busy                      *uint64
 	lastErr                                             *int32
 }
 
@@ -119,7 +123,7 @@ func viewControlBlock(r p2pqueue.Region) (*ControlBlock, error) {
 		state: w32(CtrlOffState), ack: w32(CtrlOffCommandAck),
 		heartbeat: w64(CtrlOffHeartbeat), processed: w64(CtrlOffProcessed), dropped: w64(CtrlOffDropped),
 		errs: w64(CtrlOffErrors), lastID: w64(CtrlOffLastErrID), traced: w64(CtrlOffTraced),
-		arg: w64(CtrlOffCommandArg), stolen: w64(CtrlOffStolen), clockOffset: w64(CtrlOffClockOffset),
+		arg: w64(CtrlOffCommandArg), stolen: w64(CtrlOffStolen), clockOffset: w64(CtrlOffClockOffset), busy: w64(CtrlOffBusy),
 		lastErr: (*int32)(unsafe.Pointer(&b[CtrlOffLastError])),
 	}, nil
 }
@@ -164,6 +168,7 @@ type Counters struct {
 	Processed, Dropped, Errors, Traced uint64
 	Stolen                             uint64 // forwarded to thieves
 	Heartbeat                          uint64 // device clock, ns
+	Busy                               uint64 // ns spent on messages (sim loop only)
 	LastError                          ErrorCode
 	LastErrorID                        uint64
 }
@@ -175,6 +180,7 @@ func (cb *ControlBlock) Counters() Counters {
 		Errors: order.LoadAcquire64(cb.errs), Traced: order.LoadAcquire64(cb.traced),
 		Stolen:    order.LoadAcquire64(cb.stolen),
 		Heartbeat: order.LoadAcquire64(cb.heartbeat),
+		Busy:      order.LoadAcquire64(cb.busy),
 		LastError: ErrorCode(atomic.LoadInt32(cb.lastErr)), LastErrorID: order.LoadAcquire64(cb.lastID),
 	}
 }
@@ -196,6 +202,9 @@ func (cb *ControlBlock) Arg() uint64 { return order.LoadAcquire64(cb.arg) }
 // StoreStolen publishes the count of messages forwarded to thieves; store
 // it before acknowledging the CmdSteal that moved them.
 func (cb *ControlBlock) StoreStolen(n uint64) { order.StoreRelease64(cb.stolen, n) }
+
+// StoreBusy publishes the clock ns the loop has spent on messages.
+func (cb *ControlBlock) StoreBusy(ns uint64) { order.StoreRelease64(cb.busy, ns) }
 
 // Apply records state s and acknowledges command seq.
 func (cb *ControlBlock) Apply(s State, seq uint32) {

@@ -21,6 +21,9 @@ type Status struct {
 	Stolen uint64
 	// Traced is the number of trace records the kernel wrote.
 	Traced uint64
+	// Busy is the time the loop spent on messages, where the backend
+	// measures it (sim and the CPU; 0 on CUDA, whose GPUs NVML measures).
+	Busy time.Duration
 	// Heartbeat is the last time the loop went round, in host time;
 	// HeartbeatAge is how long ago that was.
 	Heartbeat    time.Time
@@ -72,6 +75,7 @@ func (k *Kernel) Status() Status {
 	st := Status{
 		Stage: k.spec.Stage.Name, State: k.state(),
 		Processed: c.Processed, Dropped: c.Dropped, Errors: c.Errors, Traced: c.Traced, Stolen: c.Stolen,
+		Busy: time.Duration(c.Busy),
 	}
 	if c.Heartbeat != 0 {
 		st.Heartbeat = k.loop.HostTime(c.Heartbeat)

@@ -135,6 +135,7 @@ func cudaDevices(d *drv.Driver) ([]Device, error) {
 		dev.Topology[i] = Connection{Level: LevelSelf}
 		if addr, ok := pciOf(h); ok && byPCI[addr].hasPCI {
 			g := byPCI[addr]
+			dev.nvml = &addr
 			for j, peer := range handles {
 				if pa, ok := pciOf(peer); ok && j != i && byPCI[pa].hasPCI {
 					dev.Topology[j] = connect(g, byPCI[pa], isGPU)

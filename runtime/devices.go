@@ -35,6 +35,8 @@ type Device struct {
 	// Topology[j] is how this GPU reaches GPU j (the CPU's, and the way to
 	// it, are Registry.Connection's).
 	Topology []Connection `json:",omitempty"`
+	// nvml is the board's PCI address, for NVML's live readings.
+	nvml *pciAddr
 }
 
 // Environment variables read by DiscoverDevices.

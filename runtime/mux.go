@@ -3,6 +3,7 @@ package runtime
 import (
 	"errors"
 	"fmt"
+	"sync/atomic"
 
 	"github.com/ringactor/ringactor/p2pqueue"
 	rk "github.com/ringactor/ringactor/ringkernel"
@@ -16,6 +17,9 @@ import (
 type devices struct {
 	of        []devRoute // by global device id
 	gpus, cpu rk.Backend
+	// bytes is the memory allocated on each device and not freed (links,
+	// control blocks, trace rings), for Metrics.
+	bytes []atomic.Int64
 }
 
 type devRoute struct {
@@ -31,6 +35,7 @@ func newDevices(gpus rk.Backend, n int, cpu rk.Backend) *devices {
 		d.of = append(d.of, devRoute{gpus, i})
 	}
 	d.of = append(d.of, devRoute{cpu, 0})
+	d.bytes = make([]atomic.Int64, len(d.of))
 	return d
 }
 
@@ -51,10 +56,14 @@ func (d *devices) Alloc(device, size int, kind p2pqueue.MemoryKind) (p2pqueue.Re
 		return p2pqueue.Region{}, err
 	}
 	reg, err := r.b.Alloc(r.local, size, kind)
-	if err == nil && reg.Device == r.local {
+	if err != nil {
+		return reg, err
+	}
+	if reg.Device == r.local {
 		reg.Device = device
 	}
-	return reg, err
+	d.bytes[device].Add(int64(reg.Len()))
+	return reg, nil
 }
 
 // Free returns a region to the backend that allocated it.
@@ -63,8 +72,13 @@ func (d *devices) Free(reg p2pqueue.Region) error {
 	if err != nil {
 		return err
 	}
+	n, dev := int64(reg.Len()), reg.Device
 	reg.Device = r.local
-	return r.b.Free(reg)
+	if err := r.b.Free(reg); err != nil {
+		return err
+	}
+	d.bytes[dev].Add(-n)
+	return nil
 }
 
 // Start launches job on the backend of its device's kind.

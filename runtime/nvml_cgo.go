@@ -69,3 +69,42 @@ func nvmlDevices() ([]nvmlGPU, error) {
 func pciOfNVML(p nvml.PciInfo) pciAddr {
 	return pciAddr{domain: int(p.Domain), bus: int(p.Bus), device: int(p.Device)}
 }
+
+// nvmlSample is what NVML says of a GPU now: its utilization (0 to 1) and
+// memory, by PCI address.
+type nvmlSample struct {
+	util        float64
+	used, total uint64
+}
+
+// nvmlSamples reads every GPU NVML sees.
+func nvmlSamples() (map[pciAddr]nvmlSample, error) {
+	if ret := nvml.Init(); ret != nvml.SUCCESS {
+		return nil, errors.New(nvml.ErrorString(ret))
+	}
+	defer nvml.Shutdown()
+	n, ret := nvml.DeviceGetCount()
+	if ret != nvml.SUCCESS {
+		return nil, errors.New(nvml.ErrorString(ret))
+	}
+	out := map[pciAddr]nvmlSample{}
+	for i := range n {
+		h, ret := nvml.DeviceGetHandleByIndex(i)
+		if ret != nvml.SUCCESS {
+			continue
+		}
+		pci, ret := h.GetPciInfo()
+		if ret != nvml.SUCCESS {
+			continue
+		}
+		s := nvmlSample{util: -1}
+		if u, ret := h.GetUtilizationRates(); ret == nvml.SUCCESS {
+			s.util = float64(u.Gpu) / 100
+		}
+		if m, ret := h.GetMemoryInfo(); ret == nvml.SUCCESS {
+			s.used, s.total = m.Used, m.Total
+		}
+		out[pciOfNVML(pci)] = s
+	}
+	return out, nil
+}

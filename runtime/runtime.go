@@ -57,6 +57,11 @@ type Runtime struct {
 	tp      trace.TracerProvider
 	mp      metric.MeterProvider
 
+	// meter and otelMeter hold the previous readings of Metrics and of
+	// the OpenTelemetry callback, for rates.
+	meter, otelMeter *meter
+	metricsReg       metric.Registration
+
 	mu    sync.Mutex
 	names map[string]*Pipeline // nil while the pipeline is being built
 	roles map[string]bool      // claimed by Claim
@@ -90,6 +95,10 @@ func newRuntime(cfg Config, kinds []backendKind) (*Runtime, error) {
 	}
 	if rt.mp == nil {
 		rt.mp = otel.GetMeterProvider()
+	}
+	rt.meter, rt.otelMeter = newMeter(time.Now()), newMeter(time.Now())
+	if err := rt.registerMetrics(); err != nil {
+		return nil, fmt.Errorf("ringactor: device metrics: %w", err)
 	}
 	return rt, nil
 }
@@ -145,6 +154,10 @@ func (rt *Runtime) Close() error {
 			}
 			cancel()
 		}
+	}
+	if rt.metricsReg != nil {
+		errs = append(errs, rt.metricsReg.Unregister())
+		rt.metricsReg = nil
 	}
 	if rt.own && !rt.system.IsStopped() { // a node's Leave may have stopped it
 		rt.system.Shutdown()

@@ -57,6 +57,7 @@ type kernel struct {
 	drain bool
 
 	processed, dropped, errs, traced, stolen uint64
+	busy                                     uint64 // ns spent in process
 
 	// One batch, indexed by position in it. Payloads are bytes (inB,
 	// outB); a float32 op sees them as floats (ins, outs).
@@ -313,7 +314,10 @@ func (k *kernel) step() bool {
 			}
 			m = r
 		}
+		t := nowNanos()
 		k.process(c, m)
+		k.busy += nowNanos() - t
+		k.cb.StoreBusy(k.busy)
 		k.next = i + 1
 		return true
 	}
