@@ -10,6 +10,8 @@ import (
 	"time"
 
 	"github.com/asynkron/protoactor-go/actor"
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/metric"
 
 	"github.com/ringactor/ringactor/p2pqueue"
 	rk "github.com/ringactor/ringactor/ringkernel"
@@ -86,6 +88,7 @@ type Group struct {
 	credit  []float64 // memory-aware: smooth weighted round robin
 	weights []float64
 
+	metrics   metric.Registration
 	stop      context.CancelFunc
 	coordDone chan struct{}
 	closeOnce sync.Once
@@ -125,7 +128,34 @@ type Stats struct {
 	Sent, Delivered, DeadLettered, InFlight uint64
 	Steals                                  uint64
 	Instances                               []InstanceStats
+	// Imbalance is the most work (messages processed) any instance did
+	// over the mean: 1 is even. ImbalancePercent is how far above even,
+	// (Imbalance-1)*100.
+	Imbalance, ImbalancePercent float64
 }
+
+// Imbalance is the load imbalance of work spread over instances: the
+// most any did over the mean (1 when even, or when there is no work), and
+// that as a percentage above even.
+func Imbalance(work []uint64) (ratio, percent float64) {
+	var sum, most uint64
+	for _, w := range work {
+		sum += w
+		most = max(most, w)
+	}
+	if sum == 0 {
+		return 1, 0
+	}
+	ratio = float64(most) * float64(len(work)) / float64(sum)
+	return ratio, (ratio - 1) * 100
+}
+
+// Metric names a group exports through its runtime's MeterProvider, with
+// attribute ringactor.group (docs/METRICS.md).
+const (
+	MetricImbalance        = "ringactor.group.imbalance"
+	MetricImbalancePercent = "ringactor.group.imbalance_percent"
+)
 
 // New builds a stage group's instances on rt and starts them.
 func New(ctx context.Context, rt *ra.Runtime, spec Spec) (*Group, error) {
@@ -190,6 +220,9 @@ func New(ctx context.Context, rt *ra.Runtime, spec Spec) (*Group, error) {
 		if err := in.p.Start(ctx); err != nil {
 			return fail(err)
 		}
+	}
+	if err := g.registerMetrics(); err != nil {
+		return fail(fmt.Errorf("ringactor: group %q metrics: %w", spec.Name, err))
 	}
 	props := actor.PropsFromProducer(func() actor.Actor { return &groupActor{g: g} })
 	var err error
@@ -485,7 +518,35 @@ func (g *Group) Stats() Stats {
 	}
 	st.Sent = g.sent.Load()
 	st.InFlight = st.Sent - min(st.Sent, st.Delivered+st.DeadLettered)
+	work := make([]uint64, len(st.Instances))
+	for i, in := range st.Instances {
+		work[i] = in.Processed
+	}
+	st.Imbalance, st.ImbalancePercent = Imbalance(work)
 	return st
+}
+
+// registerMetrics exports the group's imbalance.
+func (g *Group) registerMetrics() error {
+	m := g.rt.MeterProvider().Meter("github.com/ringactor/ringactor/runtime/group")
+	ratio, err := m.Float64ObservableGauge(MetricImbalance, metric.WithUnit("1"),
+		metric.WithDescription("most work any instance of the group did over the mean (1 is even)"))
+	if err != nil {
+		return err
+	}
+	pct, err := m.Float64ObservableGauge(MetricImbalancePercent, metric.WithUnit("%"),
+		metric.WithDescription("how far the busiest instance's work is above the mean"))
+	if err != nil {
+		return err
+	}
+	attrs := metric.WithAttributes(attribute.String("ringactor.group", g.spec.Name))
+	g.metrics, err = m.RegisterCallback(func(_ context.Context, o metric.Observer) error {
+		st := g.Stats()
+		o.ObserveFloat64(ratio, st.Imbalance, attrs)
+		o.ObserveFloat64(pct, st.ImbalancePercent, attrs)
+		return nil
+	}, ratio, pct)
+	return err
 }
 
 // Close stops the coordinator, then every instance at once (with drain,
@@ -506,6 +567,10 @@ func (g *Group) Close(ctx context.Context, drain bool) error {
 }
 
 func (g *Group) closeInstances(ctx context.Context, drain bool) error {
+	if g.metrics != nil {
+		g.metrics.Unregister()
+		g.metrics = nil
+	}
 	errs := make([]error, len(g.insts))
 	var wg sync.WaitGroup
 	for i, in := range g.insts {

@@ -4,11 +4,14 @@ import (
 	"context"
 	"errors"
 	"io"
+	"math"
 	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"go.opentelemetry.io/otel/sdk/metric/metricdata"
 
 	"github.com/ringactor/ringactor/internal/rttest"
 	rk "github.com/ringactor/ringactor/ringkernel"
@@ -114,6 +117,22 @@ func TestGroupStaticSplitsEqually(t *testing.T) {
 			t.Fatalf("static: %+v, want 1000 each and no steals", st.Instances)
 		}
 	}
+	if st.Imbalance != 1 || st.ImbalancePercent != 0 {
+		t.Fatalf("static: imbalance %g (%g%%), want 1 (0%%)", st.Imbalance, st.ImbalancePercent)
+	}
+}
+
+func TestImbalance(t *testing.T) {
+	for _, c := range []struct {
+		work       []uint64
+		ratio, pct float64
+	}{
+		{[]uint64{30, 10, 20}, 1.5, 50}, {[]uint64{10, 10}, 1, 0}, {[]uint64{0, 40}, 2, 100}, {[]uint64{0, 0}, 1, 0}, {nil, 1, 0},
+	} {
+		if r, p := group.Imbalance(c.work); math.Abs(r-c.ratio) > 1e-12 || math.Abs(p-c.pct) > 1e-9 {
+			t.Errorf("Imbalance(%v) = %g, %g%%; want %g, %g%%", c.work, r, p, c.ratio, c.pct)
+		}
+	}
 }
 
 func TestGroupMemoryAwareFollowsFreeMemory(t *testing.T) {
@@ -121,6 +140,10 @@ func TestGroupMemoryAwareFollowsFreeMemory(t *testing.T) {
 	st := runGroup(t, groupEnv(t, nil, mem), group.Spec{Name: "mem", Devices: []int{0, 1}, Policy: group.MemoryAware}, 4000)
 	if a, b := st.Instances[0].Assigned, st.Instances[1].Assigned; a != 1000 || b != 3000 {
 		t.Fatalf("memory-aware with 1 GiB and 3 GiB free: assigned %d and %d, want 1000 and 3000", a, b)
+	}
+	// A known skew: 3000 of 4000 on one of two instances is 1.5x the mean.
+	if st.Imbalance != 1.5 || st.ImbalancePercent != 50 {
+		t.Fatalf("memory-aware 1000/3000: imbalance %g (%g%%), want 1.5 (50%%)", st.Imbalance, st.ImbalancePercent)
 	}
 	// A device whose memory cannot hold an instance's queue is refused.
 	rt := groupEnv(t, nil, map[int]uint64{2: 1024})
@@ -314,5 +337,45 @@ func TestDrainedCloseActivatesADeactivatedGroupInstance(t *testing.T) {
 	}
 	if st := g.Stats(); st.Delivered != n || delivered.Load() != n || st.InFlight != 0 {
 		t.Fatalf("account %+v, %d delivered", st, delivered.Load())
+	}
+}
+
+// The group's imbalance is exported through the runtime's MeterProvider
+// while it runs, with the group's name.
+func TestGroupImbalanceMetric(t *testing.T) {
+	e := rttest.New(t, ra.DeviceOptions{Backend: "sim", SimDevices: 2, SimMemoryOf: map[int]uint64{0: 1 << 30, 1: 3 << 30}, Log: io.Discard})
+	res := make(chan ra.Result, 400)
+	g, err := group.New(ctxT(t), e.RT, group.Spec{Name: "skewed", Devices: []int{0, 1}, Policy: group.MemoryAware,
+		Stage: ra.StageSpec{Name: "x3", Op: "scale", Params: []float32{3}}, Deliver: ra.Sink{Chan: res}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer g.Close(ctxT(t), false)
+	for i := 1; i <= 400; i++ {
+		if err := g.Send(ctxT(t), ra.Data{ID: uint64(i), Floats: []float32{1}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for range 400 {
+		<-res
+	}
+	var rm metricdata.ResourceMetrics
+	if err := e.Metrics.Collect(ctxT(t), &rm); err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]float64{}
+	for _, sm := range rm.ScopeMetrics {
+		for _, m := range sm.Metrics {
+			if gauge, ok := m.Data.(metricdata.Gauge[float64]); ok {
+				for _, dp := range gauge.DataPoints {
+					if v, _ := dp.Attributes.Value("ringactor.group"); v.AsString() == "skewed" {
+						got[m.Name] = dp.Value
+					}
+				}
+			}
+		}
+	}
+	if got[group.MetricImbalance] != 1.5 || got[group.MetricImbalancePercent] != 50 {
+		t.Fatalf("exported %v; want %s 1.5 and %s 50", got, group.MetricImbalance, group.MetricImbalancePercent)
 	}
 }
