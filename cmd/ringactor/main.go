@@ -4,6 +4,11 @@
 //	ringactor describe [-devices 0,1,2] [-backend ...]
 //	ringactor bench [-quick] [-json] [-only PREFIX] [-scale F]
 //	ringactor bench-gpu [-json] [-samples N] [-messages N]
+//	ringactor top [-once] [-duration D] [-interval D] [-devices auto] [-backend ...]
+//
+// top runs a demo workload and shows every device's utilization, memory
+// and link traffic and every stage's rate, redrawn each interval
+// (Runtime.Metrics).
 //
 // devices lists the devices of the backend chosen as the runtime would
 // choose it (the CUDA driver's GPUs, else simulated devices) with their P2P
@@ -53,6 +58,7 @@ commands:
   describe   show the main job's pipeline placement on -devices 0,1,2
   bench      every benchmark this machine can run, beside its baseline (-quick, -json, -only)
   bench-gpu  ring kernels on GPU 0 vs a kernel launch and a CUDA graph replay per message (needs a GPU)
+  top        live view of devices, links and stages under a demo workload (-once, -duration, -interval)
 `
 
 func run(ctx context.Context, args []string, out, errOut io.Writer) error {
@@ -69,6 +75,8 @@ func run(ctx context.Context, args []string, out, errOut io.Writer) error {
 		return benchCmd(ctx, args[1:], out, errOut)
 	case "bench-gpu":
 		return benchGPU(ctx, args[1:], out, errOut)
+	case "top":
+		return top(ctx, args[1:], out, errOut)
 	case "help", "-h", "-help", "--help":
 		fmt.Fprint(out, usage)
 		return nil

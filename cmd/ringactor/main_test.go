@@ -137,3 +137,47 @@ func TestBenchJSON(t *testing.T) {
 		}
 	}
 }
+
+// top -once prints one frame of the demo workload: every device (the CPU
+// too), the links in use and the three stages, then the demo's account.
+func TestTopOnce(t *testing.T) {
+	var out, errOut bytes.Buffer
+	if err := run(context.Background(), []string{"top", "-backend", "sim", "-devices", "0,cpu,2", "-once", "-interval", "200ms"}, &out, &errOut); err != nil {
+		t.Fatalf("%v\n%s", err, errOut.String())
+	}
+	s := out.String()
+	for _, re := range []string{
+		`(?m)^\s+device\s+name\s+kind\s+util\s+kernels\s+runtime mem\s+used\s+total$`,
+		`(?m)^\s+0\s+sim-0\s+gpu\s+[0-9.]+%\s+1\s+`,
+		`(?m)^\s+4\s+cpu\s+cpu\s+[0-9.]+%\s+1\s+`,
+		`(?m)^\s+2\s+ingress\s+2\s+[1-9][0-9]*\s+[1-9][0-9]*\s+`,
+		`(?m)^\s+demo\s+sqrt\s+4\s+[1-9][0-9]*\s+[1-9][0-9]*\s+\d+\s+[0-9.]+%$`,
+		`demo: sent (\d+), delivered (\d+), dead-lettered 0, in flight 0`,
+	} {
+		if !regexp.MustCompile(re).MatchString(s) {
+			t.Fatalf("top -once output lacks %s:\n%s", re, s)
+		}
+	}
+	if m := regexp.MustCompile(`sent (\d+), delivered (\d+)`).FindStringSubmatch(s); m[1] != m[2] {
+		t.Fatalf("the demo lost messages: %s", m[0])
+	}
+	if strings.Contains(s, "\x1b[") {
+		t.Fatal("-once output redraws the screen")
+	}
+}
+
+// top without -once redraws until -duration ends, then stops by itself.
+func TestTopDuration(t *testing.T) {
+	var out, errOut bytes.Buffer
+	if err := run(context.Background(), []string{"top", "-backend", "sim", "-devices", "1", "-interval", "50ms", "-duration", "400ms"}, &out, &errOut); err != nil {
+		t.Fatalf("%v\n%s", err, errOut.String())
+	}
+	if n := strings.Count(out.String(), "\x1b[H\x1b[2J"); n < 1 || !strings.Contains(out.String(), "dead-lettered 0, in flight 0") {
+		t.Fatalf("%d frames; output:\n%s", n, out.String())
+	}
+	for _, bad := range [][]string{{"top", "-interval", "0s"}, {"top", "-duration", "-1s"}, {"top", "-backend", "sim", "-devices", "0,9,1", "-once"}} {
+		if err := run(context.Background(), bad, &out, &errOut); err == nil {
+			t.Errorf("%v accepted", bad)
+		}
+	}
+}
