@@ -8,14 +8,24 @@
 // on the GPUs the CUDA driver reports (name, memory, SMs, compute
 // capability and peer access from the driver; free memory from NVML where
 // present); "sim" runs on RINGACTOR_SIM_DEVICES simulated devices (default
-// 4) with a topology from RINGACTOR_SIM_P2P ("all", "none", or pairs like
-// "0-1,2-3") saying which pairs have peer access. "auto" takes the GPUs
+// 4) with a topology from RINGACTOR_SIM_P2P ("all", "none", or pairs with
+// link kinds like "0-1:nv4,2-3:nv2,*:sys"). "auto" takes the GPUs
 // when the CUDA backend can run them and says once, in one line, why it
 // uses simulated devices otherwise; "cuda" where it cannot run is an error
 // wrapping the cause (cuda.ErrNoDriver where there is no driver). Close
 // releases a backend the runtime opened, after its kernels have ended.
 // The CUDA backend does not yet run stage groups with stealing
 // (runtime/group): building one returns its error.
+//
+// After the GPUs the registry lists the host's CPU as a device of its own
+// (Registry.CPUDevice, kind "cpu"), run by the sim backend's goroutine
+// loop whichever backend runs the GPUs. Stages whose op has only a Go side
+// go there; Build refuses them on a GPU. Registry.Connection says how two
+// devices connect in nvidia-smi topo -m terms (NV#, PIX, PXB, PHB, NODE,
+// SYS), Registry.Chain picks GPUs for consecutive stages over the fastest
+// links, and Runtime.Metrics snapshots each device's utilization, memory
+// and link traffic and each stage's rate, also exported as OpenTelemetry
+// metrics (docs/METRICS.md).
 //
 // # Pipelines and stage actors
 //
