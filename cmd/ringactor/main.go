@@ -173,6 +173,21 @@ Legend:
   P2P to = the devices whose memory this one writes directly (peer access)
 `
 
+// guideRuntime opens a runtime on backend and reads -devices for the main
+// job's three stages.
+func guideRuntime(backend, devices string, errOut io.Writer) (*ra.Runtime, [3]int, error) {
+	rt, err := ra.New(ra.Config{Devices: ra.DeviceOptions{Backend: backend, Log: errOut}})
+	if err != nil {
+		return nil, [3]int{}, err
+	}
+	ids, err := rt.Registry().DeviceList(devices, 3)
+	if err != nil {
+		rt.Close()
+		return nil, [3]int{}, fmt.Errorf("-devices: %w", err)
+	}
+	return rt, [3]int(ids), nil
+}
+
 func describe(ctx context.Context, args []string, out, errOut io.Writer) error {
 	fs := flag.NewFlagSet("describe", flag.ContinueOnError)
 	fs.SetOutput(errOut)
@@ -181,16 +196,12 @@ func describe(ctx context.Context, args []string, out, errOut io.Writer) error {
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
-	rt, err := ra.New(ra.Config{Devices: ra.DeviceOptions{Backend: *backend, Log: errOut}})
+	rt, ids, err := guideRuntime(*backend, *devs, errOut)
 	if err != nil {
 		return err
 	}
 	defer rt.Close()
-	ids, err := rt.Registry().DeviceList(*devs, 3)
-	if err != nil {
-		return fmt.Errorf("-devices: %w", err)
-	}
-	p, err := rt.Build(ctx, ra.GuideSpec("guide", [3]int(ids)))
+	p, err := rt.Build(ctx, ra.GuideSpec("guide", ids))
 	if err != nil {
 		return err
 	}

@@ -37,17 +37,13 @@ func top(ctx context.Context, args []string, out, errOut io.Writer) error {
 		ctx, cancel = context.WithTimeout(ctx, *duration)
 		defer cancel()
 	}
-	rt, err := ra.New(ra.Config{Devices: ra.DeviceOptions{Backend: *backend, Log: errOut}})
+	rt, ids, err := guideRuntime(*backend, *devs, errOut)
 	if err != nil {
 		return err
 	}
 	defer rt.Close()
-	ids, err := rt.Registry().DeviceList(*devs, 3)
-	if err != nil {
-		return fmt.Errorf("-devices: %w", err)
-	}
 	var delivered atomic.Uint64
-	spec := ra.GuideSpec("demo", [3]int(ids))
+	spec := ra.GuideSpec("demo", ids)
 	spec.SampleRatio = 0.001
 	spec.Deliver = ra.Sink{Func: func(ra.Result) { delivered.Add(1) }}
 	p, err := rt.Build(ctx, spec)
