@@ -131,6 +131,9 @@ func (r *Registry) Device(id int) (Device, error) {
 
 // idsText says which ids there are.
 func (r *Registry) idsText() string {
+	if len(r.devices) == 0 {
+		return "this registry has no devices; get one from DiscoverDevices or Runtime.Registry"
+	}
 	n := len(r.devices) - 1
 	gpus := fmt.Sprintf("GPUs are 0..%d", n-1)
 	switch {
@@ -151,17 +154,28 @@ func (r *Registry) CPU(d int) bool {
 	return d >= 0 && d < len(r.devices) && r.devices[d].Kind == KindCPU
 }
 
-// CPUDevice is the CPU.
-func (r *Registry) CPUDevice() Device { return r.devices[len(r.devices)-1] }
+// CPUDevice is the CPU (ID -1 in a Registry not made by DiscoverDevices
+// or New, which has no devices).
+func (r *Registry) CPUDevice() Device {
+	if len(r.devices) == 0 {
+		return Device{ID: -1, Name: CPUName, Kind: KindCPU}
+	}
+	return r.devices[len(r.devices)-1]
+}
 
 // GPUs lists the GPUs by id.
-func (r *Registry) GPUs() []Device { return append([]Device(nil), r.devices[:len(r.devices)-1]...) }
+func (r *Registry) GPUs() []Device {
+	if len(r.devices) == 0 {
+		return nil
+	}
+	return append([]Device(nil), r.devices[:len(r.devices)-1]...)
+}
 
 // Lookup finds a device by its id ("2") or by the CPU's name ("cpu"), as
 // device lists on command lines give them.
 func (r *Registry) Lookup(name string) (Device, error) {
 	name = strings.TrimSpace(name)
-	if name == CPUName {
+	if name == CPUName && len(r.devices) > 0 {
 		return r.CPUDevice(), nil
 	}
 	id, err := strconv.Atoi(name)

@@ -203,6 +203,8 @@ func (r *Registry) Chain(n int) ([]int, error) {
 	switch {
 	case n < 1:
 		return nil, fmt.Errorf("%w: a chain of %d stages; ask for at least one", ErrNoDevice, n)
+	case len(r.devices) == 0:
+		return nil, fmt.Errorf("%w: %s", ErrNoDevice, r.idsText())
 	case gpus == 0:
 		return nil, fmt.Errorf("%w: no GPUs to chain stages over; place them on the CPU, device %d", ErrNoDevice, r.CPUDevice().ID)
 	}

@@ -151,3 +151,20 @@ func TestDeviceList(t *testing.T) {
 		}
 	}
 }
+
+// A zero Registry answers without panicking.
+func TestZeroRegistry(t *testing.T) {
+	var r Registry
+	if r.CPUDevice().ID != -1 || r.GPUs() != nil || r.CPU(0) || r.Connection(0, 1).Level != LevelUnknown {
+		t.Fatal("zero registry")
+	}
+	if _, err := r.Chain(2); err == nil {
+		t.Fatal("Chain on no devices")
+	}
+	if _, err := r.DeviceList("cpu", 2); err == nil {
+		t.Fatal("DeviceList on no devices")
+	}
+	if _, err := r.Lookup("0"); err == nil || !strings.Contains(err.Error(), "no devices") {
+		t.Fatalf("Lookup: %v", err)
+	}
+}
