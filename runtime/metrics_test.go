@@ -41,6 +41,15 @@ func TestMetrics(t *testing.T) {
 	for range n {
 		<-res
 	}
+	// A kernel publishes its counters after its results: wait for them.
+	waitUntil(t, func() bool {
+		for _, s := range p.Stats().Stages {
+			if s.Processed != n {
+				return false
+			}
+		}
+		return true
+	})
 	m := e.RT.Metrics()
 	elapsed := m.At.Sub(start)
 	if m.Interval < elapsed || len(m.Devices) != 5 || len(m.Stages) != 3 {
@@ -128,5 +137,19 @@ func TestMetrics(t *testing.T) {
 	}
 	if after := e.RT.Metrics(); len(after.Stages) != 0 || after.Devices[0].Kernels != 0 {
 		t.Errorf("a closed pipeline is still in the snapshot: %+v", after.Stages)
+	}
+}
+
+// waitUntil polls cond until it holds, failing the test at ctxT's deadline:
+// for counts a kernel publishes after the results they count.
+func waitUntil(t *testing.T, cond func() bool) {
+	t.Helper()
+	ctx := ctxT(t)
+	for !cond() {
+		select {
+		case <-ctx.Done():
+			t.Fatal("condition never held")
+		case <-time.After(time.Millisecond):
+		}
 	}
 }

@@ -359,6 +359,21 @@ func TestGroupImbalanceMetric(t *testing.T) {
 	for range 400 {
 		<-res
 	}
+	// A kernel publishes its counters after its results: wait for them.
+	for ctx := ctxT(t); ; {
+		var processed uint64
+		for _, in := range g.Stats().Instances {
+			processed += in.Processed
+		}
+		if processed == 400 {
+			break
+		}
+		select {
+		case <-ctx.Done():
+			t.Fatalf("instances processed %d of 400", processed)
+		case <-time.After(time.Millisecond):
+		}
+	}
 	var rm metricdata.ResourceMetrics
 	if err := e.Metrics.Collect(ctxT(t), &rm); err != nil {
 		t.Fatal(err)
