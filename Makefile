@@ -34,6 +34,8 @@ EMU_DIR  ?= .emu
 EMU_LIB   = $(abspath $(EMU_DIR))/libcudaemu.so
 EMU_ENV   = RINGACTOR_LIBCUDA=$(EMU_LIB) RINGACTOR_TEST_BACKEND=cuda RINGACTOR_REQUIRE_GPU=1
 EMU_PKGS ?= ./cuda ./ringkernel/... ./runtime ./examples/pipeline ./examples/graph
+# The bench rows that go through the CUDA backend (the rest are sim's).
+EMU_BENCH_TESTS ?= P2PRowsOnTheGPUs
 
 emu:
 	$(GO) run ./internal/cudaemu/build -o $(EMU_DIR) >/dev/null
@@ -59,6 +61,7 @@ test: vet emu
 	$(GO) test -race -timeout $(TEST_TIMEOUT) $(PKGS)
 	$(GO) test -timeout $(TEST_TIMEOUT) -run '$(REMOTE_TESTS)' $(REMOTE_PKGS)
 	$(EMU_ENV) $(GO) test -race -count=1 -timeout $(TEST_TIMEOUT) $(EMU_PKGS)
+	$(EMU_ENV) $(GO) test -race -count=1 -timeout $(TEST_TIMEOUT) -run '$(EMU_BENCH_TESTS)' ./internal/bench
 
 # Flaky-test hunt: every test FLAKE_N times in one process per package
 # (-count, so package state that breaks a second run fails too), race on,
@@ -68,6 +71,7 @@ flake: emu
 	$(GO) test -race -short -count=$(FLAKE_N) -timeout 40m $(PKGS)
 	$(GO) test -short -count=$(FLAKE_N) -timeout 20m -run '$(REMOTE_TESTS)' $(REMOTE_PKGS)
 	$(EMU_ENV) $(GO) test -race -short -count=$(FLAKE_N) -timeout 20m $(EMU_PKGS)
+	$(EMU_ENV) $(GO) test -race -short -count=$(FLAKE_N) -timeout 20m -run '$(EMU_BENCH_TESTS)' ./internal/bench
 
 generate:
 	$(GO) generate ./kernels/...

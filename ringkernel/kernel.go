@@ -176,11 +176,11 @@ func (k *Kernel) Steal(ctx context.Context, n, to int) (int, error) {
 	}
 	k.cmdMu.Lock()
 	defer k.cmdMu.Unlock()
-	before := k.counters().Stolen
+	before := k.Counters().Stolen
 	if err := k.commandLocked(ctx, CmdSteal, uint64(n)|uint64(to)<<32); err != nil {
 		return 0, err
 	}
-	return int(k.counters().Stolen - before), nil
+	return int(k.Counters().Stolen - before), nil
 }
 
 // command posts c and waits until the kernel has applied it.
@@ -361,7 +361,7 @@ type cbFinal struct {
 	acked    uint32
 }
 
-// state, counters and acked read the control block, or its last word once
+// state, Counters and acked read the control block, or its last word once
 // it was freed.
 func (k *Kernel) state() State {
 	k.cbMu.RLock()
@@ -372,7 +372,10 @@ func (k *Kernel) state() State {
 	return k.cb.State()
 }
 
-func (k *Kernel) counters() Counters {
+// Counters reads the kernel's counters from its control block alone (host
+// memory on every backend): cheap enough to poll, unlike Status, which
+// also reads its links.
+func (k *Kernel) Counters() Counters {
 	k.cbMu.RLock()
 	defer k.cbMu.RUnlock()
 	if k.final != nil {

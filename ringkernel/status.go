@@ -71,7 +71,7 @@ func (s Status) Queued() uint64 {
 
 // Status reads the kernel's status.
 func (k *Kernel) Status() Status {
-	c := k.counters()
+	c := k.Counters()
 	st := Status{
 		Stage: k.spec.Stage.Name, State: k.state(),
 		Processed: c.Processed, Dropped: c.Dropped, Errors: c.Errors, Traced: c.Traced, Stolen: c.Stolen,

@@ -70,8 +70,9 @@ check main-job     60  "$here/pipeline" -backend cuda -devices 0,0,0 -messages 2
 # 6. the benchmarks
 check bench-gpu    200 "$here/ringactor" bench-gpu ${BENCH_GPU_FLAGS:-}
 check bench-rows   200 "$here/ringactor" bench -quick -only gpu/
+check bench-p2p    120 "$here/ringactor" bench -quick -only p2p/ -backend cuda
 echo >> "$summary"
-for f in devices main-job bench-gpu bench-rows; do [ -f "$out/$f.log" ] && { echo "-- $f"; tail -40 "$out/$f.log"; } >> "$summary"; done
+for f in devices main-job bench-gpu bench-rows bench-p2p; do [ -f "$out/$f.log" ] && { echo "-- $f"; tail -40 "$out/$f.log"; } >> "$summary"; done
 grep -h 'GPU-NOTE' "$out"/*.log >> "$summary" 2>/dev/null
 # The device tool brings back at most 8 files: the logs travel as one archive.
 (cd "$out" && tar czf logs.tar.gz *.log spans.json 2>/dev/null && rm -f *.log spans.json)

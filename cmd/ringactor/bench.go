@@ -12,6 +12,7 @@ import (
 	"github.com/ringactor/ringactor/internal/bench"
 	"github.com/ringactor/ringactor/internal/gpubench"
 	rkcuda "github.com/ringactor/ringactor/ringkernel/cuda"
+	ra "github.com/ringactor/ringactor/runtime"
 )
 
 // benchCmd runs the benchmark suite: one table, or JSON rows with -json.
@@ -25,6 +26,7 @@ func benchCmd(ctx context.Context, args []string, out, errOut io.Writer) error {
 	scale := fs.Float64("scale", 1, "multiply every message count by this")
 	quiet := fs.Bool("quiet", false, "no progress lines")
 	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile of the run to this file")
+	backend := fs.String("backend", "auto", "the devices of the p2p/ rows: auto (the GPUs, else simulated devices), sim or cuda")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -49,7 +51,8 @@ func benchCmd(ctx context.Context, args []string, out, errOut io.Writer) error {
 		}
 		defer pprof.StopCPUProfile()
 	}
-	rows, err := bench.Run(ctx, bench.Options{Quick: *quick, Only: *only, Scale: *scale, Progress: progress, GPU: gpuRows})
+	rows, err := bench.Run(ctx, bench.Options{Quick: *quick, Only: *only, Scale: *scale, Progress: progress, GPU: gpuRows,
+		Devices: ra.DeviceOptions{Backend: *backend}})
 	if err != nil {
 		return err
 	}

@@ -181,3 +181,47 @@ func TestTopDuration(t *testing.T) {
 		}
 	}
 }
+
+// TestBenchP2PJSON is the issue's check: `ringactor bench -quick -only
+// p2p/ -json` prints rows for every ordered pair of devices.
+func TestBenchP2PJSON(t *testing.T) {
+	t.Setenv("RINGACTOR_SIM_DEVICES", "3")
+	t.Setenv("RINGACTOR_SIM_P2P", "0-1:nv4,*:sys")
+	var out, errOut bytes.Buffer
+	if err := run(context.Background(), []string{"bench", "-quick", "-only", "p2p/", "-json", "-backend", "sim", "-scale", "0.0001"}, &out, &errOut); err != nil {
+		t.Fatal(err, errOut.String())
+	}
+	var rows []struct {
+		Name     string  `json:"name"`
+		Baseline string  `json:"baseline"`
+		Ratio    float64 `json:"ratio"`
+		Bytes    int     `json:"message_bytes"`
+		GBPerSec float64 `json:"gb_per_sec"`
+		Note     string  `json:"note"`
+	}
+	if err := json.Unmarshal(out.Bytes(), &rows); err != nil {
+		t.Fatalf("%v: %s", err, out.String())
+	}
+	pairs := map[string]int{}
+	for _, r := range rows {
+		var from, to int
+		if _, err := fmt.Sscanf(r.Name, "p2p/%d-%d/", &from, &to); err != nil || r.GBPerSec <= 0 || r.Bytes == 0 || r.Note == "" {
+			t.Errorf("row %+v: want a p2p/<from>-<to>/ name, GB/s, the message size and the sim note", r)
+		}
+		pairs[fmt.Sprintf("%d-%d", from, to)]++
+		if strings.HasSuffix(r.Name, "/peer") && (r.Baseline != strings.TrimSuffix(r.Name, "peer")+"staged" || r.Ratio <= 0) {
+			t.Errorf("peer row %+v: want the staged row as its baseline", r)
+		}
+	}
+	for from := range 3 {
+		for to := range 3 {
+			want := 3 // staged at 3 sizes
+			if from == to || from+to == 1 {
+				want = 6 // and peer
+			}
+			if got := pairs[fmt.Sprintf("%d-%d", from, to)]; got != want {
+				t.Errorf("pair %d-%d: %d rows, want %d", from, to, got, want)
+			}
+		}
+	}
+}

@@ -7,8 +7,11 @@ import (
 	"io"
 	"slices"
 	"strings"
+	"sync"
 	"text/tabwriter"
 	"time"
+
+	ra "github.com/ringactor/ringactor/runtime"
 )
 
 // Row is one measured row. Ratio is MsgsPerSec over the baseline row's
@@ -21,6 +24,13 @@ type Row struct {
 	P99        int64   `json:"p99_ns"`
 	Baseline   string  `json:"baseline"`
 	Ratio      float64 `json:"ratio"`
+	// Bytes and GBPerSec are the payload size and the payload bytes moved
+	// per second, for rows that move one size of message (the P2P rows).
+	Bytes    int     `json:"message_bytes,omitempty"`
+	GBPerSec float64 `json:"gb_per_sec,omitempty"`
+	// Note says what a row measures where its name does not (simulated
+	// devices measure memory copies).
+	Note string `json:"note,omitempty"`
 }
 
 // Options sizes and selects a run.
@@ -35,6 +45,10 @@ type Options struct {
 	Scale float64
 	// Progress receives one line per measurement while the run goes on.
 	Progress io.Writer
+	// Devices are the devices the P2P rows open (default: the GPUs the
+	// CUDA driver reports, else simulated devices, as ringactor devices
+	// shows).
+	Devices ra.DeviceOptions
 	// GPU, when set, measures the GPU rows; it returns ErrNoGPU (wrapped)
 	// on a machine without one, and those rows are then left out.
 	GPU func(ctx context.Context, quick bool, progress io.Writer) ([]Row, error)
@@ -63,6 +77,9 @@ type comparison struct {
 	candidate member
 	baselines []member
 	messages  int // per run, at full size
+	least     int // the fewest per run, whatever the scale (default 1000)
+	bytes     int // payload bytes per message, for GB/s (0: not reported)
+	note      string
 	setup     func(ctx context.Context) (teardown func(), err error)
 	// skip, when it returns a reason, leaves the comparison out of this run
 	// (said on Progress).
@@ -86,14 +103,20 @@ func (c comparison) selected(only string) bool {
 	return false
 }
 
-// Names lists every CPU row the suite measures, in order (the GPU rows
-// come from Options.GPU).
+// Names lists every CPU row the suite measures, in order, then the shape
+// of the P2P rows (the GPU rows come from Options.GPU).
 func Names() []string {
 	var n []string
 	for _, c := range suite() {
 		n = append(n, c.names()...)
 	}
-	return n
+	return append(n, p2pNames()...)
+}
+
+// wants reports whether -only selects rows under prefix (a group of rows
+// whose names are known only at run time).
+func wants(only, prefix string) bool {
+	return only == "" || strings.HasPrefix(prefix, only) || strings.HasPrefix(only, prefix)
 }
 
 // Run measures the selected comparisons and returns their rows: each
@@ -119,9 +142,28 @@ func Run(ctx context.Context, o Options) ([]Row, error) {
 			todo = append(todo, c)
 		}
 	}
-	wantGPU := o.GPU != nil && (o.Only == "" || strings.HasPrefix("gpu/", o.Only) || strings.HasPrefix(o.Only, "gpu/"))
-	if len(todo) == 0 && !wantGPU {
+	wantGPU := o.GPU != nil && wants(o.Only, "gpu/")
+	if len(todo) == 0 && !wantGPU && !wants(o.Only, "p2p/") {
 		return nil, fmt.Errorf("%w %q; rows: %s, gpu/...", ErrNothingSelected, o.Only, strings.Join(Names(), ", "))
+	}
+	closeP2P := func() {}
+	if wants(o.Only, "p2p/") {
+		rt, cs, err := p2pDevices(o, say)
+		if err != nil {
+			return nil, err
+		}
+		// Closed before the GPU rows, which open the driver themselves.
+		var once sync.Once
+		closeP2P = func() { once.Do(func() { rt.Close() }) }
+		defer closeP2P()
+		for _, c := range cs {
+			if c.selected(o.Only) {
+				todo = append(todo, c)
+			}
+		}
+		if len(todo) == 0 && !wantGPU {
+			return nil, fmt.Errorf("%w %q: the P2P rows here are %s", ErrNothingSelected, o.Only, p2pRange(cs))
+		}
 	}
 	var rows []Row
 	for i, c := range todo {
@@ -131,7 +173,11 @@ func Run(ctx context.Context, o Options) ([]Row, error) {
 				continue
 			}
 		}
-		n := max(1000, int(float64(c.messages)*scale))
+		least := c.least
+		if least == 0 {
+			least = 1000
+		}
+		n := max(least, int(float64(c.messages)*scale))
 		cr, err := c.measure(ctx, n, rounds, func(round int, m member) {
 			say("[%d/%d] %-26s round %d/%d, %d messages", i+1, len(todo), m.name, round+1, rounds, n)
 		})
@@ -140,6 +186,7 @@ func Run(ctx context.Context, o Options) ([]Row, error) {
 		}
 		rows = append(rows, cr...)
 	}
+	closeP2P()
 	if wantGPU {
 		say("GPU rows")
 		gr, err := o.GPU(ctx, o.Quick, o.Progress)
@@ -189,7 +236,13 @@ func (c comparison) measure(ctx context.Context, n, rounds int, progress func(in
 	rows := make([]Row, len(all))
 	for i, m := range all {
 		p50, p99 := lats[i].percentiles()
-		rows[i] = Row{Name: m.name, Backend: m.backend, MsgsPerSec: median(rates[i]), P50: p50, P99: p99}
+		rows[i] = Row{Name: m.name, Backend: m.backend, MsgsPerSec: median(rates[i]), P50: p50, P99: p99, Note: c.note}
+		if c.bytes > 0 {
+			rows[i].Bytes, rows[i].GBPerSec = c.bytes, rows[i].MsgsPerSec*float64(c.bytes)/1e9
+		}
+	}
+	if len(c.baselines) == 0 {
+		return rows, nil
 	}
 	var out []Row
 	for i := range c.baselines {
@@ -219,9 +272,18 @@ func Print(w io.Writer, rows []Row) {
 		if r.Baseline != "" {
 			ratio = fmt.Sprintf("%.2fx", r.Ratio)
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%v\t%v\t%s\t%s\t\n", r.Name, r.Backend, rate(r.MsgsPerSec), time.Duration(r.P50), time.Duration(r.P99), r.Baseline, ratio)
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t\n", r.Name, r.Backend, rate(r.MsgsPerSec), dur(r.P50), dur(r.P99), r.Baseline, ratio)
 	}
 	tw.Flush()
+	printP2P(w, rows)
+}
+
+// dur is a latency cell: "-" for rows that measure throughput only.
+func dur(ns int64) string {
+	if ns == 0 {
+		return "-"
+	}
+	return time.Duration(ns).String()
 }
 
 func rate(v float64) string {

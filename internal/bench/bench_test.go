@@ -9,6 +9,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	ra "github.com/ringactor/ringactor/runtime"
 )
 
 // small runs the suite at the least size: the rows' shape and their
@@ -27,7 +29,8 @@ func small(t *testing.T, o Options) []Row {
 
 func TestRunRowsAndRatios(t *testing.T) {
 	var progress strings.Builder
-	rows := small(t, Options{Progress: &progress})
+	rows := small(t, Options{Progress: &progress, Devices: ra.DeviceOptions{Backend: "sim", SimDevices: 2}})
+	p2p := 0
 	want := map[string][]string{ // candidate: its baselines
 		"link/64B-single":     {"channel/64B-single"},
 		"link/64B-batch32":    {"channel/64B-batch32"},
@@ -42,6 +45,10 @@ func TestRunRowsAndRatios(t *testing.T) {
 	byName := map[string]Row{}
 	got := map[string][]string{}
 	for _, r := range rows {
+		if strings.HasPrefix(r.Name, "p2p/") { // TestP2PRows checks them
+			p2p++
+			continue
+		}
 		if r.MsgsPerSec <= 0 || r.P50 <= 0 || r.P99 < r.P50 || r.Backend == "" {
 			t.Errorf("row %+v: want msgs/s > 0 and 0 < p50 <= p99 and a backend", r)
 		}
@@ -54,8 +61,11 @@ func TestRunRowsAndRatios(t *testing.T) {
 		}
 		got[r.Name] = append(got[r.Name], r.Baseline)
 	}
+	if want := 3 * 4 * 2; p2p != want { // 4 ordered pairs of peers, a peer and a staged row each, at 3 sizes
+		t.Errorf("%d p2p rows, want %d", p2p, want)
+	}
 	for _, r := range rows {
-		if r.Baseline == "" {
+		if r.Baseline == "" || strings.HasPrefix(r.Name, "p2p/") {
 			continue
 		}
 		b, ok := byName[r.Baseline]
@@ -76,7 +86,7 @@ func TestRunRowsAndRatios(t *testing.T) {
 		t.Errorf("candidates %v, want %v", got, want)
 	}
 	for _, n := range Names() {
-		if racecheck.Enabled && strings.Contains(n, "remote") {
+		if racecheck.Enabled && strings.Contains(n, "remote") || strings.HasPrefix(n, "p2p/") {
 			continue
 		}
 		if !strings.Contains(progress.String(), n) {

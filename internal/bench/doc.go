@@ -21,5 +21,10 @@
 //     device mailbox, against protoactor/send to a plain actor;
 //   - group/steal-skewed: a stage group on four simulated devices, one of
 //     them four times slower, with work stealing, against the static split;
+//   - p2p/<from>-<to>/<size>/{peer,staged}: for every ordered pair of the
+//     machine's GPUs (or simulated devices), diagonal included, one ring
+//     kernel moving 64 B, 1 KiB and 64 KiB messages to another over a peer
+//     link against a host-staged one (ratio peer/staged, GB/s beside
+//     msgs/s), printed as matrices too; see p2p.go for what is timed;
 //   - gpu/...: package gpubench's rows, when a GPU is present.
 package bench
