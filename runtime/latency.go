@@ -45,8 +45,11 @@ func percentiles(d []time.Duration) Percentiles {
 
 // StageLatency summarises one stage's sampled messages.
 type StageLatency struct {
-	Stage     string
-	Device    int
+	Stage  string
+	Device int
+	// Node is the cluster node the stage runs on: "" for this process (a
+	// cluster pipeline's Latency names the others).
+	Node      string
 	Samples   uint64
 	QueueWait Percentiles
 	Service   Percentiles

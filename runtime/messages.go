@@ -58,6 +58,9 @@ type (
 type StageStats struct {
 	Stage  string
 	Device int
+	// Node is the cluster node the stage runs on: "" for this process (a
+	// cluster pipeline's Stats names the others).
+	Node string
 	rk.Status
 }
 

@@ -428,8 +428,15 @@ func report(out io.Writer, p job, st ra.PipelineStats, elapsed time.Duration) {
 	fmt.Fprintln(tw, "stage\tdevice\tmessages\tsampled\twait p50\twait p90\twait p99\tservice p50\tservice p90\tservice p99\t")
 	lat := p.Latency()
 	for i, s := range st.Stages {
-		l := lat[i]
-		fmt.Fprintf(tw, "%s\t%d\t%d\t%d\t%v\t%v\t%v\t%v\t%v\t%v\t\n", s.Stage, s.Device, s.Processed, l.Samples,
+		var l ra.StageLatency
+		if i < len(lat) {
+			l = lat[i]
+		}
+		dev := fmt.Sprint(s.Device)
+		if s.Node != "" { // a stage on another cluster node, as it reported
+			dev += "@" + s.Node
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%d\t%d\t%v\t%v\t%v\t%v\t%v\t%v\t\n", s.Stage, dev, s.Processed, l.Samples,
 			l.QueueWait.P50, l.QueueWait.P90, l.QueueWait.P99, l.Service.P50, l.Service.P90, l.Service.P99)
 	}
 	tw.Flush()

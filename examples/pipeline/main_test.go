@@ -5,6 +5,7 @@ import (
 	"context"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -98,6 +99,10 @@ func TestMainJobRemoteStage2(t *testing.T) {
 	err := run(ctx, []string{"-backend", "sim", "-messages", "5000", "-payload", "8", "-quiet", "-remote-stage2"}, &out, &errOut)
 	if err != nil {
 		t.Fatalf("%v\n%s\n%s", err, out.String(), errOut.String())
+	}
+	sqrt := regexp.MustCompile(`(?m)^ +sqrt +\d+@stage2 +5000 +50 `) // the remote stage's row, from its node's report
+	if !sqrt.MatchString(out.String()) {
+		t.Errorf("the latency table lacks the remote stage's row (sqrt on node stage2, 5000 messages, 50 sampled):\n%s", out.String())
 	}
 	for _, want := range []string{`segment 1 on node "stage2" via protoactor remote`, "verified 5000 results against the Go reference: 0 mismatches",
 		"delivered 5000, dead-lettered 0"} {

@@ -11,6 +11,9 @@ import (
 	"testing"
 	"time"
 
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+	"go.opentelemetry.io/otel/sdk/trace/tracetest"
+
 	"github.com/ringactor/ringactor/internal/nodeproc"
 	"github.com/ringactor/ringactor/internal/racecheck"
 	ra "github.com/ringactor/ringactor/runtime"
@@ -25,6 +28,8 @@ var (
 	origin  *cluster.Node
 	peers   []string
 	bManage int
+	// spans records the origin's spans, for the one-trace test.
+	spans = tracetest.NewSpanRecorder()
 )
 
 func TestMain(m *testing.M) {
@@ -40,7 +45,8 @@ func run(m *testing.M) int {
 	}
 	bManage = ports[1]
 	peers = []string{fmt.Sprintf("127.0.0.1:%d", ports[0]), fmt.Sprintf("127.0.0.1:%d", ports[1])}
-	rt, err := ra.New(ra.Config{Devices: ra.DeviceOptions{Backend: "sim", SimDevices: 2, Log: io.Discard}})
+	rt, err := ra.New(ra.Config{Devices: ra.DeviceOptions{Backend: "sim", SimDevices: 2, Log: io.Discard},
+		TracerProvider: sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(spans))})
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
@@ -61,14 +67,18 @@ func run(m *testing.M) int {
 
 // startB starts node "b" in a second process and waits until the origin
 // sees it.
-func startB(t *testing.T) *nodeproc.Proc {
+func startB(t *testing.T) *nodeproc.Proc { return startBWith(t, nodeproc.Config{}) }
+
+// startBWith is startB with more of the child's configuration.
+func startBWith(t *testing.T, cfg nodeproc.Config) *nodeproc.Proc {
 	t.Helper()
 	if racecheck.Enabled {
 		t.Skip(racecheck.Reason)
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	p, err := nodeproc.Start(ctx, nodeproc.Config{Name: "b", ManagePort: bManage, Peers: peers, RefreshTTL: 200 * time.Millisecond})
+	cfg.Name, cfg.ManagePort, cfg.Peers, cfg.RefreshTTL = "b", bManage, peers, 200*time.Millisecond
+	p, err := nodeproc.Start(ctx, cfg)
 	if err != nil {
 		t.Fatal(err)
 	}

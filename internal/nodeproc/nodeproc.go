@@ -25,6 +25,8 @@ import (
 	"time"
 
 	"github.com/asynkron/protoactor-go/actor"
+	"go.opentelemetry.io/otel/exporters/stdout/stdouttrace"
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"google.golang.org/protobuf/types/known/wrapperspb"
 
 	"github.com/ringactor/ringactor/internal/stdio"
@@ -48,6 +50,9 @@ type Config struct {
 	// Echo spawns an actor named "echo" that answers every message with
 	// itself: the baseline of the remote benchmark.
 	Echo bool
+	// TraceFile, when set, receives the child's spans as the stdout
+	// exporter writes them, each as it ends.
+	TraceFile string
 }
 
 // Main runs this process as a node if it was started as one, and exits;
@@ -79,7 +84,22 @@ func serve(cfg Config, in io.Reader, out io.Writer) error {
 	if cfg.SimDevices == 0 {
 		cfg.SimDevices = 2
 	}
-	rt, err := ra.New(ra.Config{Devices: ra.DeviceOptions{Backend: "sim", SimDevices: cfg.SimDevices, Log: io.Discard}})
+	rcfg := ra.Config{Devices: ra.DeviceOptions{Backend: "sim", SimDevices: cfg.SimDevices, Log: io.Discard}}
+	if cfg.TraceFile != "" {
+		f, err := os.Create(cfg.TraceFile)
+		if err != nil {
+			return err
+		}
+		defer f.Close()
+		exp, err := stdouttrace.New(stdouttrace.WithWriter(f))
+		if err != nil {
+			return err
+		}
+		tp := sdktrace.NewTracerProvider(sdktrace.WithSyncer(exp))
+		defer tp.Shutdown(context.Background())
+		rcfg.TracerProvider = tp
+	}
+	rt, err := ra.New(rcfg)
 	if err != nil {
 		return err
 	}

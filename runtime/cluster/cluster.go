@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -48,6 +49,7 @@ type ClusterPipeline struct {
 	nextID                         atomic.Uint64
 	sent, delivered, dropped, late atomic.Uint64
 	sampleEvery                    uint64
+	roots                          *roots
 
 	closed    atomic.Bool
 	ctx       context.Context // ends when Close has finished
@@ -68,7 +70,8 @@ type segment struct {
 	mu       sync.Mutex
 	pid      *actor.PID // a remote segment's grain
 	identity string
-	member   string // the cluster member id of its node when placed
+	member   string        // the cluster member id of its node when placed
+	report   []reportStage // a remote segment's latest report, its stages marked with its node
 }
 
 func (s *segment) remotePID() *actor.PID {
@@ -100,7 +103,8 @@ func (n *Node) Build(ctx context.Context, spec ra.PipelineSpec, opts ClusterOpti
 	if spec.SampleRatio < 0 || spec.SampleRatio > 1 || math.IsNaN(spec.SampleRatio) {
 		return nil, fmt.Errorf("%w %q: sample ratio %g; want 0 to 1", ra.ErrBadPipeline, spec.Name, spec.SampleRatio)
 	}
-	cp := &ClusterPipeline{node: n, rt: n.rt, spec: spec, opts: opts, byStage: map[string]*segment{}}
+	cp := &ClusterPipeline{node: n, rt: n.rt, spec: spec, opts: opts, byStage: map[string]*segment{},
+		roots: newRoots(n.rt.TracerProvider(), spec.Name, n.cfg.Name)}
 	cp.ctx, cp.cancel = context.WithCancel(context.Background())
 	if spec.SampleRatio > 0 {
 		cp.sampleEvery = uint64(math.Max(1, math.Round(1/spec.SampleRatio)))
@@ -161,15 +165,20 @@ func (cp *ClusterPipeline) build(ctx context.Context) error {
 		if s.node != "" {
 			continue
 		}
+		// Sampling is the cluster pipeline's (SendBatch): a segment traces
+		// the messages marked sampled, under their root.
 		spec := ra.PipelineSpec{Name: fmt.Sprintf("%s.%d", cp.spec.Name, k), Stages: s.stages,
 			OnDeadLetter: cp.deadLetter, HangAfter: cp.spec.HangAfter, OnFault: cp.spec.OnFault}
-		if k == 0 {
-			spec.SampleRatio = cp.spec.SampleRatio
-		}
 		if k+1 < len(cp.segs) {
 			e := cp.segs[k+1].exc
 			spec.Deliver.Slots = func(ctx context.Context, hs []p2pqueue.Header, ps [][]byte) {
-				e.send(ctx, len(hs), func(i int) (uint64, p2pqueue.Flags, []byte) { return hs[i].ID, hs[i].Flags, ps[i] })
+				e.send(ctx, len(hs), func(i int) (uint64, p2pqueue.Flags, []byte, string) {
+					tp := ""
+					if hs[i].Flags&p2pqueue.FlagSampled != 0 {
+						tp = cp.roots.traceparent(hs[i].ID)
+					}
+					return hs[i].ID, hs[i].Flags, ps[i], tp
+				})
 			}
 		} else {
 			spec.Deliver = ra.Sink{Func: cp.deliver}
@@ -289,6 +298,7 @@ func (cp *ClusterPipeline) abandon() {
 	if cp.origin != nil {
 		cp.node.rt.System().Root.StopFuture(cp.origin).Wait()
 	}
+	cp.roots.close()
 	cp.cancel()
 }
 
@@ -305,10 +315,24 @@ func (cp *ClusterPipeline) Send(ctx context.Context, d ra.Data) error {
 // SendBatch puts messages into the first stage and returns how many it
 // took; the rest have been dead-lettered (the error says why). Message
 // ids must be unique among the messages in flight; 0 takes the next one.
+//
+// A sampled message (Data.Sampled, or picked by the sample ratio) gets
+// one trace across every node: a root span here, from the send to its end
+// here, and under it each segment's spans, on whichever node runs it.
 func (cp *ClusterPipeline) SendBatch(ctx context.Context, ds []ra.Data) (int, error) {
+	traced := false
 	for i := range ds {
 		if ds[i].ID == 0 {
 			ds[i].ID = cp.nextID.Add(1)
+		}
+		traced = traced || ds[i].Sampled || cp.sample(ds[i].ID)
+	}
+	if traced && !cp.closed.Load() {
+		ds = slices.Clone(ds) // the roots' contexts are ours, not the caller's
+		for i := range ds {
+			if ds[i].Sampled || cp.sample(ds[i].ID) {
+				ds[i].Sampled, ds[i].Context = true, cp.roots.begin(ds[i].Context, ds[i].ID)
+			}
 		}
 	}
 	cp.sent.Add(uint64(len(ds)))
@@ -331,22 +355,31 @@ func (cp *ClusterPipeline) SendBatch(ctx context.Context, ds []ra.Data) (int, er
 
 func (cp *ClusterPipeline) deadLetter(d ra.DeadLetter) {
 	cp.dropped.Add(1)
+	cp.roots.end(d.ID, &d)
 	cp.rt.TellDeadLetter(&cp.spec, d)
 }
 
 func (cp *ClusterPipeline) deliver(r ra.Result) {
 	cp.delivered.Add(1)
+	cp.roots.end(r.ID, nil)
 	cp.rt.DeliverTo(cp.ctx, cp.spec.Deliver, r)
 }
 
 // Stats is the pipeline's account (Sent = Delivered + DeadLettered +
 // InFlight, where in flight includes messages on other nodes) and the
-// status of the stages on this node.
+// status of every stage in order, those on other nodes (StageStats.Node)
+// as their segments report them: asked now while the pipeline is open, as
+// they closed once it is, and as last heard from a node that does not
+// answer.
 func (cp *ClusterPipeline) Stats() ra.PipelineStats {
 	st := ra.PipelineStats{Delivered: cp.delivered.Load(), DeadLettered: cp.dropped.Load()}
 	for _, s := range cp.segs {
 		if s.local != nil {
 			st.Stages = append(st.Stages, s.local.Stats().Stages...)
+			continue
+		}
+		for _, r := range cp.remoteReport(s) {
+			st.Stages = append(st.Stages, r.stats)
 		}
 	}
 	st.Sent = cp.sent.Load()
@@ -354,16 +387,58 @@ func (cp *ClusterPipeline) Stats() ra.PipelineStats {
 	return st
 }
 
-// Latency summarises the sampled queue waits and service times of the
-// stages on this node, in the order Stats lists them.
+// Latency summarises the sampled queue waits and service times of every
+// stage, in the order Stats lists them: those on other nodes
+// (StageLatency.Node) from their segments' reports, as Stats gets them.
 func (cp *ClusterPipeline) Latency() []ra.StageLatency {
 	var out []ra.StageLatency
 	for _, s := range cp.segs {
 		if s.local != nil {
 			out = append(out, s.local.Latency()...)
+			continue
+		}
+		for _, r := range cp.remoteReport(s) {
+			out = append(out, r.lat)
 		}
 	}
 	return out
+}
+
+// reportTimeout bounds asking a remote segment for its report.
+const reportTimeout = 2 * time.Second
+
+// remoteReport asks remote segment s for its report while the pipeline is
+// open and its node up, and returns the latest it has: the one its Close
+// answered once closed, the last heard (or none) from a node that does
+// not answer.
+func (cp *ClusterPipeline) remoteReport(s *segment) []reportStage {
+	if pid := s.remotePID(); pid != nil && !cp.closed.Load() && s.exc.isDown() == nil {
+		ctx, cancel := context.WithTimeout(context.Background(), min(cp.opts.Timeout, reportTimeout))
+		res, err := cp.request(ctx, pid, wrap(encodeReportReq()))
+		cancel()
+		if err == nil {
+			if rep, err := decodeReport(res); err == nil {
+				cp.keepReport(s, rep)
+			}
+		}
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if len(s.report) == 0 { // never heard from: the stages, without counts
+		rep := make([]reportStage, len(s.stages))
+		for i, st := range s.stages {
+			rep[i].stats = ra.StageStats{Stage: st.Name, Device: st.Device, Node: s.node}
+			rep[i].lat = ra.StageLatency{Stage: st.Name, Device: st.Device, Node: s.node}
+		}
+		return rep
+	}
+	return s.report
+}
+
+func (cp *ClusterPipeline) keepReport(s *segment, rep []reportStage) {
+	s.mu.Lock()
+	s.report = onNode(rep, s.node)
+	s.mu.Unlock()
 }
 
 // Remote is how many messages are out on other nodes now.
@@ -478,7 +553,9 @@ func (cp *ClusterPipeline) Close(ctx context.Context, drain bool) error {
 			res, err := cp.request(ctx, pid, wrap(encodeClose(closeMsg{Drain: drain, Timeout: uint64(max(time.Until(deadline(ctx)), time.Millisecond))})))
 			if err == nil {
 				var text string
-				if text, err = decodeText(res, kindClosed, "Closed"); err == nil {
+				var rep []reportStage
+				if text, rep, err = decodeClosed(res); err == nil {
+					cp.keepReport(s, rep)
 					err = wireError(text)
 				}
 			}
@@ -498,6 +575,7 @@ func (cp *ClusterPipeline) Close(ctx context.Context, drain bool) error {
 			e.drain(reason, why)
 		}
 		rt.System().Root.StopFuture(cp.origin).Wait()
+		cp.roots.close()
 		cp.cancel()
 		cp.closeErr = errors.Join(errs...)
 	})

@@ -21,11 +21,12 @@ import (
 // come from elsewhere are checked before they become a message, and so that
 // the format is written down once.
 //
-// Wire format, version 1. Every value is MessagePack; every container is an
+// Wire format, version 2 (version 1 had three fields per Batch entry and a
+// Closed without its report; wire.go). Every value is MessagePack; every container is an
 // array whose positions are fixed (no maps, no optional fields), so the
 // format is stable, compact and readable from any msgpack library:
 //
-//	envelope   [version uint, kind uint, body]            version = 1
+//	envelope   [version uint, kind uint, body]            version = 2
 //	kind 1     Data:       [id uint, floats, sampled bool, traceparent str]
 //	kind 2     Result:     [id uint, floats]
 //	kind 3     DeadLetter: [id uint, stage str, device int, reason str, err str]
@@ -53,7 +54,7 @@ import (
 const (
 	// CodecVersion is the envelope version EncodeMessage writes and the
 	// only one DecodeMessage reads.
-	CodecVersion = 1
+	CodecVersion = 2
 	// MaxFloats is the longest float vector a message may carry (4 MiB of
 	// float32): a decoder refuses a longer one before allocating it, so a
 	// forged count cannot exhaust memory.
@@ -470,14 +471,24 @@ func (r *reader) data() (ra.Data, error) {
 	if err != nil {
 		return ra.Data{}, err
 	}
-	if tp != "" {
-		ctx := propagation.TraceContext{}.Extract(context.Background(), propagation.MapCarrier{"traceparent": tp})
-		if !trace.SpanContextFromContext(ctx).IsValid() {
-			return ra.Data{}, r.bad("ra.Data traceparent %q is not a valid W3C trace context (want 00-<32 hex>-<16 hex>-<2 hex>, ids not all zero)", clip(tp))
-		}
-		d.Context = ctx
+	if d.Context, err = r.parent("ra.Data traceparent", tp); err != nil {
+		return ra.Data{}, err
 	}
 	return d, nil
+}
+
+// parent turns a traceparent read as what into a context holding its
+// remote span context: nil for "", an error for anything but a valid W3C
+// trace context.
+func (r *reader) parent(what, tp string) (context.Context, error) {
+	if tp == "" {
+		return nil, nil
+	}
+	ctx := propagation.TraceContext{}.Extract(context.Background(), propagation.MapCarrier{"traceparent": tp})
+	if !trace.SpanContextFromContext(ctx).IsValid() {
+		return nil, r.bad("%s %q is not a valid W3C trace context (want 00-<32 hex>-<16 hex>-<2 hex>, ids not all zero)", what, clip(tp))
+	}
+	return ctx, nil
 }
 
 func (r *reader) result() (ra.Result, error) {

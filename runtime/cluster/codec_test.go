@@ -126,16 +126,16 @@ func TestCodecRoundTrip(t *testing.T) {
 	}
 }
 
-// The wire format is stable: these bytes are version 1 as documented.
+// The wire format is stable: these bytes are version 2 as documented.
 func TestCodecWireFormat(t *testing.T) {
 	b := mustEncode(t, ra.Result{ID: 7, Floats: []float32{1}})
-	want := []byte{0x93, 0x01, 0x02, 0x92, 0x07, 0x91, 0xca, 0x3f, 0x80, 0x00, 0x00}
+	want := []byte{0x93, 0x02, 0x02, 0x92, 0x07, 0x91, 0xca, 0x3f, 0x80, 0x00, 0x00}
 	if !bytes.Equal(b, want) {
 		t.Fatalf("Result{7, [1]} encodes as % x, want % x", b, want)
 	}
 	// Another msgpack writer's output decodes: float64 elements and wide
 	// integer widths are accepted.
-	other, err := msgpack.Marshal([]any{uint64(1), int64(3), []any{uint64(4), "s", int32(-1), "r", ""}})
+	other, err := msgpack.Marshal([]any{uint64(2), int64(3), []any{uint64(4), "s", int32(-1), "r", ""}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -143,7 +143,7 @@ func TestCodecWireFormat(t *testing.T) {
 	if err != nil || !equalMessages(got, ra.DeadLetter{ID: 4, Stage: "s", Device: -1, Reason: "r"}) {
 		t.Fatalf("msgpack.Marshal'd dead letter: %+v, %v", got, err)
 	}
-	other, _ = msgpack.Marshal([]any{1, 2, []any{8, []float64{0.5, 2}}})
+	other, _ = msgpack.Marshal([]any{2, 2, []any{8, []float64{0.5, 2}}})
 	got, err = cluster.DecodeMessage(other)
 	if err != nil || !equalMessages(got, ra.Result{ID: 8, Floats: []float32{0.5, 2}}) {
 		t.Fatalf("msgpack.Marshal'd result: %+v, %v", got, err)
@@ -163,11 +163,11 @@ func TestCodecBadMessages(t *testing.T) {
 	}
 	// Result [1, array32 of MaxFloats+1 floats] with nothing after the
 	// array's header; then one claiming 4096 floats.
-	huge := []byte{0x93, 0x01, 0x02, 0x92, 0x01, 0xdd, 0x00, 0x10, 0x00, 0x01}
-	claim := []byte{0x93, 0x01, 0x02, 0x92, 0x01, 0xdd, 0x00, 0x00, 0x10, 0x00}
+	huge := []byte{0x93, 0x02, 0x02, 0x92, 0x01, 0xdd, 0x00, 0x10, 0x00, 0x01}
+	claim := []byte{0x93, 0x02, 0x02, 0x92, 0x01, 0xdd, 0x00, 0x00, 0x10, 0x00}
 	// DeadLetter [1, str32 of 4096 bytes holding one; then one of 2 GiB].
-	longStr := []byte{0x93, 0x01, 0x03, 0x95, 0x01, 0xdb, 0x00, 0x00, 0x10, 0x00, 'a'}
-	hugeStr := []byte{0x93, 0x01, 0x03, 0x95, 0x01, 0xdb, 0x7f, 0xff, 0xff, 0xff}
+	longStr := []byte{0x93, 0x02, 0x03, 0x95, 0x01, 0xdb, 0x00, 0x00, 0x10, 0x00, 'a'}
+	hugeStr := []byte{0x93, 0x02, 0x03, 0x95, 0x01, 0xdb, 0x7f, 0xff, 0xff, 0xff}
 	cases := []struct {
 		name string
 		b    []byte
@@ -179,25 +179,26 @@ func TestCodecBadMessages(t *testing.T) {
 		{"trailing bytes", append(append([]byte(nil), data...), 0xc0), "1 trailing bytes"},
 		{"not an array", []byte{0xa3, 'a', 'b', 'c'}, "envelope at byte 0 is a msgpack string, want an array"},
 		{"empty envelope", []byte{0x90}, "empty array"},
-		{"unknown version", enc(2, 1, []any{}), "unknown codec version 2 (this decoder knows version 1"},
+		{"unknown version", enc(3, 1, []any{}), "unknown codec version 3 (this decoder knows version 2"},
+		{"version 1", enc(1, 1, []any{1, []float32{}, true, ""}), "unknown codec version 1 (this decoder knows version 2"},
 		{"negative version", enc(-1, 1, []any{}), "want an unsigned integer"},
-		{"envelope fields", enc(1, 1), "envelope has 2 fields"},
-		{"unknown kind", enc(1, 9, []any{}), "unknown message kind 9"},
-		{"wrong kind", enc(1, 2, []any{1, []float32{1}, true, ""}), "Result body has 4 fields"},
-		{"body not array", enc(1, 1, "x"), "Data body at byte 3 is a msgpack string"},
-		{"id is a string", enc(1, 2, []any{"7", []float32{}}), "Result id at byte 4 is a msgpack string, want an unsigned integer"},
-		{"negative id", enc(1, 2, []any{-7, []float32{}}), "Result id is -7"},
-		{"float element", enc(1, 2, []any{7, []any{"xxxxxxx"}}), "Result floats element 0 at byte 6 is a msgpack string, want a float32"},
+		{"envelope fields", enc(2, 1), "envelope has 2 fields"},
+		{"unknown kind", enc(2, 9, []any{}), "unknown message kind 9"},
+		{"wrong kind", enc(2, 2, []any{1, []float32{1}, true, ""}), "Result body has 4 fields"},
+		{"body not array", enc(2, 1, "x"), "Data body at byte 3 is a msgpack string"},
+		{"id is a string", enc(2, 2, []any{"7", []float32{}}), "Result id at byte 4 is a msgpack string, want an unsigned integer"},
+		{"negative id", enc(2, 2, []any{-7, []float32{}}), "Result id is -7"},
+		{"float element", enc(2, 2, []any{7, []any{"xxxxxxx"}}), "Result floats element 0 at byte 6 is a msgpack string, want a float32"},
 		{"float count too large", huge, "more than MaxFloats"},
 		{"float count past the input", claim, "claims 4096 floats"},
-		{"bool", enc(1, 1, []any{1, []float32{}, 1, ""}), "Data sampled at byte 6 is a msgpack fixint, want a bool"},
-		{"traceparent", enc(1, 1, []any{1, []float32{}, true, "00-zz"}), "not a valid W3C trace context"},
-		{"zero trace id", enc(1, 1, []any{1, []float32{}, true, "00-00000000000000000000000000000000-0000000000000001-01"}), "not a valid W3C trace context"},
+		{"bool", enc(2, 1, []any{1, []float32{}, 1, ""}), "Data sampled at byte 6 is a msgpack fixint, want a bool"},
+		{"traceparent", enc(2, 1, []any{1, []float32{}, true, "00-zz"}), "not a valid W3C trace context"},
+		{"zero trace id", enc(2, 1, []any{1, []float32{}, true, "00-00000000000000000000000000000000-0000000000000001-01"}), "not a valid W3C trace context"},
 		{"string length past the input", longStr, "claims 4096 bytes, 1 left"},
 		{"string too long", hugeStr, "more than MaxText"},
-		{"device not int", enc(1, 3, []any{1, "s", "d", "r", ""}), "DeadLetter device at byte 7 is a msgpack string, want an integer"},
-		{"device too large", enc(1, 3, []any{1, "s", uint64(math.MaxUint64), "r", ""}), "past the largest int"},
-		{"map", enc(map[string]any{"version": 1}), "is a msgpack map"},
+		{"device not int", enc(2, 3, []any{1, "s", "d", "r", ""}), "DeadLetter device at byte 7 is a msgpack string, want an integer"},
+		{"device too large", enc(2, 3, []any{1, "s", uint64(math.MaxUint64), "r", ""}), "past the largest int"},
+		{"map", enc(map[string]any{"version": 2}), "is a msgpack map"},
 		{"deep nesting", bytes.Repeat([]byte{0x91}, 1<<16), "want an unsigned integer"},
 	}
 	for _, c := range cases {
@@ -248,7 +249,7 @@ func FuzzDecodeMessage(f *testing.F) {
 		f.Add(mangled)
 	}
 	f.Add([]byte{})
-	f.Add([]byte{0x93, 0x01, 0x02, 0x92, 0x07, 0xdd, 0xff, 0xff, 0xff, 0xff})
+	f.Add([]byte{0x93, 0x02, 0x02, 0x92, 0x07, 0xdd, 0xff, 0xff, 0xff, 0xff})
 	f.Add([]byte{0x93, 0x02, 0x01, 0x90})
 	f.Add([]byte{0xc1, 0xff, 0x00})
 	f.Add(bytes.Repeat([]byte{0x91}, 64))

@@ -53,8 +53,9 @@ func newExcursion(cp *ClusterPipeline, first, last, window int) *excursion {
 		room: make(chan struct{}), w: newBatchWriter(), down: fmt.Errorf("%w: not built yet", ErrRemoteUnreachable)}
 }
 
-// entryAt returns the i-th message of a batch being sent.
-type entryAt func(i int) (id uint64, flags p2pqueue.Flags, payload []byte)
+// entryAt returns the i-th message of a batch being sent, with the
+// traceparent of its root if it is traced.
+type entryAt func(i int) (id uint64, flags p2pqueue.Flags, payload []byte, trace string)
 
 // send ends n messages: out on the run, or dead-lettered. It waits for the
 // window until ctx ends.
@@ -75,7 +76,7 @@ func (e *excursion) send(ctx context.Context, n int, at entryAt) error {
 		}
 		if e.n == 0 || e.n+n <= e.window {
 			for i := range n {
-				id, _, _ := at(i)
+				id, _, _, _ := at(i)
 				e.out[id]++
 			}
 			e.n += n
@@ -104,7 +105,7 @@ func (e *excursion) send(ctx context.Context, n int, at entryAt) error {
 func (e *excursion) deadAll(n int, at entryAt, reason string, err error) {
 	s := e.cp.segs[e.first].stages[0]
 	for i := range n {
-		id, _, _ := at(i)
+		id, _, _, _ := at(i)
 		e.cp.deadLetter(ra.DeadLetter{ID: id, Stage: s.Name, Device: s.Device, Reason: reason, Err: err})
 	}
 }
@@ -125,12 +126,13 @@ func (e *excursion) sendData(ctx context.Context, ds []ra.Data) error {
 		}
 		offs[i+1] = o + 4*len(ds[i].Floats)
 	}
-	return e.send(ctx, len(ds), func(i int) (uint64, p2pqueue.Flags, []byte) {
+	return e.send(ctx, len(ds), func(i int) (uint64, p2pqueue.Flags, []byte, string) {
 		var flags p2pqueue.Flags
-		if ds[i].Sampled || e.cp.sample(ds[i].ID) {
-			flags = p2pqueue.FlagSampled
+		tp := ""
+		if ds[i].Sampled { // SendBatch decided, and opened the root
+			flags, tp = p2pqueue.FlagSampled, e.cp.roots.traceparent(ds[i].ID)
 		}
-		return ds[i].ID, flags, buf[offs[i]:offs[i+1]]
+		return ds[i].ID, flags, buf[offs[i]:offs[i+1]], tp
 	})
 }
 

@@ -176,8 +176,8 @@ func payloadOf(id uint64) []byte {
 }
 
 func entriesOf(ids ...uint64) entryAt {
-	return func(i int) (uint64, p2pqueue.Flags, []byte) {
-		return ids[i], flagsOf(ids[i]), payloadOf(ids[i])
+	return func(i int) (uint64, p2pqueue.Flags, []byte, string) {
+		return ids[i], flagsOf(ids[i]), payloadOf(ids[i]), ""
 	}
 }
 

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/asynkron/protoactor-go/actor"
@@ -34,6 +35,13 @@ type segmentGrain struct {
 	br   batchReader
 	ds   []ra.Data
 	slab []float32
+
+	// traces holds the traceparent of each sampled message in the segment,
+	// from its arrival to its forwarding or dead letter, so the next
+	// segment's spans join the same trace.
+	tmu    sync.Mutex
+	traces map[uint64]string
+	final  []reportStage // the report once the segment closed
 }
 
 func wrap(b []byte) *wrapperspb.BytesValue { return &wrapperspb.BytesValue{Value: b} }
@@ -57,12 +65,14 @@ func (g *segmentGrain) Receive(ctx actor.Context) {
 			ctx.Respond(wrap(encodeText(kindBuilt, text)))
 		case kindBatch:
 			g.ingest(m.Value)
+		case kindReportReq:
+			ctx.Respond(wrap(encodeReport(g.report())))
 		case kindClose:
 			text := ""
 			if err := g.close(m.Value); err != nil {
 				text = err.Error()
 			}
-			ctx.Respond(wrap(encodeText(kindClosed, text)))
+			ctx.Respond(wrap(encodeClosed(text, g.report())))
 			ctx.Stop(ctx.Self())
 		}
 	case *actor.Terminated:
@@ -92,7 +102,8 @@ func (g *segmentGrain) build(b []byte) error {
 	g.last = m.Stages[len(m.Stages)-1].Name
 	g.w = newBatchWriter()
 	name := strings.NewReplacer("/", "_", " ", "_").Replace(fmt.Sprintf("%s@%s#%d", m.Pipeline, m.Origin.Address, m.To))
-	spec := ra.PipelineSpec{Name: name, Stages: m.Stages, OnDeadLetter: g.report, Deliver: ra.Sink{Slots: g.forward}}
+	g.traces = map[uint64]string{}
+	spec := ra.PipelineSpec{Name: name, Stages: m.Stages, OnDeadLetter: g.reportDead, Deliver: ra.Sink{Slots: g.forward}}
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	p, err := g.rt.Build(ctx, spec)
@@ -114,13 +125,36 @@ func (g *segmentGrain) forward(_ context.Context, hs []p2pqueue.Header, ps [][]b
 	}
 	g.w.begin(g.msg.To+1, len(hs))
 	for i := range hs {
-		g.w.add(hs[i].ID, hs[i].Flags, ps[i])
+		tp := ""
+		if hs[i].Flags&p2pqueue.FlagSampled != 0 {
+			tp = g.takeTrace(hs[i].ID)
+		}
+		g.w.add(hs[i].ID, hs[i].Flags, ps[i], tp)
 	}
 	g.rt.System().Root.Send(g.next, wrap(g.w.bytes()))
 }
 
-// report sends a dead letter to the origin, which owns the count.
-func (g *segmentGrain) report(d ra.DeadLetter) {
+// takeTrace returns and forgets the traceparent message id arrived with.
+func (g *segmentGrain) takeTrace(id uint64) string {
+	g.tmu.Lock()
+	defer g.tmu.Unlock()
+	tp := g.traces[id]
+	delete(g.traces, id)
+	return tp
+}
+
+// report is the segment's report for the origin: now while it runs, as it
+// closed after.
+func (g *segmentGrain) report() []reportStage {
+	if g.p == nil {
+		return g.final
+	}
+	return reportOf(g.p)
+}
+
+// reportDead sends a dead letter to the origin, which owns the count.
+func (g *segmentGrain) reportDead(d ra.DeadLetter) {
+	g.takeTrace(d.ID)
 	if d.Stage == "egress" {
 		d.Stage = g.last // the origin knows the segment by its stages
 	}
@@ -141,10 +175,17 @@ func (g *segmentGrain) ingest(b []byte) {
 	g.ds, g.slab = entriesToData(es, nil, g.ds, g.slab)
 	if g.p == nil {
 		for _, d := range g.ds {
-			g.report(ra.DeadLetter{ID: d.ID, Stage: g.msg.Pipeline, Device: p2pqueue.Host, Reason: "pipeline closed", Err: ra.ErrClosed})
+			g.reportDead(ra.DeadLetter{ID: d.ID, Stage: g.msg.Pipeline, Device: p2pqueue.Host, Reason: "pipeline closed", Err: ra.ErrClosed})
 		}
 		return
 	}
+	g.tmu.Lock()
+	for _, e := range es {
+		if e.Trace != "" {
+			g.traces[e.ID] = e.Trace
+		}
+	}
+	g.tmu.Unlock()
 	g.p.SendBatch(context.Background(), g.ds) // each message ends sent or reported
 }
 
@@ -171,7 +212,7 @@ func entriesToData(es []batchEntry, keep []bool, ds []ra.Data, slab []float32) (
 		k := len(e.Payload) / 4
 		v, _ := kernels.DecodeFloats(free[:k:k], e.Payload) // whole float32s, checked by decode
 		free = free[k:]
-		ds = append(ds, ra.Data{ID: e.ID, Floats: v, Sampled: e.Flags&p2pqueue.FlagSampled != 0})
+		ds = append(ds, ra.Data{ID: e.ID, Floats: v, Sampled: e.Flags&p2pqueue.FlagSampled != 0, Context: e.Parent})
 	}
 	return ds, slab
 }
@@ -191,6 +232,7 @@ func (g *segmentGrain) close(b []byte) error {
 	ctx, cancel := context.WithTimeout(context.Background(), timeout)
 	defer cancel()
 	err = g.p.Close(ctx, m.Drain)
+	g.final = reportOf(g.p)
 	g.p = nil
 	return err
 }

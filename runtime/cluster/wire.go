@@ -2,6 +2,7 @@ package cluster
 
 import (
 	"bytes"
+	"context"
 	"fmt"
 	"io"
 
@@ -16,24 +17,39 @@ import (
 // codec.go) with kinds of their own. protoactor remote sends only protobuf
 // messages, so each travels as the bytes of a wrapperspb.BytesValue.
 //
-//	kind 4  Batch:  [to uint, entries array]   entries: id uint, flags uint, payload bin, repeated
+//	kind 4  Batch:  [to uint, entries array]   entries: id uint, flags uint, payload bin,
+//	                traceparent str, repeated
 //	kind 5  Build:  [pipeline str, to uint, next pid, origin pid, stages array]
 //	                pid: [address str, id str]; stage: [name, op, params floats, device int,
 //	                stateful bool, workers int, slot size int, capacity int, backpressure int]
 //	kind 6  Built:  [err str]            "" when the segment runs
 //	kind 7  Close:  [drain bool, timeout ns uint]
-//	kind 8  Closed: [err str]
+//	kind 8  Closed: [err str, report]    the segment's report once closed
+//	kind 9  Report?: []                  asks a segment for its report
+//	kind 10 Report: [report]
+//	report: array of stage: [name str, device int, state uint, processed uint, dropped uint,
+//	        errors uint, traced uint, queued uint, samples uint,
+//	        wait p50, p90, p99 uint ns, service p50, p90, p99 uint ns]
 //
 // A Batch carries the slots of one egress batch as they are: the payload is
 // the slot's little-endian float32 bytes, so neither side converts floats,
 // and the payloads are sliced from the received bytes, not copied. to is
 // the index of the segment (or, past the last, the sink) the batch is for.
+// A sampled message's traceparent is the W3C context of the cluster
+// pipeline's root span for it, so every segment's spans join one trace
+// under that root; it is "" (one byte) for the others.
+//
+// A report is what the origin needs to list a remote segment's stages in
+// its Stats and Latency: each stage's counters and its sampled latency
+// percentiles.
 const (
-	kindBatch  = 4
-	kindBuild  = 5
-	kindBuilt  = 6
-	kindClose  = 7
-	kindClosed = 8
+	kindBatch     = 4
+	kindBuild     = 5
+	kindBuilt     = 6
+	kindClose     = 7
+	kindClosed    = 8
+	kindReportReq = 9
+	kindReport    = 10
 )
 
 // batchEntry is one message of a Batch. Payload aliases the decoded bytes.
@@ -41,6 +57,10 @@ type batchEntry struct {
 	ID      uint64
 	Flags   p2pqueue.Flags
 	Payload []byte
+	// Trace is the traceparent of the cluster pipeline's root span of a
+	// sampled message ("" for the others), and Parent a context holding it.
+	Trace  string
+	Parent context.Context
 }
 
 // batchWriter encodes Batches into one reused buffer: nothing is allocated
@@ -64,16 +84,20 @@ func (w *batchWriter) begin(to, n int) {
 	w.e.EncodeUint(kindBatch)
 	w.e.EncodeArrayLen(2)
 	w.e.EncodeUint(uint64(to))
-	w.e.EncodeArrayLen(3 * n)
+	w.e.EncodeArrayLen(batchFields * n)
 }
 
-func (w *batchWriter) add(id uint64, flags p2pqueue.Flags, payload []byte) {
+// batchFields is the number of fields of one Batch entry.
+const batchFields = 4
+
+func (w *batchWriter) add(id uint64, flags p2pqueue.Flags, payload []byte, trace string) {
 	w.e.EncodeUint(id)
 	w.e.EncodeUint(uint64(flags))
 	if payload == nil {
 		payload = []byte{} // an empty bin: the encoder writes nil for a nil slice
 	}
 	w.e.EncodeBytes(payload)
+	w.e.EncodeString(trace)
 }
 
 // bytes returns a copy of the encoded batch.
@@ -105,14 +129,14 @@ func (br *batchReader) decode(b []byte) (to int, entries []batchEntry, err error
 	if err != nil {
 		return 0, nil, err
 	}
-	if n%3 != 0 {
-		return 0, nil, r.bad("Batch has %d entry fields, want a multiple of 3 (id, flags, payload)", n)
+	if n%batchFields != 0 {
+		return 0, nil, r.bad("Batch has %d entry fields, want a multiple of %d (id, flags, payload, traceparent)", n, batchFields)
 	}
 	if n > r.r.Len() { // each field takes at least one byte
 		return 0, nil, r.truncated("Batch entries")
 	}
 	br.entries = br.entries[:0]
-	for range n / 3 {
+	for range n / batchFields {
 		var e batchEntry
 		if e.ID, err = r.uint("Batch id"); err != nil {
 			return 0, nil, err
@@ -130,6 +154,12 @@ func (br *batchReader) decode(b []byte) (to int, entries []batchEntry, err error
 		}
 		if len(e.Payload)%4 != 0 {
 			return 0, nil, r.bad("Batch payload of message %d is %d bytes, not whole float32s", e.ID, len(e.Payload))
+		}
+		if e.Trace, err = r.string("Batch traceparent"); err != nil {
+			return 0, nil, err
+		}
+		if e.Parent, err = r.parent("Batch traceparent", e.Trace); err != nil {
+			return 0, nil, err
 		}
 		br.entries = append(br.entries, e)
 	}

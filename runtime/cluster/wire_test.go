@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/vmihailenco/msgpack/v5"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/ringactor/ringactor/p2pqueue"
 	ra "github.com/ringactor/ringactor/runtime"
@@ -28,7 +29,7 @@ func batchBytes(to int, es []batchEntry) []byte {
 	w := newBatchWriter()
 	w.begin(to, len(es))
 	for _, e := range es {
-		w.add(e.ID, e.Flags, e.Payload)
+		w.add(e.ID, e.Flags, e.Payload, e.Trace)
 	}
 	return w.bytes()
 }
@@ -47,7 +48,7 @@ func seqBytes(n int, start byte) []byte {
 func copyEntries(es []batchEntry) []batchEntry {
 	out := make([]batchEntry, len(es))
 	for i, e := range es {
-		out[i] = batchEntry{ID: e.ID, Flags: e.Flags, Payload: bytes.Clone(e.Payload)}
+		out[i] = batchEntry{ID: e.ID, Flags: e.Flags, Payload: bytes.Clone(e.Payload), Trace: e.Trace}
 	}
 	return out
 }
@@ -69,8 +70,11 @@ func checkEntries(t *testing.T, what string, got, want []batchEntry) {
 	}
 	for i := range want {
 		g, w := got[i], want[i]
-		if g.ID != w.ID || g.Flags != w.Flags || !bytes.Equal(g.Payload, w.Payload) {
-			t.Fatalf("%s: entry %d is {%d %#x %x}, want {%d %#x %x}", what, i, g.ID, g.Flags, g.Payload, w.ID, w.Flags, w.Payload)
+		if g.ID != w.ID || g.Flags != w.Flags || !bytes.Equal(g.Payload, w.Payload) || g.Trace != w.Trace {
+			t.Fatalf("%s: entry %d is {%d %#x %x %q}, want {%d %#x %x %q}", what, i, g.ID, g.Flags, g.Payload, g.Trace, w.ID, w.Flags, w.Payload, w.Trace)
+		}
+		if sc := trace.SpanContextFromContext(g.Parent); (g.Trace != "") != sc.IsValid() || g.Trace != "" && sc.TraceID().String() != g.Trace[3:35] {
+			t.Fatalf("%s: entry %d with traceparent %q has parent %v", what, i, g.Trace, sc)
 		}
 		if g.Payload == nil {
 			t.Fatalf("%s: entry %d has a nil payload, want an empty slice of the input", what, i)
@@ -94,7 +98,7 @@ func checkBad(t *testing.T, what string, err error, want string) {
 func TestWireBatchRoundTrip(t *testing.T) {
 	want := []batchEntry{
 		{ID: 0, Flags: 0, Payload: []byte{}},
-		{ID: math.MaxUint64, Flags: p2pqueue.FlagSampled, Payload: seqBytes(4, 1)},
+		{ID: math.MaxUint64, Flags: p2pqueue.FlagSampled, Payload: seqBytes(4, 1), Trace: "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"},
 		{ID: 1 << 40, Flags: p2pqueue.FlagSampled | 1<<31, Payload: seqBytes(64, 10)},
 		{ID: 7, Flags: math.MaxUint32, Payload: seqBytes(4, 200)},
 		{ID: 300, Flags: 0, Payload: seqBytes(64, 100)},
@@ -248,11 +252,11 @@ func TestWireBatchRejectsGarbage(t *testing.T) {
 		{"a Build", build, "kind 5"},
 		{"Built", encodeText(kindBuilt, ""), "kind 6"},
 		{"Close", encodeClose(closeMsg{Drain: true}), "kind 7"},
-		{"wrong version", envelope(2, kindBatch, func(e *msgpack.Encoder) {
+		{"wrong version", envelope(1, kindBatch, func(e *msgpack.Encoder) {
 			e.EncodeArrayLen(2)
 			e.EncodeUint(1)
 			e.EncodeArrayLen(0)
-		}), "version 2"},
+		}), "version 1"},
 		{"envelope of 2 fields", rawMsgpack(func(e *msgpack.Encoder) {
 			e.EncodeArrayLen(2)
 			e.EncodeUint(CodecVersion)
@@ -278,45 +282,63 @@ func TestWireBatchRejectsGarbage(t *testing.T) {
 		{"2 entry fields", batch(1, 2, func(e *msgpack.Encoder) {
 			e.EncodeUint(big)
 			e.EncodeUint(0)
-		}), "multiple of 3"},
-		{"4 entry fields", batch(1, 4, func(e *msgpack.Encoder) {
+		}), "multiple of 4"},
+		{"3 entry fields (version 1)", batch(1, 3, func(e *msgpack.Encoder) {
+			e.EncodeUint(big)
+			e.EncodeUint(0)
+			e.EncodeBytes(seqBytes(4, 0))
+		}), "multiple of 4"},
+		{"5 entry fields", batch(1, 5, func(e *msgpack.Encoder) {
+			e.EncodeUint(big)
+			e.EncodeUint(0)
+			e.EncodeBytes(seqBytes(4, 0))
+			e.EncodeString("")
+			e.EncodeUint(big)
+		}), "multiple of 4"},
+		{"traceparent not W3C", batch(1, 4, func(e *msgpack.Encoder) {
+			e.EncodeUint(big)
+			e.EncodeUint(uint64(p2pqueue.FlagSampled))
+			e.EncodeBytes(seqBytes(4, 0))
+			e.EncodeString("00-00000000000000000000000000000000-00f067aa0ba902b7-01")
+		}), "not a valid W3C trace context"},
+		{"traceparent a number", batch(1, 4, func(e *msgpack.Encoder) {
 			e.EncodeUint(big)
 			e.EncodeUint(0)
 			e.EncodeBytes(seqBytes(4, 0))
 			e.EncodeUint(big)
-		}), "multiple of 3"},
-		{"payload of 3 bytes", batch(1, 3, func(e *msgpack.Encoder) {
+		}), "want a string"},
+		{"payload of 3 bytes", batch(1, 4, func(e *msgpack.Encoder) {
 			e.EncodeUint(big)
 			e.EncodeUint(0)
 			e.EncodeBytes(seqBytes(3, 0))
 		}), "whole float32s"},
-		{"payload of 65 bytes", batch(1, 3, func(e *msgpack.Encoder) {
+		{"payload of 65 bytes", batch(1, 4, func(e *msgpack.Encoder) {
 			e.EncodeUint(big)
 			e.EncodeUint(0)
 			e.EncodeBytes(seqBytes(65, 0))
 		}), "whole float32s"},
-		{"flags of 33 bits", batch(1, 3, func(e *msgpack.Encoder) {
+		{"flags of 33 bits", batch(1, 4, func(e *msgpack.Encoder) {
 			e.EncodeUint(big)
 			e.EncodeUint(1 << 32)
 			e.EncodeBytes(seqBytes(4, 0))
 		}), "32 bits"},
-		{"negative id", batch(1, 3, func(e *msgpack.Encoder) {
+		{"negative id", batch(1, 4, func(e *msgpack.Encoder) {
 			e.EncodeInt(-5)
 			e.EncodeUint(big)
 			e.EncodeBytes(seqBytes(4, 0))
 		}), "unsigned"},
-		{"id a string", batch(1, 3, func(e *msgpack.Encoder) {
+		{"id a string", batch(1, 4, func(e *msgpack.Encoder) {
 			e.EncodeString("123456789")
 			e.EncodeUint(0)
 			e.EncodeBytes(seqBytes(4, 0))
 		}), "unsigned integer"},
-		{"payload an array", batch(1, 3, func(e *msgpack.Encoder) {
+		{"payload an array", batch(1, 4, func(e *msgpack.Encoder) {
 			e.EncodeUint(big)
 			e.EncodeUint(0)
 			e.EncodeArrayLen(1)
 			e.EncodeFloat32(1)
 		}), "want bin"},
-		{"payload nil", batch(1, 3, func(e *msgpack.Encoder) {
+		{"payload nil", batch(1, 4, func(e *msgpack.Encoder) {
 			e.EncodeUint(big)
 			e.EncodeUint(0)
 			e.EncodeNil()
@@ -339,11 +361,11 @@ func TestWireBatchRejectsGarbage(t *testing.T) {
 			e.EncodeArrayLen(2)
 			e.EncodeUint(1)
 		}), 0xdd, 0xff, 0xff, 0xff, 0xfc), ""}, // array32 of 2^32-4 fields
-		{"forged payload length", append(batch(1, 3, func(e *msgpack.Encoder) {
+		{"forged payload length", append(batch(1, 4, func(e *msgpack.Encoder) {
 			e.EncodeUint(big)
 			e.EncodeUint(0)
 		}), 0xc6, 0x7f, 0xff, 0xff, 0xfc, 1, 2, 3, 4), "claims"}, // bin32 of 2 GiB
-		{"forged max payload length", append(batch(1, 3, func(e *msgpack.Encoder) {
+		{"forged max payload length", append(batch(1, 4, func(e *msgpack.Encoder) {
 			e.EncodeUint(big)
 			e.EncodeUint(0)
 		}), 0xc6, 0xff, 0xff, 0xff, 0xfc, 1, 2, 3, 4), ""},
@@ -537,7 +559,9 @@ func TestWireTextAndClose(t *testing.T) {
 		{build, kindBuild},
 		{encodeText(kindBuilt, "e"), kindBuilt},
 		{encodeClose(closeMsg{Drain: true}), kindClose},
-		{encodeText(kindClosed, ""), kindClosed},
+		{encodeClosed("", nil), kindClosed},
+		{encodeReportReq(), kindReportReq},
+		{encodeReport(nil), kindReport},
 		{data, kindData},
 		{dl, kindDeadLetter},
 	} {
@@ -550,9 +574,10 @@ func TestWireTextAndClose(t *testing.T) {
 		{0x93},
 		{0x93, 0x01},
 		{0x92, 0x01, 0x04},
-		{0x93, 0x02, 0x04, 0x90},
-		{0x93, 0x01, 0xff, 0x90}, // kind -1
-		{0x93, 0x01, 0xa1, 'x', 0x90},
+		{0x93, 0x03, 0x04, 0x90}, // version 3
+		{0x93, 0x01, 0x04, 0x90}, // version 1
+		{0x93, 0x02, 0xff, 0x90}, // kind -1
+		{0x93, 0x02, 0xa1, 'x', 0x90},
 		{0x05},
 		{0xc1},
 	} {
@@ -567,7 +592,7 @@ func TestWireTextAndClose(t *testing.T) {
 // that decodes to the same target and entries.
 func FuzzDecodeBatch(f *testing.F) {
 	valid := batchBytes(2, []batchEntry{
-		{ID: 5, Flags: p2pqueue.FlagSampled, Payload: seqBytes(8, 1)},
+		{ID: 5, Flags: p2pqueue.FlagSampled, Payload: seqBytes(8, 1), Trace: "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"},
 		{ID: math.MaxUint64, Payload: seqBytes(4, 50)},
 		{ID: 1 << 20, Flags: math.MaxUint32, Payload: seqBytes(64, 90)},
 	})
@@ -581,8 +606,8 @@ func FuzzDecodeBatch(f *testing.F) {
 	mangled[2] = kindBuild
 	f.Add(mangled)
 	f.Add([]byte{})
-	f.Add([]byte{0x93, 0x01, 0x04, 0x92, 0x01, 0xdd, 0xff, 0xff, 0xff, 0xff})
-	f.Add([]byte{0x93, 0x01, 0x04, 0x92, 0x01, 0x93, 0xcf, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x00, 0xc6, 0x7f, 0xff, 0xff, 0xff})
+	f.Add([]byte{0x93, 0x02, 0x04, 0x92, 0x01, 0xdd, 0xff, 0xff, 0xff, 0xff})
+	f.Add([]byte{0x93, 0x02, 0x04, 0x92, 0x01, 0x94, 0xcf, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x00, 0xc6, 0x7f, 0xff, 0xff, 0xff})
 	f.Add([]byte{0x93, 0x02, 0x04, 0x92, 0x01, 0x90})
 	f.Fuzz(func(t *testing.T, b []byte) {
 		var br batchReader
@@ -605,4 +630,68 @@ func FuzzDecodeBatch(f *testing.F) {
 		}
 		checkEntries(t, "re-decoded", es2, first)
 	})
+}
+
+// A segment's report travels in Closed and Report: every field it carries
+// comes back, and garbage is an error, never a panic.
+func TestWireReportRoundTrip(t *testing.T) {
+	rep := []reportStage{
+		{stats: ra.StageStats{Stage: "sqrt", Device: 1}, lat: ra.StageLatency{Stage: "sqrt", Device: 1, Samples: 40,
+			QueueWait: ra.Percentiles{P50: 1500, P90: 2500, P99: 9000}, Service: ra.Percentiles{P50: 100, P90: 200, P99: 300}}},
+		{stats: ra.StageStats{Stage: "plus1", Device: 0}, lat: ra.StageLatency{Stage: "plus1"}},
+	}
+	rep[0].stats.State, rep[0].stats.Processed, rep[0].stats.Dropped, rep[0].stats.Errors, rep[0].stats.Traced = 3, 1000, 2, 1, 40
+	rep[0].stats.InQueued = []int{5, 6}
+	check := func(what string, got []reportStage) {
+		t.Helper()
+		if len(got) != len(rep) {
+			t.Fatalf("%s: %d stages, want %d", what, len(got), len(rep))
+		}
+		for i, w := range rep {
+			g := got[i]
+			if g.stats.Stage != w.stats.Stage || g.stats.Device != w.stats.Device || g.stats.State != w.stats.State ||
+				g.stats.Processed != w.stats.Processed || g.stats.Dropped != w.stats.Dropped || g.stats.Errors != w.stats.Errors ||
+				g.stats.Traced != w.stats.Traced || g.stats.Queued() != w.stats.Queued() {
+				t.Errorf("%s: stage %d stats %+v, want %+v", what, i, g.stats, w.stats)
+			}
+			if g.lat.Stage != w.stats.Stage || g.lat.Samples != w.lat.Samples || g.lat.QueueWait != w.lat.QueueWait || g.lat.Service != w.lat.Service {
+				t.Errorf("%s: stage %d latency %+v, want %+v", what, i, g.lat, w.lat)
+			}
+		}
+	}
+	text, got, err := decodeClosed(encodeClosed("stage x: boom", rep))
+	if err != nil || text != "stage x: boom" {
+		t.Fatalf("Closed: %q, %v", text, err)
+	}
+	check("Closed", got)
+	b := encodeReport(rep)
+	got, err = decodeReport(b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	check("Report", got)
+	if marked := onNode(got, "b"); marked[1].stats.Node != "b" || marked[1].lat.Node != "b" || got[1].stats.Node != "" {
+		t.Errorf("onNode: %+v (from %+v)", marked, got)
+	}
+	for n := range len(b) {
+		_, err := decodeReport(b[:n])
+		checkBad(t, fmt.Sprintf("prefix of %d of %d bytes", n, len(b)), err, "")
+	}
+	_, err = decodeReport(append(bytes.Clone(b), 0))
+	checkBad(t, "trailing byte", err, "trailing")
+	state := rawMsgpack(func(e *msgpack.Encoder) {
+		e.EncodeArrayLen(3)
+		e.EncodeUint(CodecVersion)
+		e.EncodeUint(kindReport)
+		e.EncodeArrayLen(1)
+		e.EncodeArrayLen(1)
+		e.EncodeArrayLen(reportFields)
+		e.EncodeString("s")
+		e.EncodeInt(0)
+		e.EncodeUint(1 << 40)
+	})
+	_, err = decodeReport(state)
+	checkBad(t, "state past 32 bits", err, "state")
+	_, _, err = decodeClosed(encodeReport(rep))
+	checkBad(t, "a Report for a Closed", err, "kind 10")
 }
