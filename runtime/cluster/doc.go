@@ -33,6 +33,16 @@
 // unreachable"; Rejoin places its segments again once a node of that name
 // is back. ClusterOptions.Window bounds what is out on other nodes.
 //
+// # One trace across nodes
+//
+// The cluster pipeline decides which messages are sampled and opens a
+// root span for each at the origin, from the send to its end there. Every
+// segment traces its part under that root: locally through the Data's
+// Context, on other nodes through the root's W3C traceparent carried in
+// the message's Batch entry (trace.go). Stats and Latency list the stages
+// of every node: remote segments report their counters and latencies on
+// request and in their answer to Close (report.go).
+//
 // # Messages that leave the process
 //
 // EncodeMessage and DecodeMessage carry runtime's Data, Result and
