@@ -101,12 +101,12 @@ func originSpans() []span {
 	return out
 }
 
-// TestOneTraceAcrossProcesses: a sampled message of a cluster pipeline
+// TestRemoteOneTraceAcrossProcesses: a sampled message of a cluster pipeline
 // whose middle stage runs in another process is one trace: a root span at
 // the origin, and under it every segment's spans, from both processes,
 // each stage span within the root. The origin's Latency and Stats list
 // the remote stage too, with its counts.
-func TestOneTraceAcrossProcesses(t *testing.T) {
+func TestRemoteOneTraceAcrossProcesses(t *testing.T) {
 	file := filepath.Join(t.TempDir(), "b-spans.json")
 	startBWith(t, nodeproc.Config{TraceFile: file})
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
