@@ -17,7 +17,6 @@ type Consumer struct {
 	head      uint64 // our own index: the released value
 	tailCache uint64 // last valid tail we observed; re-read only when we look empty
 	peeked    int
-	stage     []byte // batch staging buffer
 	w         wait.Waiter
 
 	bytesOut, emptyPolls, releases uint64
@@ -108,15 +107,24 @@ func (c *Consumer) Release(k int) error {
 		return nil
 	}
 	payloadCap := uint32(c.l.cfg.PayloadCap())
+	var bytes uint64
 	for i := range uint64(k) { // the headers are in our cache: we just read them
-		c.bytesOut += uint64(min(binary.LittleEndian.Uint32(c.l.slot(c.head + i)[SlotOffLen:]), payloadCap))
+		bytes += uint64(min(binary.LittleEndian.Uint32(c.l.slot(c.head + i)[SlotOffLen:]), payloadCap))
 	}
+	c.release(k, bytes)
+	return nil
+}
+
+// release hands k consumed slots holding bytes of payload back to the
+// producer with one release store of head.
+func (c *Consumer) release(k int, bytes uint64) {
+	c.peeked = 0
+	c.bytesOut += bytes
 	c.head += uint64(k)
 	c.releases++
 	order.StoreRelease64(c.l.bytesOut, c.bytesOut)
 	order.StoreRelease64(c.l.releases, c.releases)
 	order.StoreRelease64(c.l.head, c.head) // release: we are done reading those slots
-	return nil
 }
 
 // TryDequeue copies the next message into m (reusing m.Payload's capacity)
@@ -168,27 +176,26 @@ func (c *Consumer) TryDequeueBatch(ms []Message) (int, error) {
 	if err != nil {
 		return 0, err
 	}
-	// Pull the whole batch across in one or two bulk copies (the ring may
-	// wrap) before decoding: the other side's cache lines arrive in parallel
-	// rather than one dependent load at a time.
-	ss := int(c.l.cfg.SlotSize)
-	if cap(c.stage) < k*ss {
-		c.stage = make([]byte, k*ss)
-	}
-	st := c.stage[:k*ss]
-	first := int(c.head & c.l.mask)
-	n1 := min(k, c.l.Cap()-first)
-	copy(st, c.l.slots[first*ss:(first+n1)*ss])
-	copy(st[n1*ss:], c.l.slots[:(k-n1)*ss])
+	// Decoded straight from the slots: a host consumer's link is host
+	// memory (device-resident links are consumed on their device), so a
+	// staging copy would only add one.
+	var bytes uint64
 	for i := 0; i < k; i++ {
-		if err := c.copyOut(st[i*ss:(i+1)*ss:(i+1)*ss], c.head+uint64(i), &ms[i]); err != nil {
-			if rerr := c.Release(i + 1); rerr != nil {
-				return 0, rerr
-			}
+		idx := c.head + uint64(i)
+		slot := c.l.slot(idx)
+		m := &ms[i]
+		payload, ok := readSlot(slot, &m.Header)
+		if !ok {
+			m.Payload = m.Payload[:0]
+			err := fmt.Errorf("link %d slot %d: %w", c.l.cfg.LinkID, idx, corruptSlot(slot, &m.Header))
+			c.release(i+1, bytes)
 			return i + 1, err
 		}
+		m.Payload = append(m.Payload[:0], payload...)
+		bytes += uint64(len(payload))
 	}
-	return k, c.Release(k)
+	c.release(k, bytes)
+	return k, nil
 }
 
 // DequeueBatch waits until at least one message is available and copies up

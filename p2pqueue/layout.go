@@ -10,7 +10,7 @@ const (
 	// Magic identifies a ringactor queue ("RARQ" in memory order).
 	Magic uint32 = 0x51524152
 	// Version is the layout version; Attach refuses any other.
-	Version uint16 = 1
+	Version uint16 = 2
 
 	// RegionAlign is the alignment of a region's base address: one producer
 	// or consumer line, so the two sides never share a cache line.
@@ -36,10 +36,15 @@ const (
 	// Consumer line: written only by the consumer.
 	OffConsumerLine = 256
 	OffHead         = 256 // u64, slots consumed (wraps modulo 2^64)
-	OffParked       = 264 // u32, 1 while the consumer is parked and wants a wake-up
 	OffBytesOut     = 272 // u64, payload bytes consumed
 	OffEmptyPolls   = 280 // u64, times the consumer found the queue empty
 	OffReleases     = 288 // u64, release stores of head (one per batch)
+	// OffParked is 1 while the consumer is parked and wants a wake-up. It
+	// has the line's second 64 bytes to itself: an in-process producer
+	// reads it after every publish, and beside head it would pull the
+	// consumer's hot cache line across cores each time (version 2 moved
+	// it from 264).
+	OffParked = 320 // u32
 
 	// OffSlots is where slot 0 starts; slot k lives at
 	// OffSlots + (k mod capacity) * slot size.

@@ -2,6 +2,7 @@ package p2pqueue
 
 import (
 	"context"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"time"
@@ -81,18 +82,25 @@ func (p *Producer) Write(i int, m *Message) error {
 			ErrMisuse, i, len(p.lens), p.reserved)
 	}
 	if len(m.Payload) > p.l.cfg.PayloadCap() {
-		return fmt.Errorf("link %d: message %d: %w: %d bytes, a slot holds %d; raise the link's slot size",
-			p.l.cfg.LinkID, m.ID, ErrTooLarge, len(m.Payload), p.l.cfg.PayloadCap())
+		return p.tooLarge(m.ID, len(m.Payload))
 	}
-	h := &m.Header
-	if h.Flags&FlagSampled != 0 && h.Enqueued == 0 {
-		stamped := *h
-		stamped.Enqueued = uint64(time.Now().UnixNano())
-		h = &stamped
-	}
-	writeSlot(p.l.slot(p.tail+uint64(i)), h, m.Payload)
+	writeMessage(p.l.slot(p.tail+uint64(i)), m)
 	p.lens = append(p.lens, len(m.Payload))
 	return nil
+}
+
+// writeMessage encodes m into slot; a sampled message without a timestamp
+// gets the host clock's.
+func writeMessage(slot []byte, m *Message) {
+	writeSlot(slot, &m.Header, m.Payload)
+	if m.Flags&FlagSampled != 0 && m.Enqueued == 0 {
+		binary.LittleEndian.PutUint64(slot[SlotOffEnqueued:], uint64(time.Now().UnixNano()))
+	}
+}
+
+func (p *Producer) tooLarge(id uint64, n int) error {
+	return fmt.Errorf("link %d: message %d: %w: %d bytes, a slot holds %d; raise the link's slot size",
+		p.l.cfg.LinkID, id, ErrTooLarge, n, p.l.cfg.PayloadCap())
 }
 
 // Slot returns reserved slot i's payload area (PayloadCap bytes) so a
@@ -115,8 +123,7 @@ func (p *Producer) WriteHeader(i int, h *Header, n int) error {
 			ErrMisuse, i, len(p.lens), p.reserved)
 	}
 	if n < 0 || n > p.l.cfg.PayloadCap() {
-		return fmt.Errorf("link %d: message %d: %w: %d bytes, a slot holds %d; raise the link's slot size",
-			p.l.cfg.LinkID, h.ID, ErrTooLarge, n, p.l.cfg.PayloadCap())
+		return p.tooLarge(h.ID, n)
 	}
 	s := p.l.slot(p.tail + uint64(i))
 	writeHeader(s, h, n)
@@ -134,6 +141,12 @@ func (p *Producer) Commit(k int) error {
 		p.bytesIn += uint64(n)
 	}
 	p.reserved, p.lens = 0, p.lens[:0]
+	return p.publish(k)
+}
+
+// publish makes k more written slots visible with one release store of tail
+// (and rings a parked consumer).
+func (p *Producer) publish(k int) error {
 	if k == 0 {
 		return nil
 	}
@@ -191,15 +204,26 @@ func (p *Producer) TryEnqueueBatch(ms []Message) (int, error) {
 	if err != nil {
 		return 0, err
 	}
+	// Write's work inline, without its per-call checks: the reservation
+	// is ours and the slots are written in order.
+	payloadCap := p.l.cfg.PayloadCap()
+	var bytes uint64
 	for i := 0; i < k; i++ {
-		if err := p.Write(i, &ms[i]); err != nil {
-			if cerr := p.Commit(i); cerr != nil {
-				return 0, cerr
+		m := &ms[i]
+		if len(m.Payload) > payloadCap {
+			p.bytesIn += bytes
+			p.reserved, p.lens = 0, p.lens[:0]
+			if err := p.publish(i); err != nil {
+				return 0, err
 			}
-			return i, err
+			return i, p.tooLarge(m.ID, len(m.Payload))
 		}
+		writeMessage(p.l.slot(p.tail+uint64(i)), m)
+		bytes += uint64(len(m.Payload))
 	}
-	return k, p.Commit(k)
+	p.bytesIn += bytes
+	p.reserved, p.lens = 0, p.lens[:0]
+	return k, p.publish(k)
 }
 
 // EnqueueBatch publishes all of ms in order, in as few batches as space

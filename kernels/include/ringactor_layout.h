@@ -8,7 +8,7 @@
 #define RINGACTOR_LAYOUT_H
 
 #define RA_Q_MAGIC                 0x51524152u // identifies a ringactor queue
-#define RA_Q_VERSION               1u        // layout version
+#define RA_Q_VERSION               2u        // layout version
 #define RA_Q_REGION_ALIGN          0x80u     // alignment of a region's base
 #define RA_Q_LINE_SIZE             0x80u     // header, producer and consumer lines
 #define RA_Q_OFF_MAGIC             0u        // u32
@@ -24,7 +24,7 @@
 #define RA_Q_OFF_PUBLISHES         0xa0u     // u64
 #define RA_Q_OFF_CONSUMER_LINE     0x100u    // written by the consumer only
 #define RA_Q_OFF_HEAD              0x100u    // u64, slots consumed; store-release
-#define RA_Q_OFF_PARKED            0x108u    // u32, consumer parked (host consumers only)
+#define RA_Q_OFF_PARKED            0x140u    // u32, consumer parked (host consumers only)
 #define RA_Q_OFF_BYTES_OUT         0x110u    // u64
 #define RA_Q_OFF_EMPTY_POLLS       0x118u    // u64
 #define RA_Q_OFF_RELEASES          0x120u    // u64
