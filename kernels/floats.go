@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"math"
 	"unsafe"
+
+	"github.com/ringactor/ringactor/internal/order"
 )
 
 // Payloads of the built-in ops are float32 vectors, little-endian, inline in
@@ -21,6 +23,11 @@ func DecodeFloats(dst []float32, payload []byte) ([]float32, error) {
 		dst = make([]float32, n)
 	}
 	dst = dst[:n]
+	if n > 0 && order.LittleEndian {
+		// One bulk copy: payloads are little-endian, and so is this host.
+		copy(unsafe.Slice((*byte)(unsafe.Pointer(&dst[0])), 4*n), payload)
+		return dst, nil
+	}
 	for i := range dst {
 		dst[i] = math.Float32frombits(binary.LittleEndian.Uint32(payload[4*i:]))
 	}

@@ -303,6 +303,20 @@ type stageMailbox struct {
 }
 
 func (m *stageMailbox) PostUserMessage(msg any) {
+	// The common case first, with no allocation: one Data, no envelope.
+	// It is copied into the device mailbox here, so a sender may reuse a
+	// *Data once Send returns.
+	var one [1]Data
+	switch d := msg.(type) {
+	case Data:
+		one[0] = d
+		m.s.send(context.Background(), one[:]) // errors are dead letters
+		return
+	case *Data:
+		one[0] = *d
+		m.s.send(context.Background(), one[:])
+		return
+	}
 	body, sender := msg, (*actor.PID)(nil)
 	if env, ok := msg.(*actor.MessageEnvelope); ok {
 		body, sender = env.Message, env.Sender

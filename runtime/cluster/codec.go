@@ -3,9 +3,11 @@ package cluster
 import (
 	"bytes"
 	"context"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"io"
+	"math"
 
 	ra "github.com/ringactor/ringactor/runtime"
 	"github.com/vmihailenco/msgpack/v5"
@@ -231,9 +233,13 @@ func (w *writer) envelope(kind uint64, fields int) {
 
 func (w *writer) floats(v []float32) {
 	w.e.EncodeArrayLen(len(v))
+	// What EncodeFloat32 writes (0xca, then the bits big-endian), without
+	// a call per element: the encoder writes straight into buf.
+	b := w.buf.AvailableBuffer()
 	for _, x := range v {
-		w.e.EncodeFloat32(x)
+		b = binary.BigEndian.AppendUint32(append(b, msgpcode.Float), math.Float32bits(x))
 	}
+	w.buf.Write(b)
 }
 
 // reader decodes from b. The msgpack decoder reads the bytes.Reader
@@ -430,7 +436,16 @@ func (r *reader) floats(what string) ([]float32, error) {
 			r.off(), len(r.b), what, n, 5*n, r.r.Len())
 	}
 	v := make([]float32, n)
-	for i := range v {
+	// The elements as ringactor writes them (float32s, 5 bytes each) are
+	// read straight from b; from the first that is not, the decoder reads.
+	rest, i := r.b[r.off():], 0
+	for ; i < n && rest[5*i] == msgpcode.Float; i++ {
+		v[i] = math.Float32frombits(binary.BigEndian.Uint32(rest[5*i+1:]))
+	}
+	if _, err := r.r.Seek(int64(5*i), io.SeekCurrent); err != nil {
+		return nil, r.fail(what, err)
+	}
+	for ; i < n; i++ {
 		c, err := r.peek(what)
 		if err != nil {
 			return nil, err
