@@ -35,7 +35,7 @@ EMU_LIB   = $(abspath $(EMU_DIR))/libcudaemu.so
 EMU_ENV   = RINGACTOR_LIBCUDA=$(EMU_LIB) RINGACTOR_TEST_BACKEND=cuda RINGACTOR_REQUIRE_GPU=1
 EMU_PKGS ?= ./cuda ./ringkernel/... ./runtime ./examples/pipeline ./examples/graph
 # The bench rows that go through the CUDA backend (the rest are sim's).
-EMU_BENCH_TESTS ?= P2PRowsOnTheGPUs
+EMU_BENCH_TESTS ?= P2PRowsOnTheGPUs|PipelineRowOnTheGPUs
 
 emu:
 	$(GO) run ./internal/cudaemu/build -o $(EMU_DIR) >/dev/null

@@ -138,6 +138,41 @@ func TestBenchJSON(t *testing.T) {
 	}
 }
 
+// bench -json has the limit rows, and the pipeline rows say what share
+// of limit/3-stage-compute they reach (of_limit).
+func TestBenchJSONLimit(t *testing.T) {
+	var out, errOut bytes.Buffer
+	if err := run(context.Background(), []string{"bench", "-quick", "-json", "-only", "pipeline/", "-scale", "0.001"}, &out, &errOut); err != nil {
+		t.Fatal(err, errOut.String())
+	}
+	var rows []map[string]any
+	if err := json.Unmarshal(out.Bytes(), &rows); err != nil {
+		t.Fatalf("%v: %s", err, out.String())
+	}
+	rate := map[string]float64{}
+	for _, r := range rows {
+		rate[r["name"].(string)] = r["msgs_per_sec"].(float64)
+	}
+	lim, ok := rate["limit/3-stage-compute"]
+	if _, mok := rate["limit/memcpy-64B"]; !ok || !mok || lim <= 0 {
+		t.Fatalf("no limit rows: %s", out.String())
+	}
+	for _, r := range rows {
+		name := r["name"].(string)
+		if strings.HasPrefix(name, "limit/") {
+			continue
+		}
+		of, ok := r["of_limit"].(float64)
+		if !ok || r["limit"] != "limit/3-stage-compute" {
+			t.Errorf("row %s: limit %v, of_limit %v; want limit/3-stage-compute and a share", name, r["limit"], r["of_limit"])
+			continue
+		}
+		if d := of - rate[name]/lim; d > 1e-9 || d < -1e-9 {
+			t.Errorf("row %s: of_limit %g, want %g", name, of, rate[name]/lim)
+		}
+	}
+}
+
 // top -once prints one frame of the demo workload: every device (the CPU
 // too), the links in use and the three stages, then the demo's account.
 func TestTopOnce(t *testing.T) {

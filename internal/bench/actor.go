@@ -16,7 +16,8 @@ import (
 
 // sendToStage sends n messages, one Send each, to a one-stage pipeline's
 // PID and waits for all of them at its egress. The stage copies a message
-// into its device mailbox during Send, so the sender reuses one vector.
+// into its device mailbox during Send, so the sender reuses one *Data and
+// its vector, as the runtime's docs allow.
 func (s *simRuntime) sendToStage(ctx context.Context, n int, lat *latencies) (time.Duration, error) {
 	s.round++
 	c := newCounter(n)
@@ -40,14 +41,15 @@ func (s *simRuntime) sendToStage(ctx context.Context, n int, lat *latencies) (ti
 		return 0, err
 	}
 	root := s.rt.System().Root
-	v := make([]float32, floats)
+	d := &ra.Data{Floats: make([]float32, floats)}
 	start := time.Now()
 	for id := uint64(1); id <= uint64(n); id++ {
-		for j := range v {
-			v[j] = input(id, j)
+		d.ID = id
+		for j := range d.Floats {
+			d.Floats[j] = input(id, j)
 		}
 		lat.send(id)
-		root.Send(pid, ra.Data{ID: id, Floats: v})
+		root.Send(pid, d)
 	}
 	if err := c.wait(ctx, "stage"); err != nil {
 		return 0, err

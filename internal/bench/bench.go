@@ -31,6 +31,11 @@ type Row struct {
 	// Note says what a row measures where its name does not (simulated
 	// devices measure memory copies).
 	Note string `json:"note,omitempty"`
+	// Limit names the limit row measured in the same rounds, and OfLimit
+	// is MsgsPerSec over that row's: how close a pipeline row comes to
+	// what its work costs without queues (the pipeline rows only).
+	Limit   string  `json:"limit,omitempty"`
+	OfLimit float64 `json:"of_limit,omitempty"`
 }
 
 // Options sizes and selects a run.
@@ -76,11 +81,14 @@ type member struct {
 type comparison struct {
 	candidate member
 	baselines []member
-	messages  int // per run, at full size
-	least     int // the fewest per run, whatever the scale (default 1000)
-	bytes     int // payload bytes per message, for GB/s (0: not reported)
-	note      string
-	setup     func(ctx context.Context) (teardown func(), err error)
+	// limits are measured in the same rounds; the first is the limit every
+	// other row of the comparison is reported against (Row.OfLimit).
+	limits   []member
+	messages int // per run, at full size
+	least    int // the fewest per run, whatever the scale (default 1000)
+	bytes    int // payload bytes per message, for GB/s (0: not reported)
+	note     string
+	setup    func(ctx context.Context) (teardown func(), err error)
 	// skip, when it returns a reason, leaves the comparison out of this run
 	// (said on Progress).
 	skip func() string
@@ -88,7 +96,7 @@ type comparison struct {
 
 func (c comparison) names() []string {
 	n := []string{c.candidate.name}
-	for _, b := range c.baselines {
+	for _, b := range append(c.baselines, c.limits...) {
 		n = append(n, b.name)
 	}
 	return n
@@ -143,11 +151,14 @@ func Run(ctx context.Context, o Options) ([]Row, error) {
 		}
 	}
 	wantGPU := o.GPU != nil && wants(o.Only, "gpu/")
-	if len(todo) == 0 && !wantGPU && !wants(o.Only, "p2p/") {
+	// The P2P rows and pipeline/cuda-3stage run on the devices of
+	// Options.Devices, opened once for them.
+	wantDevices := wants(o.Only, "p2p/") || wants(o.Only, "pipeline/cuda")
+	if len(todo) == 0 && !wantGPU && !wantDevices {
 		return nil, fmt.Errorf("%w %q; rows: %s, gpu/...", ErrNothingSelected, o.Only, strings.Join(Names(), ", "))
 	}
 	closeP2P := func() {}
-	if wants(o.Only, "p2p/") {
+	if wantDevices {
 		rt, cs, err := p2pDevices(o, say)
 		if err != nil {
 			return nil, err
@@ -162,7 +173,7 @@ func Run(ctx context.Context, o Options) ([]Row, error) {
 			}
 		}
 		if len(todo) == 0 && !wantGPU {
-			return nil, fmt.Errorf("%w %q: the P2P rows here are %s", ErrNothingSelected, o.Only, p2pRange(cs))
+			return nil, fmt.Errorf("%w %q: the device rows here are %s", ErrNothingSelected, o.Only, p2pRange(cs))
 		}
 	}
 	var rows []Row
@@ -210,7 +221,7 @@ func (c comparison) measure(ctx context.Context, n, rounds int, progress func(in
 		}
 		defer teardown()
 	}
-	all := append([]member{c.candidate}, c.baselines...)
+	all := append(append([]member{c.candidate}, c.baselines...), c.limits...)
 	rates := make([][]float64, len(all))
 	lats := make([]*latencies, len(all))
 	for i := range lats {
@@ -241,6 +252,12 @@ func (c comparison) measure(ctx context.Context, n, rounds int, progress func(in
 			rows[i].Bytes, rows[i].GBPerSec = c.bytes, rows[i].MsgsPerSec*float64(c.bytes)/1e9
 		}
 	}
+	if len(c.limits) > 0 {
+		lim := rows[1+len(c.baselines)]
+		for i := range 1 + len(c.baselines) {
+			rows[i].Limit, rows[i].OfLimit = lim.Name, rows[i].MsgsPerSec/lim.MsgsPerSec
+		}
+	}
 	if len(c.baselines) == 0 {
 		return rows, nil
 	}
@@ -266,13 +283,16 @@ func median(v []float64) float64 {
 // Print writes rows as a table.
 func Print(w io.Writer, rows []Row) {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "name\tbackend\tmsgs/s\tp50\tp99\tvs\tratio\t")
+	fmt.Fprintln(tw, "name\tbackend\tmsgs/s\tp50\tp99\tvs\tratio\tof limit\t")
 	for _, r := range rows {
-		ratio := ""
+		ratio, of := "", ""
 		if r.Baseline != "" {
 			ratio = fmt.Sprintf("%.2fx", r.Ratio)
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t\n", r.Name, r.Backend, rate(r.MsgsPerSec), dur(r.P50), dur(r.P99), r.Baseline, ratio)
+		if r.Limit != "" {
+			of = fmt.Sprintf("%.0f%%", 100*r.OfLimit)
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t\n", r.Name, r.Backend, rate(r.MsgsPerSec), dur(r.P50), dur(r.P99), r.Baseline, ratio, of)
 	}
 	tw.Flush()
 	printP2P(w, rows)

@@ -3,6 +3,7 @@ package bench
 import (
 	"context"
 	"errors"
+	"fmt"
 	"github.com/ringactor/ringactor/internal/racecheck"
 	"io"
 	"slices"
@@ -85,8 +86,39 @@ func TestRunRowsAndRatios(t *testing.T) {
 	if len(got) != len(want) {
 		t.Errorf("candidates %v, want %v", got, want)
 	}
+	// The limit rows stand alone; every row of the pipeline comparison is
+	// reported against limit/3-stage-compute, and no other row is.
+	lim, ok := byName["limit/3-stage-compute"]
+	if _, mok := byName["limit/memcpy-64B"]; !ok || !mok {
+		t.Fatalf("limit rows missing: %v", byName)
+	}
+	pipelineRows := map[string]bool{"pipeline/sim-3stage": true, "protoactor/3-actors": true, "goroutines/3-stage-chan": true}
+	ofLimit := 0
+	for _, r := range rows {
+		if !pipelineRows[r.Name] {
+			if r.Limit != "" || r.OfLimit != 0 {
+				t.Errorf("row %s has a limit (%s, %g); only the pipeline rows do", r.Name, r.Limit, r.OfLimit)
+			}
+			continue
+		}
+		ofLimit++
+		if r.Limit != lim.Name {
+			t.Errorf("row %s: limit %q, want %q", r.Name, r.Limit, lim.Name)
+		}
+		if d := r.OfLimit - r.MsgsPerSec/lim.MsgsPerSec; d > 1e-9 || d < -1e-9 || r.OfLimit <= 0 {
+			t.Errorf("row %s: of_limit %g, want %g", r.Name, r.OfLimit, r.MsgsPerSec/lim.MsgsPerSec)
+		}
+	}
+	if ofLimit != 4 { // the candidate once per baseline, and the two baselines
+		t.Errorf("%d rows report of_limit, want 4", ofLimit)
+	}
+	var table strings.Builder
+	Print(&table, rows)
+	if !strings.Contains(table.String(), "of limit") || !strings.Contains(table.String(), fmt.Sprintf("%.0f%%", 100*byName["goroutines/3-stage-chan"].OfLimit)) {
+		t.Errorf("table lacks the of-limit column or the goroutines row's share:\n%s", table.String())
+	}
 	for _, n := range Names() {
-		if racecheck.Enabled && strings.Contains(n, "remote") || strings.HasPrefix(n, "p2p/") {
+		if racecheck.Enabled && strings.Contains(n, "remote") || strings.HasPrefix(n, "p2p/") || n == "pipeline/cuda-3stage" {
 			continue
 		}
 		if !strings.Contains(progress.String(), n) {

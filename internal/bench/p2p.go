@@ -84,6 +84,16 @@ func p2pDevices(o Options, say func(string, ...any)) (rt *ra.Runtime, cs []compa
 		note = "emulated CUDA driver: the device loop on CPU threads"
 	}
 	say("p2p rows on %d %s devices: %s", len(gpus), reg.BackendName(), reg.Note())
+	if reg.BackendName() == "cuda" && len(gpus) > 0 {
+		c, err := cudaPipeline(rt, note)
+		if err != nil {
+			rt.Close()
+			return nil, nil, err
+		}
+		cs = append(cs, c)
+	} else if wants(o.Only, "pipeline/cuda") && o.Only != "" {
+		say("pipeline/cuda-3stage left out: the devices are %s (run with -backend cuda on a GPU, or on the emulated driver)", reg.BackendName())
+	}
 	for _, sz := range p2pSizes {
 		for _, from := range gpus {
 			for _, to := range gpus {
@@ -99,10 +109,10 @@ func p2pName(from, to int, size, mode string) string {
 	return fmt.Sprintf("p2p/%d-%d/%s/%s", from, to, size, mode)
 }
 
-// p2pNames lists the P2P rows' shape for Names: the devices are known only
-// once they are opened.
+// p2pNames lists the device rows for Names (the P2P rows' shape: the
+// devices are known only once they are opened).
 func p2pNames() []string {
-	return []string{"p2p/<from>-<to>/{64B,1KiB,64KiB}/{peer,staged}"}
+	return []string{"p2p/<from>-<to>/{64B,1KiB,64KiB}/{peer,staged}", "pipeline/cuda-3stage"}
 }
 
 // p2pRange names the first and last of cs's rows, for an error.

@@ -141,3 +141,40 @@ func TestP2PRowsOnTheGPUs(t *testing.T) {
 		}
 	}
 }
+
+// TestPipelineRowOnTheGPUs measures pipeline/cuda-3stage, the guide's
+// pipeline through the CUDA backend (the device loop, under the emulated
+// driver in make test), against the same pipeline on simulated devices.
+func TestPipelineRowOnTheGPUs(t *testing.T) {
+	if os.Getenv("RINGACTOR_TEST_BACKEND") != "cuda" {
+		t.Skip("pipeline/cuda-3stage runs with RINGACTOR_TEST_BACKEND=cuda (make test runs it under the emulated driver)")
+	}
+	cudatest.Device(t, 0)
+	rows := small(t, Options{Only: "pipeline/cuda", Devices: ra.DeviceOptions{Backend: "cuda"}})
+	if len(rows) != 2 {
+		t.Fatalf("%d rows, want the candidate and its baseline: %+v", len(rows), rows)
+	}
+	c, b := rows[0], rows[1]
+	if c.Name != "pipeline/cuda-3stage" || c.Backend != "cuda" || c.Baseline != "pipeline/sim-3stage" || c.Ratio <= 0 || c.MsgsPerSec <= 0 {
+		t.Errorf("candidate row %+v", c)
+	}
+	if b.Name != "pipeline/sim-3stage" || b.Backend != "sim" || b.MsgsPerSec <= 0 {
+		t.Errorf("baseline row %+v", b)
+	}
+	if cudatest.Emulated() != strings.Contains(c.Note, "emulated") {
+		t.Errorf("note %q on an emulated driver: %v", c.Note, cudatest.Emulated())
+	}
+}
+
+// Without CUDA devices there is no pipeline/cuda-3stage row, and the run
+// says so.
+func TestPipelineRowNeedsCUDA(t *testing.T) {
+	var progress strings.Builder
+	_, err := Run(context.Background(), Options{Only: "pipeline/cuda", Quick: true, Scale: 1e-6, Progress: &progress, Devices: ra.DeviceOptions{Backend: "sim", SimDevices: 1}})
+	if !errors.Is(err, ErrNothingSelected) {
+		t.Errorf("err %v, want ErrNothingSelected", err)
+	}
+	if !strings.Contains(progress.String(), "pipeline/cuda-3stage left out") {
+		t.Errorf("progress does not say why: %q", progress.String())
+	}
+}

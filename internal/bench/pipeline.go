@@ -50,10 +50,12 @@ func newGuideOps() (*guideOps, error) {
 // apply runs stage i in place (the ops are element-wise).
 func (g *guideOps) apply(i int, v []float32) { g.f[i](g.params[i], nil, v, v) }
 
-// simRuntime is a runtime on simulated devices, for the ring-kernel rows.
+// simRuntime is a runtime for the ring-kernel rows: simulated devices, or
+// the CUDA backend's for pipeline/cuda-3stage.
 type simRuntime struct {
 	rt    *ra.Runtime
 	ops   *guideOps
+	place [3]int // the devices of the pipeline's three stages
 	round int
 }
 
@@ -68,7 +70,43 @@ func newSimRuntime(opts ra.DeviceOptions) (*simRuntime, error) {
 		rt.Close()
 		return nil, err
 	}
-	return &simRuntime{rt: rt, ops: ops}, nil
+	return onRuntime(rt, ops), nil
+}
+
+// onRuntime places the three stages on devices 0, 1 and 2 of rt, or as
+// many as it has (all three on device 0 of a one-GPU machine).
+func onRuntime(rt *ra.Runtime, ops *guideOps) *simRuntime {
+	n := max(1, len(rt.Registry().GPUs()))
+	return &simRuntime{rt: rt, ops: ops, place: [3]int{0, 1 % n, 2 % n}}
+}
+
+// cudaPipeline is the guide's pipeline on the CUDA backend's devices (a
+// GPU, or the emulated driver: then it shows what the device loop costs
+// per message on the CPU), measured against the same pipeline on
+// simulated devices in the same rounds. It exists only where rt's backend
+// is cuda.
+func cudaPipeline(rt *ra.Runtime, note string) (comparison, error) {
+	ops, err := newGuideOps()
+	if err != nil {
+		return comparison{}, err
+	}
+	dev := onRuntime(rt, ops)
+	var sim simRuntime
+	return comparison{
+		candidate: member{"pipeline/cuda-3stage", "cuda", dev.pipeline},
+		baselines: []member{{"pipeline/sim-3stage", "sim", sim.pipeline}},
+		messages:  200_000,
+		least:     2000,
+		note:      note,
+		setup: func(context.Context) (func(), error) {
+			r, err := newSimRuntime(ra.DeviceOptions{SimDevices: 3})
+			if err != nil {
+				return nil, err
+			}
+			sim = *r
+			return func() { r.rt.Close() }, nil
+		},
+	}, nil
 }
 
 // counter closes done when the n-th message arrives.
@@ -99,7 +137,7 @@ func (c *counter) wait(ctx context.Context, what string) error {
 // batches of sendBatch.
 func (s *simRuntime) pipeline(ctx context.Context, n int, lat *latencies) (time.Duration, error) {
 	s.round++
-	spec := ra.GuideSpec(fmt.Sprintf("bench-%d", s.round), [3]int{0, 1, 2})
+	spec := ra.GuideSpec(fmt.Sprintf("bench-%d", s.round), s.place)
 	c := newCounter(n)
 	spec.Deliver.Func = func(r ra.Result) {
 		lat.arrive(r.ID)

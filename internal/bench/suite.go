@@ -40,6 +40,10 @@ func suite() []comparison {
 				{"protoactor/3-actors", "go", pipe.protoactor3},
 				{"goroutines/3-stage-chan", "go", pipe.goroutines3},
 			},
+			limits: []member{
+				{"limit/3-stage-compute", "go", pipe.compute3},
+				{"limit/memcpy-64B", "go", memcpy64},
+			},
 			messages: 800_000,
 			setup:    setup(&pipe, ra.DeviceOptions{SimDevices: 3}),
 		},
