@@ -17,6 +17,12 @@
 //     simulated devices, against three plain protoactor-go actors and
 //     against three goroutines joined by buffered channels; it appears
 //     once per baseline;
+//   - limit/3-stage-compute and limit/memcpy-64B: the pipeline's work and
+//     its byte copies alone, in one goroutine (limit.go); every pipeline
+//     row reports its share of the first as of_limit;
+//   - pipeline/cuda-3stage: the same pipeline through the CUDA backend,
+//     against pipeline/sim-3stage, when the devices opened are CUDA's (a
+//     GPU, or the emulated driver);
 //   - actor/send-to-stage: one Send per message to a stage's PID, into its
 //     device mailbox, against protoactor/send to a plain actor;
 //   - group/steal-skewed: a stage group on four simulated devices, one of
