@@ -2,6 +2,7 @@ package bench
 
 import (
 	"slices"
+	"sync/atomic"
 	"time"
 )
 
@@ -46,7 +47,10 @@ func sampled(id uint64) bool { return id%sampleEvery == 0 }
 func (l *latencies) send(id uint64) {
 	if sampled(id) {
 		if i := int(id / sampleEvery); i < len(l.sent) {
-			l.sent[i] = now()
+			// Atomic: the queue between the two sides orders them, but
+			// through device memory (the CUDA rows) the race detector
+			// cannot see that.
+			atomic.StoreInt64(&l.sent[i], now())
 		}
 	}
 }
@@ -55,7 +59,7 @@ func (l *latencies) send(id uint64) {
 func (l *latencies) arrive(id uint64) {
 	if sampled(id) {
 		if i := int(id / sampleEvery); i < len(l.sent) {
-			l.got = append(l.got, now()-l.sent[i])
+			l.got = append(l.got, now()-atomic.LoadInt64(&l.sent[i]))
 		}
 	}
 }
