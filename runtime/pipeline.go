@@ -13,6 +13,7 @@ import (
 	"github.com/asynkron/protoactor-go/actor"
 	"go.opentelemetry.io/otel/attribute"
 
+	"github.com/ringactor/ringactor/internal/ctxcheck"
 	"github.com/ringactor/ringactor/kernels"
 	"github.com/ringactor/ringactor/p2pqueue"
 	rk "github.com/ringactor/ringactor/ringkernel"
@@ -119,12 +120,19 @@ type Pipeline struct {
 	stopPump             context.CancelFunc
 	pumpDone             chan struct{}
 	started              atomic.Bool
+	closing              atomic.Bool // Close has begun
 	closeErr             error
 }
 
 // Build places the pipeline's links, launches a ring kernel per stage (in
 // state Launched) and spawns its actors. Start activates it.
 func (rt *Runtime) Build(ctx context.Context, spec PipelineSpec) (*Pipeline, error) {
+	if err := ctxcheck.Live(ctx, "Runtime.Build"); err != nil {
+		return nil, err
+	}
+	if rt.closed.Load() {
+		return nil, fmt.Errorf("%w: cannot build pipeline %q; make a new Runtime", ErrRuntimeClosed, spec.Name)
+	}
 	g, err := rt.check(&spec)
 	if err != nil {
 		return nil, err
@@ -142,7 +150,11 @@ func (rt *Runtime) Build(ctx context.Context, spec PipelineSpec) (*Pipeline, err
 		rt.releaseName(spec.Name)
 		return nil, err
 	}
-	rt.built(p)
+	if err := rt.built(p); err != nil {
+		p.teardown()
+		rt.releaseName(spec.Name)
+		return nil, err
+	}
 	return p, nil
 }
 
@@ -345,6 +357,7 @@ func (p *Pipeline) build(ctx context.Context) error {
 		if s.pid, err = p.rt.system.Root.SpawnNamed(props, p.spec.Name+"/"+s.spec.Name); err != nil {
 			return fmt.Errorf("ringactor: stage %q actor: %w", s.spec.Name, err)
 		}
+		p.rt.registerStage(s)
 	}
 	return nil
 }
@@ -368,6 +381,12 @@ func (p *Pipeline) teardown() {
 
 // Start activates every stage and starts delivering results.
 func (p *Pipeline) Start(ctx context.Context) error {
+	if err := ctxcheck.Live(ctx, "Pipeline.Start"); err != nil {
+		return err
+	}
+	if p.closing.Load() {
+		return fmt.Errorf("%w: pipeline %q cannot start again; build a new one", ErrClosed, p.spec.Name)
+	}
 	var err error
 	p.startOnce.Do(func() {
 		p.startPumps()
@@ -423,34 +442,91 @@ func (p *Pipeline) StageNames() []string {
 }
 
 // Send puts one message into the first stage, waiting while its mailbox is
-// full until ctx ends.
+// full until ctx ends. A nil ctx, or one that has already ended, is
+// refused with an error before anything is done: the message is neither
+// sent nor counted. Otherwise the message ends in the pipeline's account
+// (PipelineStats) whatever happens: delivered, or dead-lettered with a
+// reason, which the error names (ErrClosed once Close has begun,
+// ErrStageStopped after a Stop, ErrMailboxFull under Reject, ctx's error
+// when ctx ends while it waits for room). d.ID 0 takes the pipeline's
+// next id (SendID reports it); see Data.ID for explicit ids.
 func (p *Pipeline) Send(ctx context.Context, d Data) error {
-	_, err := p.stages[0].send(ctx, []Data{d})
+	_, err := p.SendID(ctx, d)
 	return err
 }
 
+// SendID is Send that also returns the id the message travels under: its
+// own, or the one assigned to ID 0 (0 when nothing was sent).
+func (p *Pipeline) SendID(ctx context.Context, d Data) (uint64, error) {
+	if err := ctxcheck.Live(ctx, "Pipeline.Send"); err != nil {
+		return 0, err
+	}
+	var id [1]uint64
+	_, err := p.stages[0].send(ctx, []Data{d}, id[:])
+	return id[0], err
+}
+
 // SendBatch puts messages into the first stage with as few queue
-// publishes as space allows, and returns how many it took. Whatever it did
-// not take has been dead-lettered (the error says why).
+// publishes as space allows. It returns how many it took into the stage's
+// mailbox, in order; every message it did not take has been
+// dead-lettered (and counted), and the error says why. A nil ctx, or one
+// that has already ended, is refused before anything is done (0, and
+// nothing counted).
 func (p *Pipeline) SendBatch(ctx context.Context, ds []Data) (int, error) {
-	return p.stages[0].send(ctx, ds)
+	return p.SendBatchIDs(ctx, ds, nil)
+}
+
+// SendBatchIDs is SendBatch that also reports each message's id: ids[i]
+// receives ds[i]'s (its own, or the one assigned to ID 0), for as many of
+// ds as ids has room for, taken or dead-lettered. Auto ids are increasing,
+// and never one an explicit id has reached.
+func (p *Pipeline) SendBatchIDs(ctx context.Context, ds []Data, ids []uint64) (int, error) {
+	if err := ctxcheck.Live(ctx, "Pipeline.SendBatch"); err != nil {
+		return 0, err
+	}
+	return p.stages[0].send(ctx, ds, ids)
+}
+
+// idOf is the id a message travels under: its own, or the next one for 0.
+// Auto ids keep clear of explicit ones: an explicit id moves the counter
+// up to it, so no later auto id repeats it.
+func (p *Pipeline) idOf(id uint64) uint64 {
+	if id == 0 {
+		return p.nextID.Add(1)
+	}
+	for {
+		cur := p.nextID.Load()
+		if id <= cur || p.nextID.CompareAndSwap(cur, id) {
+			return id
+		}
+	}
 }
 
 // sample reports whether message id is traced at the pipeline's ratio.
 func (p *Pipeline) sample(id uint64) bool { return p.sampleEvery != 0 && id%p.sampleEvery == 0 }
 
-func (p *Pipeline) rejectRest(s *stage, ds []Data, reason string) {
-	if reason == "" {
-		reason, _ = p.closedReason()
-	}
-	for _, d := range ds {
-		id := d.ID
-		if id == 0 {
-			id = p.nextID.Add(1)
+// rejectRest counts and dead-letters messages the host refused before
+// they reached a queue, each with reason and cause; ids, when not nil,
+// receives their ids.
+func (p *Pipeline) rejectRest(s *stage, ds []Data, ids []uint64, reason string, cause error) {
+	for i := range ds {
+		id := p.idOf(ds[i].ID)
+		if i < len(ids) {
+			ids[i] = id
 		}
 		p.sent.Add(1)
-		p.deadLetter(0, DeadLetter{ID: id, Stage: s.spec.Name, Device: s.spec.Device, Reason: reason, Err: fmt.Errorf("%w: %s", ErrClosed, reason)})
+		p.refuse(s, &ds[i], id, reason, cause)
 	}
+}
+
+// refuse dead-letters a counted message the host kept out of stage s. A
+// sampled one gets its trace: a root span that ends at once, with the
+// error status and reason.
+func (p *Pipeline) refuse(s *stage, d *Data, id uint64, reason string, err error) {
+	if d.Sampled || p.sample(id) {
+		p.tele.begin(d.Context, id, s.idx, time.Now())
+	}
+	p.deadLetter(0, DeadLetter{ID: id, Stage: s.spec.Name, Device: s.spec.Device, Reason: reason, Err: err})
 }
 
 // deadLetter ends a message (a copy of one, in a graph) that came from
@@ -510,7 +586,11 @@ func (rt *Runtime) DeliverTo(done context.Context, sink Sink, r Result) {
 // drain is then cut short, with its messages dead-lettered). Close is
 // idempotent.
 func (p *Pipeline) Close(ctx context.Context, drain bool) error {
+	if err := ctxcheck.NotNil(ctx, "Pipeline.Close"); err != nil {
+		return err
+	}
 	p.closeOnce.Do(func() {
+		p.closing.Store(true)
 		if p.stopDog != nil {
 			p.stopDog()
 			<-p.dogDone
@@ -576,6 +656,9 @@ func (p *Pipeline) Close(ctx context.Context, drain bool) error {
 // Wait blocks until the pipeline has delivered its last result (after
 // Close, or once its stages ended by themselves) or ctx ends.
 func (p *Pipeline) Wait(ctx context.Context) error {
+	if err := ctxcheck.NotNil(ctx, "Pipeline.Wait"); err != nil {
+		return err
+	}
 	select {
 	case <-p.pumpDone:
 		return nil

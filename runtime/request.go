@@ -8,6 +8,8 @@ import (
 	"sync/atomic"
 
 	"github.com/asynkron/protoactor-go/actor"
+
+	"github.com/ringactor/ringactor/internal/ctxcheck"
 )
 
 // Request/response: a request is an ordinary message whose result (or
@@ -134,11 +136,14 @@ func (p *Pipeline) answer(id uint64, o outcome) bool {
 // A stage's PID answers requests too: RequestFuture(pid, Data{...}) gets
 // the Result, or a *RequestError, as its response.
 func (p *Pipeline) Request(ctx context.Context, d Data) (Result, error) {
+	if err := ctxcheck.Live(ctx, "Pipeline.Request"); err != nil {
+		return Result{}, err
+	}
 	if p.spec.Deliver.Slots != nil {
 		return Result{}, fmt.Errorf("ringactor: pipeline %q passes its results on as slots (a cluster segment): requests are not answered there", p.spec.Name)
 	}
 	if d.ID == 0 {
-		d.ID = p.nextID.Add(1)
+		d.ID = p.idOf(0)
 	}
 	w := &waiter{ch: make(chan outcome, 1)}
 	if err := p.reqs.add(d.ID, w); err != nil {
@@ -177,7 +182,7 @@ func (o outcome) result() (Result, error) {
 // PID with a sender) and returns the data with its id set.
 func (p *Pipeline) requestFromActor(d Data, sender *actor.PID) (Data, error) {
 	if d.ID == 0 {
-		d.ID = p.nextID.Add(1)
+		d.ID = p.idOf(0)
 	}
 	return d, p.reqs.add(d.ID, &waiter{pid: sender})
 }

@@ -7,13 +7,16 @@ import (
 	"io"
 	"log/slog"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/asynkron/protoactor-go/actor"
+	"github.com/asynkron/protoactor-go/eventstream"
 	"go.opentelemetry.io/otel"
 	"go.opentelemetry.io/otel/metric"
 	"go.opentelemetry.io/otel/trace"
 
+	"github.com/ringactor/ringactor/internal/ctxcheck"
 	rk "github.com/ringactor/ringactor/ringkernel"
 )
 
@@ -65,7 +68,21 @@ type Runtime struct {
 	mu    sync.Mutex
 	names map[string]*Pipeline // nil while the pipeline is being built
 	roles map[string]bool      // claimed by Claim
+
+	closed atomic.Bool
+	// stagePIDs maps a stage actor's PID id to its stage, for data that
+	// reaches the PID after the actor stopped (orphans): the last
+	// pipeline built under a name keeps its entries until the runtime
+	// closes.
+	stagePIDs sync.Map
+	orphans   *eventstream.Subscription
 }
+
+// ErrRuntimeClosed: the runtime is closed; make a new one.
+var ErrRuntimeClosed = errors.New("ringactor: runtime closed")
+
+// ErrNilContext: a nil context.Context was passed where a call needs one.
+var ErrNilContext = ctxcheck.ErrNil
 
 // New picks a backend (Config.Backend, or the one Config.Devices.Backend
 // names) and lists its devices. It prints one line on
@@ -96,6 +113,7 @@ func newRuntime(cfg Config, kinds []backendKind) (*Runtime, error) {
 	if rt.mp == nil {
 		rt.mp = otel.GetMeterProvider()
 	}
+	rt.orphans = rt.system.EventStream.Subscribe(rt.orphan)
 	rt.meter, rt.otelMeter = newMeter(time.Now()), newMeter(time.Now())
 	if err := rt.registerMetrics(); err != nil {
 		return nil, fmt.Errorf("ringactor: device metrics: %w", err)
@@ -139,21 +157,26 @@ func (rt *Runtime) Backend() rk.Backend { return rt.gpus }
 // closeTimeout bounds the teardown of each pipeline Close finds still open.
 const closeTimeout = 10 * time.Second
 
-// Close shuts down the actor system if the runtime made it, then releases
-// the backend if the runtime opened one that holds device memory (CUDA's).
-// Close pipelines first: on such a backend Close ends any still open,
-// without drain, since its memory cannot be released under running
-// kernels; the error says what could not be released.
+// Close ends the pipelines still open on the runtime, without drain (each
+// dead-letters what it holds, "shutdown without drain", bounded by ten
+// seconds a pipeline: close them yourself first to drain), shuts down
+// the actor system if the runtime made it, and releases the backend if
+// the runtime opened one that holds device memory (CUDA's). The error
+// says what could not be released. Afterwards Build returns
+// ErrRuntimeClosed, and data sent to the closed pipelines' PIDs is still
+// counted and dead-lettered ("pipeline closed") while the actor system
+// runs. Close is idempotent.
 func (rt *Runtime) Close() error {
+	if !rt.closed.CompareAndSwap(false, true) {
+		return nil
+	}
 	var errs []error
-	if rt.release != nil {
-		for _, p := range rt.openPipelines() {
-			ctx, cancel := context.WithTimeout(context.Background(), closeTimeout)
-			if err := p.Close(ctx, false); err != nil {
-				errs = append(errs, fmt.Errorf("ringactor: closing pipeline %q left open: %w", p.spec.Name, err))
-			}
-			cancel()
+	for _, p := range rt.openPipelines() {
+		ctx, cancel := context.WithTimeout(context.Background(), closeTimeout)
+		if err := p.Close(ctx, false); err != nil {
+			errs = append(errs, fmt.Errorf("ringactor: closing pipeline %q left open: %w", p.spec.Name, err))
 		}
+		cancel()
 	}
 	if rt.metricsReg != nil {
 		errs = append(errs, rt.metricsReg.Unregister())
@@ -162,12 +185,37 @@ func (rt *Runtime) Close() error {
 	if rt.own && !rt.system.IsStopped() { // a node's Leave may have stopped it
 		rt.system.Shutdown()
 	}
+	if rt.own {
+		rt.system.EventStream.Unsubscribe(rt.orphans)
+	}
 	if rt.release != nil {
 		errs = append(errs, rt.release())
 		rt.release = nil
 	}
 	return errors.Join(errs...)
 }
+
+// orphan accounts for data sent to a stage PID whose actor has stopped
+// (its pipeline closed, faulted or stopped it): protoactor hands such
+// messages to its dead-letter process, which publishes them on the
+// event stream in the sender's goroutine. The stage refuses them as its
+// mailbox would, so each is counted and dead-lettered with the reason.
+func (rt *Runtime) orphan(evt any) {
+	e, ok := evt.(*actor.DeadLetterEvent)
+	if !ok || e.PID == nil || e.PID.Address != rt.system.Address() || isControl(e.Message) {
+		return
+	}
+	v, ok := rt.stagePIDs.Load(e.PID.Id)
+	if !ok {
+		return
+	}
+	s := v.(*stage)
+	s.closed.Store(true) // its actor is gone: nothing more goes in
+	s.post(e.Message, e.Sender)
+}
+
+// registerStage records a stage actor's PID for orphan.
+func (rt *Runtime) registerStage(s *stage) { rt.stagePIDs.Store(s.pid.Id, s) }
 
 // openPipelines lists the pipelines built and not yet closed.
 func (rt *Runtime) openPipelines() []*Pipeline {
@@ -193,10 +241,16 @@ func (rt *Runtime) claimName(name string) error {
 }
 
 // built records that the pipeline claiming its name is built, for Close.
-func (rt *Runtime) built(p *Pipeline) {
+// It refuses once the runtime is closing: Close may have listed the open
+// pipelines already.
+func (rt *Runtime) built(p *Pipeline) error {
 	rt.mu.Lock()
+	defer rt.mu.Unlock()
+	if rt.closed.Load() {
+		return fmt.Errorf("%w while pipeline %q was being built; make a new Runtime", ErrRuntimeClosed, p.spec.Name)
+	}
 	rt.names[p.spec.Name] = p
-	rt.mu.Unlock()
+	return nil
 }
 
 func (rt *Runtime) releaseName(name string) {

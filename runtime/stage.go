@@ -99,7 +99,8 @@ type stage struct {
 
 	mu      sync.Mutex // one sender writes the ingress at a time
 	ingress *p2pqueue.Producer
-	closed  atomic.Bool
+	closed  atomic.Bool // refuse sends: the pipeline is closing, faulted, or the stage stopped
+	stopped atomic.Bool // a Stop ended the stage (or one it feeds)
 
 	kernel *rk.Kernel
 	pid    *actor.PID
@@ -122,58 +123,83 @@ type egress struct {
 // ErrClosed: the pipeline is closed, or closing, and takes no messages.
 var ErrClosed = errors.New("ringactor: pipeline closed")
 
+// ErrStageStopped: the stage was stopped (a Stop sent to its PID, or one
+// downstream of it) and takes no messages.
+var ErrStageStopped = errors.New("ringactor: stage stopped")
+
+// refusal is why stage s takes no messages, once s.closed is set: the
+// dead-letter reason and the error its sender gets.
+func (s *stage) refusal() (string, error) {
+	p := s.p
+	if f := p.faulted.Load(); f != nil {
+		return "stage faulted", fmt.Errorf("%w: %v", ErrStageFaulted, *f)
+	}
+	if s.stopped.Load() && !p.closing.Load() {
+		return "stage stopped", fmt.Errorf("%w: stage %q of pipeline %q was stopped (a Stop to its PID, or to a stage it feeds); build the pipeline again to send to it", ErrStageStopped, s.spec.Name, p.spec.Name)
+	}
+	return "pipeline closed", fmt.Errorf("%w: pipeline %q", ErrClosed, p.spec.Name)
+}
+
 // send writes messages into the stage's ingress link in batches, waiting
 // while it is full until ctx ends. Each message ends in the pipeline's
-// count: sent, and then delivered or dead-lettered.
-func (s *stage) send(ctx context.Context, ds []Data) (int, error) {
+// count: sent, and then delivered or dead-lettered. It returns how many
+// it wrote into the link (the rest were dead-lettered, and the error says
+// why); ids, when not nil, receives each message's id.
+func (s *stage) send(ctx context.Context, ds []Data, ids []uint64) (int, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	p := s.p
-	done := 0
+	done, taken := 0, 0 // messages handled, and of those written
 	w := wait.Waiter{P: ingressWait}
 	defer w.Stop()
 	var firstErr error
+	reject := func(reason string, cause error) {
+		p.rejectRest(s, ds[done:], idsFrom(ids, done), reason, cause)
+	}
 	for done < len(ds) {
 		if s.closed.Load() {
-			reason, cause := p.closedReason()
-			p.rejectRest(s, ds[done:], reason)
-			return done, fmt.Errorf("%w: %d of %d messages sent to stage %q", cause, done, len(ds), s.spec.Name)
+			reason, cause := s.refusal()
+			reject(reason, cause)
+			return taken, fmt.Errorf("%w: %d of %d messages taken by stage %q, the rest dead-lettered (%s)", cause, taken, len(ds), s.spec.Name, reason)
 		}
 		k, err := s.ingress.Reserve(len(ds) - done)
 		if errors.Is(err, p2pqueue.ErrFull) && s.spec.Backpressure == Reject {
-			p.rejectRest(s, ds[done:], "mailbox full")
-			return done, fmt.Errorf("%w: stage %q holds %d messages: %d of %d sent, the rest dead-lettered; send slower, raise its Capacity, or build it with Backpressure: Block",
-				ErrMailboxFull, s.spec.Name, s.spec.Capacity, done, len(ds))
+			cause := fmt.Errorf("%w: stage %q holds %d messages", ErrMailboxFull, s.spec.Name, s.spec.Capacity)
+			reject("mailbox full", cause)
+			return taken, fmt.Errorf("%w: %d of %d taken, the rest dead-lettered; send slower, raise its Capacity, or build it with Backpressure: Block",
+				cause, taken, len(ds))
 		}
 		if errors.Is(err, p2pqueue.ErrFull) {
 			if s.kernel.Status().State.Running() {
 				if werr := w.Wait(ctx); werr != nil {
-					p.rejectRest(s, ds[done:], "send cancelled")
-					return done, fmt.Errorf("ringactor: send to stage %q: %d of %d sent: %w", s.spec.Name, done, len(ds), werr)
+					reject("send cancelled", werr)
+					return taken, fmt.Errorf("ringactor: send to stage %q: %d of %d taken, the rest dead-lettered: %w", s.spec.Name, taken, len(ds), werr)
 				}
 				continue
 			}
-			p.rejectRest(s, ds[done:], "stage stopped")
-			return done, fmt.Errorf("ringactor: stage %q has stopped (%s): %d of %d sent", s.spec.Name, s.kernel.Status().State, done, len(ds))
+			cause := fmt.Errorf("%w: the kernel of stage %q has ended (%s)", ErrStageStopped, s.spec.Name, s.kernel.Status().State)
+			reject("stage stopped", cause)
+			return taken, fmt.Errorf("%w: %d of %d taken", cause, taken, len(ds))
 		}
 		if err != nil {
-			p.rejectRest(s, ds[done:], "queue closed")
-			return done, fmt.Errorf("ringactor: stage %q: %w", s.spec.Name, err)
+			cause := fmt.Errorf("ringactor: stage %q: %w", s.spec.Name, err)
+			reject("queue closed", cause)
+			return taken, cause
 		}
 		w.Reset()
 		var now time.Time // read only for sampled messages: a clock read costs as much as a copy
 		written := 0
 		for i := range k {
 			d := &ds[done+i]
-			id := d.ID
-			if id == 0 {
-				id = p.nextID.Add(1)
+			id := p.idOf(d.ID)
+			if ids != nil && done+i < len(ids) {
+				ids[done+i] = id
 			}
 			p.sent.Add(1)
 			buf, _ := s.ingress.Slot(written)
 			typ, n, reason, err := s.encode(d, buf[:s.payloadCap])
 			if err != nil {
-				p.deadLetter(0, DeadLetter{ID: id, Stage: s.spec.Name, Device: s.spec.Device, Reason: reason, Err: err})
+				p.refuse(s, d, id, reason, err)
 				if firstErr == nil {
 					firstErr = fmt.Errorf("ringactor: message %d: %w", id, err)
 				}
@@ -192,13 +218,22 @@ func (s *stage) send(ctx context.Context, ds []Data) (int, error) {
 			written++
 		}
 		if err := s.ingress.Commit(written); err != nil {
-			return done, err
+			return taken, err
 		}
 		done += k
+		taken += written
 	}
 	// An oversize message was dead-lettered and the rest still sent: the
 	// batch is all accounted for, and the caller hears about the first.
-	return done, firstErr
+	return taken, firstErr
+}
+
+// idsFrom is ids from i on, or nil.
+func idsFrom(ids []uint64, i int) []uint64 {
+	if i >= len(ids) {
+		return nil
+	}
+	return ids[i:]
 }
 
 // encode writes d's payload into the slot's payload area buf and returns
@@ -310,11 +345,11 @@ func (m *stageMailbox) PostUserMessage(msg any) {
 	switch d := msg.(type) {
 	case Data:
 		one[0] = d
-		m.s.send(context.Background(), one[:]) // errors are dead letters
+		m.s.send(context.Background(), one[:], nil) // errors are dead letters
 		return
 	case *Data:
 		one[0] = *d
-		m.s.send(context.Background(), one[:])
+		m.s.send(context.Background(), one[:], nil)
 		return
 	}
 	body, sender := msg, (*actor.PID)(nil)
@@ -325,8 +360,15 @@ func (m *stageMailbox) PostUserMessage(msg any) {
 		m.Mailbox.PostUserMessage(msg)
 		return
 	}
-	// Anything else is data: a Data, a []Data, or a value that must be of
-	// a registered type the stage takes (if not, send dead-letters it).
+	m.s.post(body, sender)
+}
+
+// post sends a data message that reached the stage's PID (from sender,
+// when it is a request) into its ingress: a Data, a []Data, or a value
+// that must be of a registered type the stage takes (if not, send
+// dead-letters it). Errors are dead letters: a PID send has no caller to
+// return one to.
+func (s *stage) post(body any, sender *actor.PID) {
 	d, ok := dataOf(body)
 	if !ok {
 		d = []Data{{Value: body}}
@@ -334,14 +376,14 @@ func (m *stageMailbox) PostUserMessage(msg any) {
 	if sender != nil && len(d) == 1 {
 		// A request (RequestFuture): the sender gets the result, or a
 		// *RequestError.
-		r, err := m.s.p.requestFromActor(d[0], sender)
+		r, err := s.p.requestFromActor(d[0], sender)
 		if err != nil {
-			m.s.p.rt.system.Root.Send(sender, &RequestError{Dead: DeadLetter{ID: r.ID, Stage: m.s.spec.Name, Device: m.s.spec.Device, Reason: "bad request", Err: err}})
+			s.p.rt.system.Root.Send(sender, &RequestError{Dead: DeadLetter{ID: r.ID, Stage: s.spec.Name, Device: s.spec.Device, Reason: "bad request", Err: err}})
 			return
 		}
 		d = []Data{r}
 	}
-	m.s.send(context.Background(), d) // errors are dead letters
+	s.send(context.Background(), d, nil)
 }
 
 // isControl reports whether a message sent to a stage's PID is for its

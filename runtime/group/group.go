@@ -13,6 +13,7 @@ import (
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/metric"
 
+	"github.com/ringactor/ringactor/internal/ctxcheck"
 	"github.com/ringactor/ringactor/p2pqueue"
 	rk "github.com/ringactor/ringactor/ringkernel"
 	ra "github.com/ringactor/ringactor/runtime"
@@ -159,6 +160,9 @@ const (
 
 // New builds a stage group's instances on rt and starts them.
 func New(ctx context.Context, rt *ra.Runtime, spec Spec) (*Group, error) {
+	if err := ctxcheck.Live(ctx, "group.New"); err != nil {
+		return nil, err
+	}
 	if err := check(rt, &spec); err != nil {
 		return nil, err
 	}
@@ -311,31 +315,38 @@ func (g *Group) Send(ctx context.Context, d ra.Data) error {
 }
 
 // SendBatch splits messages across the instances by the group's policy and
-// returns how many it took; what it did not take has been dead-lettered.
+// returns how many the instances took into their mailboxes; what they did
+// not take has been dead-lettered (and counted). A nil ctx, or one that has
+// ended, is refused before anything is done.
 func (g *Group) SendBatch(ctx context.Context, ds []ra.Data) (int, error) {
+	if err := ctxcheck.Live(ctx, "Group.SendBatch"); err != nil {
+		return 0, err
+	}
 	ds = append([]ra.Data(nil), ds...) // ids are assigned here, not in the caller's slice
 	for i := range ds {
 		if ds[i].ID == 0 {
 			ds[i].ID = g.nextID.Add(1)
 		}
 	}
-	done := 0
+	done, taken := 0, 0 // messages handled, and of those taken
 	for done < len(ds) {
 		in, k := g.pick(len(ds) - done)
 		chunk := ds[done : done+k]
+		sent, err := in.p.SendBatch(ctx, chunk)
+		if errors.Is(err, ctxcheck.ErrEnded) { // ctx ended between chunks: the instance did nothing
+			g.rejectRest(ds[done:], err)
+			return taken, err
+		}
 		g.sent.Add(uint64(len(chunk)))
 		in.assigned.Add(uint64(len(chunk)))
-		sent, err := in.p.SendBatch(ctx, chunk)
-		done += sent
+		taken += sent
+		done += len(chunk) // what the instance did not take it dead-lettered
 		if err != nil {
-			if sent < len(chunk) {
-				done += len(chunk) - sent // dead-lettered by the instance
-			}
 			g.rejectRest(ds[done:], err)
-			return done, err
+			return taken, err
 		}
 	}
-	return done, nil
+	return taken, nil
 }
 
 // rejectRest dead-letters what a failed batch did not reach.
@@ -553,6 +564,9 @@ func (g *Group) registerMetrics() error {
 // each finishes what it holds; an instance drains only once every victim
 // that may send it stolen work has stopped, so they stop together).
 func (g *Group) Close(ctx context.Context, drain bool) error {
+	if err := ctxcheck.NotNil(ctx, "Group.Close"); err != nil {
+		return err
+	}
 	g.closeOnce.Do(func() {
 		if g.stop != nil {
 			g.stop()
