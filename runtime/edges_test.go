@@ -230,3 +230,149 @@ func TestDeadLetterErrorsMatchTheirReason(t *testing.T) {
 		}
 	}
 }
+
+// Stop{} to the middle stage: it is answered; the stage and the one
+// feeding it end, what they held is dead-lettered "stage stopped", and so
+// is everything sent to them afterwards (Send returns ErrStageStopped);
+// the stage after them still works; the account reaches InFlight 0
+// before Close.
+func TestStopMiddleStageThenSend(t *testing.T) {
+	for _, drain := range []bool{false, true} {
+		e := newEnv(t, "")
+		a := newAccount()
+		spec := guide("stop-middle")
+		spec.Deliver.Func, spec.OnDeadLetter = a.result, a.deadLetter
+		p := buildStarted(t, e.RT, spec)
+		const before, after = 2000, 100
+		ds := make([]ra.Data, before)
+		for i := range ds {
+			ds[i] = ra.Data{ID: uint64(i + 1), Floats: []float32{float32(i)}}
+		}
+		if n, err := p.SendBatch(ctxT(t), ds); n != before || err != nil {
+			t.Fatalf("SendBatch: %d, %v", n, err)
+		}
+		root := e.RT.System().Root
+		mid, _ := p.PID("root")
+		ans, err := root.RequestFuture(mid, ra.Stop{Drain: drain}, 15*time.Second).Result()
+		if st, ok := ans.(ra.StageStats); err != nil || !ok || st.State.String() != "terminated" {
+			t.Fatalf("drain %v: Stop answered %v, %v; want the stage's stats, terminated", drain, ans, err)
+		}
+		first, _ := p.PID("double")
+		last, _ := p.PID("inc")
+		for i := range after {
+			id := uint64(before + 1 + 3*i)
+			if err := p.Send(ctxT(t), ra.Data{ID: id, Floats: []float32{1}}); !errors.Is(err, ra.ErrStageStopped) {
+				t.Fatalf("drain %v: Send after Stop = %v; want ErrStageStopped", drain, err)
+			}
+			root.Send(mid, ra.Data{ID: id + 1, Floats: []float32{1}})
+			root.Send(last, ra.Data{ID: id + 2, Floats: []float32{1}}) // downstream of the stop: still running
+		}
+		if err := p.Idle(ctxT(t)); err != nil {
+			t.Fatalf("drain %v: Idle after Stop: %v", drain, err)
+		}
+		if _, err := root.RequestFuture(first, ra.Stats{}, 5*time.Second).Result(); err != nil {
+			t.Fatalf("drain %v: Stats to a stopped stage not answered: %v", drain, err)
+		}
+		if err := p.Close(ctxT(t), true); err != nil {
+			t.Fatal(err)
+		}
+		reasons := a.check(t, before+3*after, p.Stats())
+		a.mu.Lock()
+		for i := range after {
+			id := uint64(before + 3 + 3*i)
+			if a.delivered[id] != 1 {
+				t.Fatalf("drain %v: message %d sent to the stage after the stopped one was not delivered", drain, id)
+			}
+		}
+		for id := uint64(1); id <= before && drain; id++ {
+			if a.delivered[id] != 1 {
+				t.Fatalf("drain %v: message %d, sent before the drained stop, was %v", drain, id, a.dead[id])
+			}
+		}
+		a.mu.Unlock()
+		if len(reasons) != 1 || reasons["stage stopped"] < 2*after {
+			t.Fatalf("drain %v: dead letters by reason %v; want only stage stopped, at least %d", drain, reasons, 2*after)
+		}
+	}
+}
+
+// A drained close behind a deactivated stage whose queues are full, with
+// a ctx that never ends (as the README closes): it returns, and every
+// message taken is delivered.
+func TestDrainedCloseBehindAFullDeactivatedStageReturns(t *testing.T) {
+	e := newEnv(t, "")
+	a := newAccount()
+	spec := guide("full-behind")
+	for i := range spec.Stages {
+		spec.Stages[i].Capacity = 16
+	}
+	spec.Deliver.Func, spec.OnDeadLetter = a.result, a.deadLetter
+	p := buildStarted(t, e.RT, spec)
+	mid, _ := p.PID("root")
+	if _, err := e.RT.System().Root.RequestFuture(mid, ra.Deactivate{}, 5*time.Second).Result(); err != nil {
+		t.Fatal(err)
+	}
+	n := uint64(0)
+	for { // until the pipeline before the deactivated stage is full
+		ctx, cancel := context.WithTimeout(ctxT(t), 20*time.Millisecond)
+		n++
+		err := p.Send(ctx, ra.Data{ID: n, Floats: []float32{1}})
+		cancel()
+		if errors.Is(err, context.DeadlineExceeded) {
+			break
+		} else if err != nil {
+			t.Fatal(err)
+		}
+	}
+	closed := make(chan error, 1)
+	go func() { closed <- p.Close(context.Background(), true) }()
+	select {
+	case err := <-closed:
+		if err != nil {
+			t.Fatal(err)
+		}
+	case <-ctxT(t).Done():
+		t.Fatal("a drained close with context.Background() behind a full deactivated stage did not return in 30 s")
+	}
+	reasons := a.check(t, n, p.Stats())
+	if len(reasons) != 1 || reasons["send cancelled"] != 1 || len(a.delivered) != int(n-1) {
+		t.Fatalf("dead letters by reason %v, %d delivered of %d; want every taken message delivered", reasons, len(a.delivered), n)
+	}
+}
+
+// Idle waits for the messages sent so far, and gives up with ctx.
+func TestIdleWaitsForWhatWasSent(t *testing.T) {
+	e := newEnv(t, "")
+	var delivered atomic.Int64
+	p := startCounting(t, e.RT, "idle", &delivered)
+	for i := range 3000 {
+		if err := p.Send(ctxT(t), ra.Data{Floats: []float32{float32(i)}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := p.Idle(ctxT(t)); err != nil {
+		t.Fatal(err)
+	}
+	if st := p.Stats(); st.InFlight != 0 || st.Delivered != 3000 || delivered.Load() != 3000 {
+		t.Fatalf("after Idle: %+v, %d delivered", st, delivered.Load())
+	}
+	mid, _ := p.PID("root")
+	if _, err := e.RT.System().Root.RequestFuture(mid, ra.Deactivate{}, 5*time.Second).Result(); err != nil {
+		t.Fatal(err)
+	}
+	if err := p.Send(ctxT(t), ra.Data{Floats: []float32{1}}); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(ctxT(t), 20*time.Millisecond) // the message waits behind a deactivated stage: Idle can only time out
+	defer cancel()
+	if err := p.Idle(ctx); !errors.Is(err, context.DeadlineExceeded) || !strings.Contains(err.Error(), "1 messages in flight") {
+		t.Fatalf("Idle with a message held = %v; want DeadlineExceeded naming 1 in flight", err)
+	}
+	var none context.Context
+	if err := p.Idle(none); !errors.Is(err, ra.ErrNilContext) {
+		t.Fatalf("Idle(nil) = %v", err)
+	}
+	if err := p.Close(ctxT(t), true); err != nil {
+		t.Fatal(err)
+	}
+}

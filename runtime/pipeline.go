@@ -344,8 +344,12 @@ func (p *Pipeline) build(ctx context.Context) error {
 			OnTrace: func(r rk.TraceRecord) { p.tele.record(s, r) },
 			OnDeadLetter: func(d rk.DeadLetter) {
 				reason := d.Reason.String()
-				if d.Reason == rk.ReasonShutdown && p.faulted.Load() != nil {
+				switch {
+				case d.Reason != rk.ReasonShutdown:
+				case p.faulted.Load() != nil:
 					reason = "stage faulted" // torn down because a stage faulted
+				case s.stopped.Load() && !p.closing.Load():
+					reason = "stage stopped" // by a Stop
 				}
 				p.deadLetter(d.From, DeadLetter{ID: d.ID, Stage: s.spec.Name, Device: s.spec.Device, Reason: reason, Err: d.Err})
 			},

@@ -293,11 +293,9 @@ func (a *stageActor) Receive(c actor.Context) {
 	case Deactivate, *Deactivate:
 		err = s.kernel.Deactivate(ctx)
 	case Stop:
-		s.closed.Store(true)
-		err = s.kernel.Terminate(ctx, m.Drain)
+		err = s.p.stopStage(ctx, s, m.Drain)
 	case *Stop:
-		s.closed.Store(true)
-		err = s.kernel.Terminate(ctx, m.Drain)
+		err = s.p.stopStage(ctx, s, m != nil && m.Drain)
 	case Stats, *Stats:
 	case Steal:
 		moved, err := s.kernel.Steal(ctx, m.N, m.To)
@@ -306,10 +304,10 @@ func (a *stageActor) Receive(c actor.Context) {
 		}
 		return
 	case *actor.Stopping:
-		// The actor is going away: so does its kernel, if still running.
-		if s.kernel.Status().State.Running() {
-			s.closed.Store(true)
-			s.kernel.Terminate(ctx, false)
+		// The actor is going away (stopped through protoactor, not a
+		// Stop): so does its kernel, if still running, as for a Stop.
+		if s.kernel.Status().State.Running() && !s.p.closing.Load() {
+			s.p.stopStage(ctx, s, false)
 		}
 		return
 	default:
