@@ -376,3 +376,47 @@ func TestIdleWaitsForWhatWasSent(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// A Chan sink nobody reads: Close (with a ctx that never ends) returns
+// after Sink.CloseWait, and what the channel never took is dead-lettered
+// "sink not read", not counted as delivered.
+func TestUnreadSinkChanIsDeadLettered(t *testing.T) {
+	e := newEnv(t, "")
+	for _, buffered := range []int{0, 10} {
+		res := make(chan ra.Result, buffered)
+		a := newAccount()
+		spec := guide("unread")
+		spec.Deliver = ra.Sink{Chan: res, CloseWait: 50 * time.Millisecond}
+		spec.OnDeadLetter = a.deadLetter
+		p := buildStarted(t, e.RT, spec)
+		const n = 100
+		for i := range n {
+			if err := p.Send(ctxT(t), ra.Data{ID: uint64(i + 1), Floats: []float32{1}}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		closed := make(chan error, 1)
+		go func() { closed <- p.Close(context.Background(), true) }()
+		select {
+		case err := <-closed:
+			if err != nil {
+				t.Fatal(err)
+			}
+		case <-ctxT(t).Done():
+			t.Fatal("Close with an unread Chan sink did not return")
+		}
+		close(res)
+		for r := range res {
+			a.result(r)
+		}
+		reasons := a.check(t, n, p.Stats())
+		if len(a.delivered) != buffered || reasons["sink not read"] != n-buffered {
+			t.Fatalf("buffer %d: %d delivered, dead letters %v; want the buffer's worth delivered, the rest sink not read", buffered, len(a.delivered), reasons)
+		}
+		for _, d := range a.dead {
+			if !errors.Is(d.Err, ra.ErrSinkNotRead) {
+				t.Fatalf("dead letter %v; want ErrSinkNotRead", d)
+			}
+		}
+	}
+}

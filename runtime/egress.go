@@ -2,6 +2,7 @@ package runtime
 
 import (
 	"errors"
+	"fmt"
 	"sync"
 	"time"
 
@@ -107,18 +108,22 @@ func (p *Pipeline) deliverPeeked(s *stage, n int) bool {
 			p.deadLetter(s.id(), DeadLetter{ID: h.ID, Stage: "egress", Device: p2pqueue.Host, Reason: "decode error", Err: err})
 			continue
 		}
+		// Counted before it is handed over, so that whoever receives it
+		// finds it counted; one a Chan sink never takes moves to the dead.
 		p.delivered.Add(1)
+		r := Result{ID: h.ID, Type: h.Type, Floats: v, Bytes: b, Stage: s.spec.Name}
+		if (p.reqs.n.Load() == 0 || !p.answer(h.ID, outcome{r: r})) && !p.deliver(r) {
+			p.deadLetter(s.id(), DeadLetter{ID: h.ID, Stage: "egress", Device: p2pqueue.Host, Reason: "sink not read",
+				Err: fmt.Errorf("%w: pipeline %q closed with the result unread in its Deliver channel; read the channel until Close returns, or raise Sink.CloseWait", ErrSinkNotRead, p.spec.Name)})
+			p.delivered.Add(^uint64(0))
+			continue
+		}
 		if h.Flags&p2pqueue.FlagSampled != 0 {
 			if now.IsZero() {
 				now = time.Now()
 			}
 			p.tele.end(h.ID, s.id(), now, nil)
 		}
-		r := Result{ID: h.ID, Type: h.Type, Floats: v, Bytes: b, Stage: s.spec.Name}
-		if p.reqs.n.Load() > 0 && p.answer(h.ID, outcome{r: r}) {
-			continue // a request's result goes to whoever asked
-		}
-		p.deliver(r)
 	}
 	return eg.Release(n) == nil
 }

@@ -62,6 +62,11 @@ type Sink struct {
 	Func func(Result)
 	Chan chan<- Result
 	PID  *actor.PID
+	// CloseWait bounds how long Close waits for a Chan that takes nothing
+	// (default 1 s): once it has waited that long, what the channel has
+	// not taken is dead-lettered ("sink not read"). While the pipeline
+	// runs, a full Chan holds the pipeline up instead (backpressure).
+	CloseWait time.Duration
 	// Slots takes each batch of results undecoded, straight from the
 	// egress link's slots (the payloads are valid until it returns), for
 	// code that passes results on as bytes: a cluster segment forwarding
@@ -120,7 +125,9 @@ type Pipeline struct {
 	stopPump             context.CancelFunc
 	pumpDone             chan struct{}
 	started              atomic.Bool
-	closing              atomic.Bool // Close has begun
+	closing              atomic.Bool   // Close has begun
+	closingCh            chan struct{} // closed when Close begins
+	sinkGone             atomic.Bool   // a Chan sink took nothing for CloseWait during Close
 	closeErr             error
 }
 
@@ -140,7 +147,7 @@ func (rt *Runtime) Build(ctx context.Context, spec PipelineSpec) (*Pipeline, err
 	if err := rt.claimName(spec.Name); err != nil {
 		return nil, err
 	}
-	p := &Pipeline{rt: rt, spec: spec, next: g.next, takes: g.in, gives: g.out, byName: map[string]*stage{}, pumpDone: make(chan struct{}), dogDone: make(chan struct{})}
+	p := &Pipeline{rt: rt, spec: spec, next: g.next, takes: g.in, gives: g.out, byName: map[string]*stage{}, pumpDone: make(chan struct{}), dogDone: make(chan struct{}), closingCh: make(chan struct{})}
 	p.pumpCtx, p.stopPump = context.WithCancel(context.Background())
 	if spec.SampleRatio > 0 {
 		p.sampleEvery = uint64(math.Max(1, math.Round(1/spec.SampleRatio)))
@@ -560,7 +567,52 @@ func (rt *Runtime) TellDeadLetter(spec *PipelineSpec, d DeadLetter) {
 	}
 }
 
-func (p *Pipeline) deliver(r Result) { p.rt.DeliverTo(p.pumpCtx, p.spec.Deliver, r) }
+// deliver hands r to the pipeline's sink and reports whether the sink
+// took it. Only a Chan can refuse: while the pipeline runs the pump waits
+// for the reader (backpressure); once Close has begun, for CloseWait at
+// most, and after one such wait the channel is taken as unread.
+func (p *Pipeline) deliver(r Result) bool {
+	ch := p.spec.Deliver.Chan
+	if ch == nil {
+		p.rt.DeliverTo(p.pumpCtx, p.spec.Deliver, r)
+		return true
+	}
+	if p.sinkGone.Load() {
+		return false
+	}
+	select {
+	case ch <- r:
+		return true
+	default:
+	}
+	select {
+	case ch <- r:
+		return true
+	case <-p.pumpCtx.Done():
+	case <-p.closingCh:
+		wait := p.spec.Deliver.CloseWait
+		if wait <= 0 {
+			wait = DefaultCloseWait
+		}
+		t := time.NewTimer(wait)
+		defer t.Stop()
+		select {
+		case ch <- r:
+			return true
+		case <-p.pumpCtx.Done():
+		case <-t.C:
+		}
+	}
+	p.sinkGone.Store(true)
+	return false
+}
+
+// DefaultCloseWait is Sink.CloseWait's default.
+const DefaultCloseWait = time.Second
+
+// ErrSinkNotRead: a result the pipeline's Chan sink did not take by the
+// end of Close.
+var ErrSinkNotRead = errors.New("ringactor: sink not read")
 
 // DeliverTo hands a result to a sink as a pipeline's egress does: to its
 // Func, Chan (giving up when done ends) or PID. A Slots sink takes raw
@@ -595,6 +647,7 @@ func (p *Pipeline) Close(ctx context.Context, drain bool) error {
 	}
 	p.closeOnce.Do(func() {
 		p.closing.Store(true)
+		close(p.closingCh)
 		if p.stopDog != nil {
 			p.stopDog()
 			<-p.dogDone
