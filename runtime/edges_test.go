@@ -9,6 +9,9 @@ import (
 	"testing"
 	"time"
 
+	"go.opentelemetry.io/otel/codes"
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+
 	ra "github.com/ringactor/ringactor/runtime"
 )
 
@@ -417,6 +420,92 @@ func TestUnreadSinkChanIsDeadLettered(t *testing.T) {
 			if !errors.Is(d.Err, ra.ErrSinkNotRead) {
 				t.Fatalf("dead letter %v; want ErrSinkNotRead", d)
 			}
+		}
+	}
+}
+
+// Every sampled message that dies has its root span, ended with the
+// error status and the reason, whether the host refused it (mailbox full,
+// oversize, pipeline closed) or a kernel dropped it (shutdown without
+// drain); and no root span ends before its stage spans.
+func TestDeadSampledMessagesHaveRootSpans(t *testing.T) {
+	e := newEnv(t, "")
+	a := newAccount()
+	spec := guide("dead-traces")
+	spec.SampleRatio = 1
+	spec.Stages[0].Capacity, spec.Stages[0].Backpressure = 4, ra.Reject
+	spec.Stages[0].SlotSize = 64
+	spec.Deliver.Func, spec.OnDeadLetter = a.result, a.deadLetter
+	p := buildStarted(t, e.RT, spec)
+	id := uint64(0)
+	next := func() uint64 { id++; return id }
+	for range 50 { // delivered (one at a time: the first stage rejects a fifth)
+		if err := p.Send(ctxT(t), ra.Data{ID: next(), Floats: []float32{2}}); err != nil {
+			t.Fatal(err)
+		}
+		if err := p.Idle(ctxT(t)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	p.Send(ctxT(t), ra.Data{ID: next(), Floats: make([]float32, 100)}) // oversize
+	mid, _ := p.PID("root")
+	if _, err := e.RT.System().Root.RequestFuture(mid, ra.Deactivate{}, 5*time.Second).Result(); err != nil {
+		t.Fatal(err)
+	}
+	first, _ := p.PID("double")
+	if _, err := e.RT.System().Root.RequestFuture(first, ra.Deactivate{}, 5*time.Second).Result(); err != nil {
+		t.Fatal(err)
+	}
+	for range 10 { // 4 fit, then mailbox full
+		p.Send(ctxT(t), ra.Data{ID: next(), Floats: []float32{1}})
+	}
+	if err := p.Close(ctxT(t), false); err != nil { // the 4 queued: shutdown without drain
+		t.Fatal(err)
+	}
+	p.Send(ctxT(t), ra.Data{ID: next(), Floats: []float32{1}}) // pipeline closed
+	reasons := a.check(t, id, p.Stats())
+	for _, r := range []string{"oversize payload", "mailbox full", "shutdown without drain", "pipeline closed"} {
+		if reasons[r] == 0 {
+			t.Fatalf("dead letters by reason %v: none %q", reasons, r)
+		}
+	}
+	roots := map[uint64]sdktrace.ReadOnlySpan{}
+	stageEnd := map[string]time.Time{} // by trace id
+	for _, sp := range e.Spans.Ended() {
+		if sp.Name() == "ringactor.message" {
+			for _, kv := range sp.Attributes() {
+				if kv.Key == "ringactor.message.id" {
+					roots[uint64(kv.Value.AsInt64())] = sp
+				}
+			}
+		} else if end := stageEnd[sp.SpanContext().TraceID().String()]; sp.EndTime().After(end) {
+			stageEnd[sp.SpanContext().TraceID().String()] = sp.EndTime()
+		}
+	}
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	for mid, d := range a.dead {
+		sp, ok := roots[mid]
+		if !ok {
+			t.Fatalf("dead message %d (%s) has no root span", mid, d.Reason)
+		}
+		reason := ""
+		for _, kv := range sp.Attributes() {
+			if kv.Key == "ringactor.dead_letter.reason" {
+				reason = kv.Value.AsString()
+			}
+		}
+		if sp.Status().Code != codes.Error || reason != string(d.Reason) {
+			t.Fatalf("dead message %d: root status %v, reason %q; want Error, %q", mid, sp.Status(), reason, d.Reason)
+		}
+	}
+	for mid := range a.delivered {
+		sp, ok := roots[mid]
+		if !ok {
+			t.Fatalf("delivered message %d has no root span", mid)
+		}
+		if end := stageEnd[sp.SpanContext().TraceID().String()]; end.IsZero() || sp.EndTime().Before(end) {
+			t.Fatalf("message %d: root ends %v, its last stage span %v", mid, sp.EndTime(), end)
 		}
 	}
 }

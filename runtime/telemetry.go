@@ -2,6 +2,7 @@ package runtime
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sync"
 	"time"
@@ -52,6 +53,7 @@ type msgTrace struct {
 	open      []int32
 	unsettled int
 	last      time.Time   // the latest end of a copy
+	stageEnd  time.Time   // the latest end of a stage span: the root ends no earlier
 	dead      *DeadLetter // the first copy to die, if one did
 }
 
@@ -177,6 +179,9 @@ func (t *telemetry) record(s *stage, r rk.TraceRecord) {
 		))
 	sp.End(trace.WithTimestamp(r.Done))
 	t.mu.Lock()
+	if r.Done.After(m.stageEnd) {
+		m.stageEnd = r.Done
+	}
 	m.settle(r.From, -1)
 	m.settle(s.id(), int32(s.fanout())) // the copies it sent on
 	t.finishLocked(r.ID, m)
@@ -210,11 +215,26 @@ func (t *telemetry) finishLocked(id uint64, m *msgTrace) {
 		return
 	}
 	delete(t.msgs, id)
+	m.endRoot()
+}
+
+// endRoot ends the root span at the latest end of the message's copies
+// and stage spans (device and host clocks may differ by a little), with
+// the error status and reason when a copy died.
+func (m *msgTrace) endRoot() {
 	if d := m.dead; d != nil {
 		m.root.SetStatus(codes.Error, fmt.Sprintf("dead-lettered at stage %q: %s", d.Stage, d.Reason))
-		m.root.SetAttributes(attribute.String("ringactor.dead_letter.reason", d.Reason))
+		m.root.SetAttributes(attribute.String("ringactor.dead_letter.reason", string(d.Reason)))
 	}
-	m.root.End(trace.WithTimestamp(m.last))
+	end := m.last
+	if m.stageEnd.After(end) {
+		end = m.stageEnd
+	}
+	if end.IsZero() {
+		m.root.End()
+		return
+	}
+	m.root.End(trace.WithTimestamp(end))
 }
 
 func (t *telemetry) close() {
@@ -225,12 +245,10 @@ func (t *telemetry) close() {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	for id, m := range t.msgs {
-		m.root.SetStatus(codes.Error, "pipeline closed with the message (or a copy of it) in flight")
-		if m.last.IsZero() {
-			m.root.End()
-		} else {
-			m.root.End(trace.WithTimestamp(m.last))
+		if m.dead == nil { // its end was not seen (a close cut short)
+			m.dead = &DeadLetter{ID: id, Reason: "pipeline closed", Err: errors.New("the pipeline closed with the message (or a copy of it) in flight")}
 		}
+		m.endRoot()
 		delete(t.msgs, id)
 	}
 }
