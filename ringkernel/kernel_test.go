@@ -788,6 +788,7 @@ func TestLaunchRefusesBadSpecs(t *testing.T) {
 		{"no name", rk.Spec{Stage: rk.Stage{Op: "identity"}, In: []*p2pqueue.Link{in}}, "needs a name"},
 		{"no in", rk.Spec{Stage: rk.Stage{Name: "a", Op: "identity"}}, "no in-link"},
 		{"slot", rk.Spec{Stage: rk.Stage{Name: "a", Op: "identity", SlotSize: 100}, In: []*p2pqueue.Link{in}}, "64"},
+		{"negative slot", rk.Spec{Stage: rk.Stage{Name: "a", Op: "identity", SlotSize: -64}, In: []*p2pqueue.Link{in}}, "SlotSize -64"},
 		{"device", rk.Spec{Stage: rk.Stage{Name: "a", Op: "identity"}, Device: 9, In: []*p2pqueue.Link{in}}, "no device 9"},
 		{"trace", rk.Spec{Stage: rk.Stage{Name: "a", Op: "identity"}, TraceCapacity: 100, In: []*p2pqueue.Link{in}}, "power of two"},
 		{"one route, two outs", rk.Spec{Stage: rk.Stage{Name: "a", Op: "identity"}, In: []*p2pqueue.Link{in}, Out: two}, "RouteOne takes one"},

@@ -59,6 +59,10 @@ func (s Stage) Resolve() (kernels.Op, error) {
 	if s.Workers < 0 || (s.Stateful && s.Workers > 1) {
 		return op, fmt.Errorf("%w %q: %d workers; a stateful stage has one, a stateless one at least one", ErrBadStage, s.Name, s.Workers)
 	}
+	if s.SlotSize < 0 || s.SlotSize > p2pqueue.MaxSlotSize { // as given: uint32 would wrap a negative
+		return op, fmt.Errorf("%w %q: SlotSize %d: %w; use a multiple of %d from %d to %d", ErrBadStage, s.Name, s.SlotSize,
+			p2pqueue.ErrBadSlotSize, p2pqueue.SlotAlign, p2pqueue.MinSlotSize, p2pqueue.MaxSlotSize)
+	}
 	if s.SlotSize != 0 {
 		if err := (p2pqueue.Config{Capacity: p2pqueue.MinCapacity, SlotSize: uint32(s.SlotSize)}).Validate(); err != nil {
 			return op, fmt.Errorf("%w %q: %w", ErrBadStage, s.Name, err)

@@ -12,6 +12,7 @@ import (
 	"go.opentelemetry.io/otel/codes"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 
+	"github.com/ringactor/ringactor/p2pqueue"
 	ra "github.com/ringactor/ringactor/runtime"
 )
 
@@ -506,6 +507,54 @@ func TestDeadSampledMessagesHaveRootSpans(t *testing.T) {
 		}
 		if end := stageEnd[sp.SpanContext().TraceID().String()]; end.IsZero() || sp.EndTime().Before(end) {
 			t.Fatalf("message %d: root ends %v, its last stage span %v", mid, sp.EndTime(), end)
+		}
+	}
+}
+
+// Sizes are refused as the user wrote them, and a link bigger than the
+// device's or the host's memory is refused up front (it used to end the
+// process with Go's fatal "out of memory"); an unknown device matches
+// ErrNoDevice.
+func TestSizesAndDevicesAreRefusedWithTheUsersValues(t *testing.T) {
+	e := newEnv(t, "")
+	one := func(s ra.StageSpec) error {
+		if s.Name == "" {
+			s.Name = "s"
+		}
+		if s.Op == "" {
+			s.Op = "identity"
+		}
+		p, err := e.RT.Build(ctxT(t), ra.PipelineSpec{Name: "sizes", Stages: []ra.StageSpec{s}})
+		if err == nil {
+			p.Close(ctxT(t), false)
+		}
+		return err
+	}
+	for _, c := range []struct {
+		s    ra.StageSpec
+		is   error
+		says []string
+	}{
+		{ra.StageSpec{Capacity: -4}, p2pqueue.ErrBadCapacity, []string{"Capacity -4", "power of two"}},
+		{ra.StageSpec{Capacity: 3}, p2pqueue.ErrBadCapacity, []string{"Capacity 3"}},
+		{ra.StageSpec{SlotSize: -64}, p2pqueue.ErrBadSlotSize, []string{"SlotSize -64", "multiple of 64"}},
+		{ra.StageSpec{SlotSize: 100}, p2pqueue.ErrBadSlotSize, []string{"SlotSize 100"}},
+		{ra.StageSpec{Capacity: 1 << 30}, p2pqueue.ErrBadCapacity, []string{"Capacity 1073741824", "device 0", "16.0 GiB", "this host", "lower Capacity or SlotSize"}},
+		{ra.StageSpec{Device: 99}, ra.ErrNoDevice, []string{"99"}},
+		{ra.StageSpec{Device: -1}, ra.ErrNoDevice, []string{"-1"}},
+	} {
+		err := one(c.s)
+		if !errors.Is(err, c.is) || !errors.Is(err, ra.ErrBadPipeline) {
+			t.Errorf("%+v: %v; want %v and ErrBadPipeline", c.s, err, c.is)
+			continue
+		}
+		for _, w := range c.says {
+			if !strings.Contains(err.Error(), w) {
+				t.Errorf("%+v: %q does not say %q", c.s, err, w)
+			}
+		}
+		if strings.Contains(err.Error(), "ringactor: ringactor:") {
+			t.Errorf("%+v: %q repeats its prefix", c.s, err)
 		}
 	}
 }

@@ -174,8 +174,8 @@ type graph struct {
 
 // check validates spec, fills in its defaults, and resolves its graph.
 func (rt *Runtime) check(spec *PipelineSpec) (graph, error) {
-	bad := func(format string, a ...any) error {
-		return fmt.Errorf("%w %q: %s", ErrBadPipeline, spec.Name, fmt.Sprintf(format, a...))
+	bad := func(format string, a ...any) error { // wraps ErrBadPipeline and any %w in format
+		return fmt.Errorf("%w %q: %w", ErrBadPipeline, spec.Name, fmt.Errorf(format, a...))
 	}
 	if spec.Name == "" || strings.ContainsAny(spec.Name, "/ ") {
 		return graph{}, fmt.Errorf("%w: name %q: give the pipeline a name without spaces or slashes", ErrBadPipeline, spec.Name)
@@ -214,18 +214,15 @@ func (rt *Runtime) check(spec *PipelineSpec) (graph, error) {
 			return graph{}, bad("two stages are named %q; stage names are unique", s.Name)
 		}
 		seen[s.Name] = true
-		if _, err := rt.reg.Device(s.Device); err != nil {
-			return graph{}, bad("stage %q: %v", s.Name, err)
+		dev, err := rt.reg.Device(s.Device)
+		if err != nil {
+			return graph{}, bad("stage %q: %w", s.Name, err)
+		}
+		if err := rt.checkLink(s, dev); err != nil {
+			return graph{}, bad("%w", err)
 		}
 		if _, err := s.kernelStage().Resolve(); err != nil {
-			return graph{}, bad("%v", err)
-		}
-		cfg := p2pqueue.Config{Capacity: uint32(s.Capacity), SlotSize: uint32(s.SlotSize)}
-		if s.Capacity < 0 || s.Capacity > math.MaxUint32 {
-			cfg.Capacity = 3 // invalid on purpose: Validate names the problem
-		}
-		if err := cfg.Validate(); err != nil {
-			return graph{}, bad("stage %q: %v", s.Name, err)
+			return graph{}, bad("%w", err)
 		}
 		if s.Backpressure != Block && s.Backpressure != Reject {
 			return graph{}, bad("stage %q: Backpressure %d; use Block or Reject", s.Name, s.Backpressure)
@@ -233,13 +230,13 @@ func (rt *Runtime) check(spec *PipelineSpec) (graph, error) {
 	}
 	next, err := graphOf(spec.Stages, len(spec.StealIn))
 	if err != nil {
-		return graph{}, bad("%v", err)
+		return graph{}, bad("%w", err)
 	}
 	ops := make([]kernels.Op, len(spec.Stages))
 	for i, s := range spec.Stages {
 		ops[i], _ = s.kernelStage().Resolve()
 		if err := rk.CheckRoute(s.Name, ops[i], len(next[i]), s.Route, s.KeyOffset); err != nil {
-			return graph{}, bad("%v", err)
+			return graph{}, bad("%w", err)
 		}
 		if dev, _ := rt.reg.Device(s.Device); dev.Kind != KindCPU && ops[i].CUDA == "" {
 			cpu := rt.reg.CPUDevice()
@@ -249,7 +246,7 @@ func (rt *Runtime) check(spec *PipelineSpec) (graph, error) {
 	}
 	in, out, err := flowTypes(spec.Stages, ops, next)
 	if err != nil {
-		return graph{}, bad("%v", err)
+		return graph{}, bad("%w", err)
 	}
 	return graph{next: next, in: in, out: out}, nil
 }
