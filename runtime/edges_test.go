@@ -3,6 +3,7 @@ package runtime_test
 import (
 	"context"
 	"errors"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -558,3 +559,41 @@ func TestSizesAndDevicesAreRefusedWithTheUsersValues(t *testing.T) {
 		}
 	}
 }
+
+// Callers learn the ids assigned to ID 0, auto ids keep clear of
+// explicit ones, and a duplicate explicit id travels as given.
+func TestAssignedIDsAreReportedAndClearOfExplicitOnes(t *testing.T) {
+	e := newEnv(t, "")
+	a := newAccount()
+	spec := guide("ids")
+	spec.Deliver.Func, spec.OnDeadLetter = a.result, a.deadLetter
+	spec.Stages[0].SlotSize = 64
+	p := buildStarted(t, e.RT, spec)
+	id, err := p.SendID(ctxT(t), ra.Data{Floats: []float32{1}})
+	if err != nil || id != 1 {
+		t.Fatalf("first auto id: %d, %v; want 1", id, err)
+	}
+	if id, err := p.SendID(ctxT(t), ra.Data{ID: 100, Floats: []float32{1}}); err != nil || id != 100 {
+		t.Fatalf("explicit id: %d, %v; want 100", id, err)
+	}
+	ids := make([]uint64, 4)
+	n, err := p.SendBatchIDs(ctxT(t), []ra.Data{{Floats: []float32{1}}, {ID: 7, Floats: []float32{1}}, {Floats: make([]float32, 100)}, {Floats: []float32{1}}}, ids)
+	if n != 3 || err == nil { // the third is oversize: dead-lettered, and not taken
+		t.Fatalf("SendBatchIDs: %d, %v; want 3 taken and the oversize error", n, err)
+	}
+	if want := []uint64{101, 7, 102, 103}; !slices.Equal(ids, want) {
+		t.Fatalf("ids %v; want %v (auto ids after the explicit 100)", ids, want)
+	}
+	if err := p.Send(ctxT(t), ra.Data{ID: 7, Floats: []float32{2}}); err != nil { // a duplicate: the caller's
+		t.Fatal(err)
+	}
+	if err := p.Close(ctxT(t), true); err != nil {
+		t.Fatal(err)
+	}
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if a.delivered[7] != 2 || a.delivered[101] != 1 || a.delivered[103] != 1 || a.dead[102].Reason != "oversize payload" {
+		t.Fatalf("delivered %v, dead %v", a.delivered, a.dead)
+	}
+}
+

@@ -12,7 +12,13 @@ import (
 // actor's Receive; so does a bare value of a registered type sent there.
 type Data struct {
 	// ID identifies the message in results, dead letters and traces; 0 lets
-	// the pipeline assign the next one.
+	// the pipeline assign the next one (SendID and SendBatchIDs report
+	// it). Auto ids increase and keep clear of every explicit id the
+	// pipeline has seen (an explicit id moves the counter up to it).
+	// Explicit ids are the caller's: a duplicate one is accepted and
+	// travels as given (its results, dead letters and traces then share
+	// the id), except that Request refuses an id already in flight as a
+	// request.
 	ID     uint64
 	Floats []float32
 	// Value, instead of Floats, is a message of a registered type (a T or

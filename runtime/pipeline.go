@@ -57,7 +57,11 @@ type PipelineSpec struct {
 }
 
 // Sink is where a pipeline's results go: a callback, a channel, or a PID
-// (which receives Result messages). Set one.
+// (which receives Result messages). Set one. A result counts as delivered
+// when it is handed to the sink: Func called, sent on Chan, sent to PID.
+// A Chan that is full holds the pipeline up while it runs (backpressure);
+// during Close it is waited for CloseWait, and what it has not taken by
+// then is dead-lettered "sink not read" (ErrSinkNotRead), not delivered.
 type Sink struct {
 	Func func(Result)
 	Chan chan<- Result
@@ -133,6 +137,14 @@ type Pipeline struct {
 
 // Build places the pipeline's links, launches a ring kernel per stage (in
 // state Launched) and spawns its actors. Start activates it.
+//
+// Build refuses, with an error wrapping ErrBadPipeline and naming the fix,
+// a spec that cannot be built: no stages, an unknown op, a device that
+// does not exist (also ErrNoDevice), duplicate names, a Capacity or
+// SlotSize out of range or too big for the memory that would hold the
+// link (p2pqueue.ErrBadCapacity, ErrBadSlotSize), a bad graph. It
+// refuses a nil or ended ctx (ErrNilContext, ctx's error) and a closed
+// runtime (ErrRuntimeClosed). Nothing is left running after an error.
 func (rt *Runtime) Build(ctx context.Context, spec PipelineSpec) (*Pipeline, error) {
 	if err := ctxcheck.Live(ctx, "Runtime.Build"); err != nil {
 		return nil, err
@@ -387,7 +399,9 @@ func (p *Pipeline) teardown() {
 	}
 }
 
-// Start activates every stage and starts delivering results.
+// Start activates every stage and starts delivering results. A second
+// Start does nothing; Start after Close returns ErrClosed; a nil or ended
+// ctx is refused before anything is done.
 func (p *Pipeline) Start(ctx context.Context) error {
 	if err := ctxcheck.Live(ctx, "Pipeline.Start"); err != nil {
 		return err
@@ -637,7 +651,16 @@ func (rt *Runtime) DeliverTo(done context.Context, sink Sink, r Result) {
 // one could not drain into it. It returns when every kernel has ended
 // and every result and dead letter is delivered, or when ctx ends (the
 // drain is then cut short, with its messages dead-lettered). Close is
-// idempotent.
+// idempotent; a nil ctx is refused (ErrNilContext) and closes nothing.
+//
+// Nothing is lost around Close: a Send racing it either takes its
+// message in (it then ends like the others) or dead-letters it
+// ("pipeline closed") and returns ErrClosed, and data sent to a stage's
+// PID during or after Close is counted and dead-lettered "pipeline
+// closed" too. Results a Chan sink has not taken once CloseWait has
+// passed are dead-lettered "sink not read". When Close returns,
+// PipelineStats holds Sent = Delivered + DeadLettered (InFlight 0), and
+// stays so.
 func (p *Pipeline) Close(ctx context.Context, drain bool) error {
 	if err := ctxcheck.NotNil(ctx, "Pipeline.Close"); err != nil {
 		return err
