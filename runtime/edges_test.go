@@ -596,4 +596,3 @@ func TestAssignedIDsAreReportedAndClearOfExplicitOnes(t *testing.T) {
 		t.Fatalf("delivered %v, dead %v", a.delivered, a.dead)
 	}
 }
-
