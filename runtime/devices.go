@@ -13,28 +13,30 @@ import (
 
 // Device is one device ringactor can place stages on.
 type Device struct {
-	ID   int
-	Name string
+	ID   int    `json:"id"`
+	Name string `json:"name"`
 	// Kind is KindGPU or KindCPU.
-	Kind string
+	Kind string `json:"kind"`
 	// Backend runs ring kernels on it: "sim" or "cuda" for a GPU, "cpu"
 	// for the CPU.
-	Backend string
+	Backend string `json:"backend"`
 	// Source is where the device was found: "driver" (the CUDA driver,
 	// with NVML's free memory where NVML is present) or "sim".
-	Source string
+	Source string `json:"source"`
 	// MemoryBytes is its total memory, FreeBytes what is free (where known).
-	MemoryBytes, FreeBytes uint64
+	MemoryBytes uint64 `json:"memory_bytes"`
+	FreeBytes   uint64 `json:"free_bytes"`
 	// ComputeCapability is "9.0" and the like; "sim" for simulated devices.
-	ComputeCapability string
+	ComputeCapability string `json:"compute_capability"`
 	// SMs is a GPU's multiprocessor count where known, else 0; Cores is
 	// the CPU's core count.
-	SMs, Cores int
+	SMs   int `json:"sms"`
+	Cores int `json:"cores"`
 	// P2P[j] reports whether this device can write device j's memory.
-	P2P []bool
+	P2P []bool `json:"p2p"`
 	// Topology[j] is how this GPU reaches GPU j (the CPU's, and the way to
 	// it, are Registry.Connection's).
-	Topology []Connection `json:",omitempty"`
+	Topology []Connection `json:"topology,omitempty"`
 	// nvml is the board's PCI address, for NVML's live readings.
 	nvml *pciAddr
 }

@@ -240,23 +240,28 @@ func (r *Registry) Chain(n int) ([]int, error) {
 
 // DeviceList reads a list of devices for n stages as command lines give
 // it: "auto" (Chain(n)), one device for all of them ("2", "cpu"), or one
-// per stage ("0,cpu,2"), each an id or "cpu".
+// per stage ("0,cpu,2"), each an id or "cpu". A name that is no device is
+// reported (with the ids there are) before a list of the wrong length.
 func (r *Registry) DeviceList(s string, n int) ([]int, error) {
 	s = strings.TrimSpace(s)
 	if s == "auto" {
 		return r.Chain(n)
 	}
 	names := strings.Split(s, ",")
+	found := make([]int, len(names))
+	for i, name := range names {
+		d, err := r.Lookup(name)
+		if err != nil {
+			return nil, err
+		}
+		found[i] = d.ID
+	}
 	if len(names) != 1 && len(names) != n {
 		return nil, fmt.Errorf("%w: %q names %d devices; give one per stage (%d), one for all, or auto", ErrNoDevice, s, len(names), n)
 	}
 	ids := make([]int, n)
 	for i := range ids {
-		d, err := r.Lookup(names[i%len(names)])
-		if err != nil {
-			return nil, err
-		}
-		ids[i] = d.ID
+		ids[i] = found[i%len(found)]
 	}
 	return ids, nil
 }

@@ -145,7 +145,9 @@ func TestDeviceList(t *testing.T) {
 			t.Errorf("DeviceList(%q) = %v, %v; want %v", s, got, err, want)
 		}
 	}
-	for s, want := range map[string]string{"0,1": "names 2 devices", "0,7,1": "no such device 7: GPUs are 0..2 and the CPU is 3", "0,gpu,1": `"gpu"`} {
+	for s, want := range map[string]string{"0,1": "names 2 devices", "0,7,1": "no such device 7: GPUs are 0..2 and the CPU is 3", "0,gpu,1": `"gpu"`,
+		// an unknown device is named before the list's length is counted
+		"0,7": "no such device 7: GPUs are 0..2 and the CPU is 3", "gpu,1": `"gpu"`} {
 		if _, err := r.DeviceList(s, 3); err == nil || !strings.Contains(err.Error(), want) {
 			t.Errorf("DeviceList(%q): %v, want an error saying %s", s, err, want)
 		}

@@ -45,10 +45,22 @@ func main() {
 	stop()
 	if err != nil {
 		if !errors.Is(err, flag.ErrHelp) {
-			fmt.Fprintln(os.Stderr, "ringactor:", err)
+			fmt.Fprintln(os.Stderr, errorLine(err))
 		}
 		os.Exit(2)
 	}
+}
+
+// errorLine is how the command reports err: after its name, "ringactor:",
+// unless err already begins with it, as the runtime's errors do
+// ("ringactor: backend unavailable: ..."), which would read
+// "ringactor: ringactor: ...".
+func errorLine(err error) string {
+	msg := err.Error()
+	if strings.HasPrefix(msg, "ringactor:") {
+		return msg
+	}
+	return "ringactor: " + msg
 }
 
 const usage = `usage: ringactor <command> [flags]

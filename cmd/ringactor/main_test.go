@@ -38,18 +38,81 @@ func TestDevices(t *testing.T) {
 		t.Fatal(err)
 	}
 	var doc struct {
-		Backend string
+		Backend string `json:"backend"`
 		Devices []struct {
-			ID    int
-			Kind  string
-			Cores int
-			P2P   []bool
-		}
-		Topology [][]string
+			ID          int    `json:"id"`
+			Kind        string `json:"kind"`
+			MemoryBytes uint64 `json:"memory_bytes"`
+			Cores       int    `json:"cores"`
+			P2P         []bool `json:"p2p"`
+		} `json:"devices"`
+		Topology [][]string `json:"topology"`
 	}
-	if err := json.Unmarshal(out.Bytes(), &doc); err != nil || doc.Backend != "sim" || len(doc.Devices) != 5 || !doc.Devices[1].P2P[0] || doc.Devices[1].P2P[2] ||
+	checkSnakeCase(t, out.Bytes())
+	if err := json.Unmarshal(out.Bytes(), &doc); err != nil || doc.Devices[0].MemoryBytes != 16<<30 || doc.Backend != "sim" || len(doc.Devices) != 5 || !doc.Devices[1].P2P[0] || doc.Devices[1].P2P[2] ||
 		doc.Devices[4].Kind != "cpu" || doc.Devices[4].Cores < 1 || len(doc.Topology) != 5 || doc.Topology[0][1] != "NV4" || doc.Topology[2][3] != "PXB" || doc.Topology[4][0] != "PHB" {
 		t.Fatalf("json %v: %s", err, out.String())
+	}
+}
+
+// The command names itself once in its error line: the runtime's errors
+// begin "ringactor:" already, and are not prefixed again.
+func TestErrorLineOnePrefix(t *testing.T) {
+	t.Setenv("RINGACTOR_SIM_DEVICES", "4")
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"devices", "-backend", "opencl"}, `ringactor: backend unavailable: backend "opencl"`},
+		{[]string{"describe", "-backend", "sim", "-devices", "0,7"}, "ringactor: -devices: ringactor: no such device 7: GPUs are 0..3"},
+		{[]string{"nope"}, `ringactor: unknown command "nope"`},
+	} {
+		var out, errOut bytes.Buffer
+		err := run(context.Background(), c.args, &out, &errOut)
+		if err == nil {
+			t.Fatalf("%v accepted", c.args)
+		}
+		if line := errorLine(err); strings.Contains(line, "ringactor: ringactor:") || !strings.HasPrefix(line, c.want) {
+			t.Errorf("%v: error line %q, want it to begin %q, with no double prefix", c.args, line, c.want)
+		}
+	}
+}
+
+// checkSnakeCase fails t unless every key of the JSON document, at every
+// depth, is lowercase snake_case, as bench -json's are (msgs_per_sec).
+func checkSnakeCase(t *testing.T, doc []byte) {
+	t.Helper()
+	var v any
+	if err := json.Unmarshal(doc, &v); err != nil {
+		t.Fatalf("%v: %s", err, doc)
+	}
+	snake := regexp.MustCompile(`^[a-z][a-z0-9]*(_[a-z0-9]+)*$`)
+	keys := map[string]bool{}
+	var walk func(v any)
+	walk = func(v any) {
+		switch v := v.(type) {
+		case map[string]any:
+			for k, e := range v {
+				keys[k] = true
+				walk(e)
+			}
+		case []any:
+			for _, e := range v {
+				walk(e)
+			}
+		}
+	}
+	walk(v)
+	for k := range keys {
+		if !snake.MatchString(k) {
+			t.Errorf("key %q is not snake_case", k)
+		}
+	}
+	for _, k := range []string{"backend", "note", "devices", "topology", "id", "name", "kind", "source", "memory_bytes", "free_bytes",
+		"compute_capability", "sms", "cores", "p2p"} {
+		if !keys[k] {
+			t.Errorf("no key %q in %s", k, doc)
+		}
 	}
 }
 

@@ -81,6 +81,37 @@ func TestFlagsRefused(t *testing.T) {
 	}
 }
 
+// -devices with an id that is no device names that id and the ids there
+// are, rather than the length of the list; a list of known ids of the
+// wrong length is still refused for its length.
+func TestDevicesUnknownID(t *testing.T) {
+	t.Setenv("RINGACTOR_SIM_DEVICES", "4") // GPUs 0..3, the CPU 4
+	for _, c := range []struct {
+		devices    string
+		want, lack []string
+	}{
+		{"0,7", []string{"-devices: ", "no such device 7: GPUs are 0..3 and the CPU is 4", "RINGACTOR_SIM_DEVICES"}, []string{"names 2 devices", "give three"}},
+		{"7,0,1", []string{"no such device 7: GPUs are 0..3 and the CPU is 4"}, nil},
+		{"0,1", []string{`"0,1" names 2 devices; give one per stage (3), one for all, or auto`}, []string{"no such device 7"}},
+	} {
+		var out, errOut bytes.Buffer
+		err := run(context.Background(), []string{"-backend", "sim", "-devices", c.devices, "-messages", "1", "-quiet"}, &out, &errOut)
+		if err == nil {
+			t.Fatalf("-devices %s accepted", c.devices)
+		}
+		for _, w := range c.want {
+			if !strings.Contains(err.Error(), w) {
+				t.Errorf("-devices %s: %q lacks %q", c.devices, err, w)
+			}
+		}
+		for _, l := range c.lack {
+			if strings.Contains(err.Error(), l) {
+				t.Errorf("-devices %s: %q says %q", c.devices, err, l)
+			}
+		}
+	}
+}
+
 // TestMain lets this test binary be the stage-2 node of -remote-stage2.
 func TestMain(m *testing.M) {
 	nodeproc.Main()

@@ -11,6 +11,7 @@ package nodeproc
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -23,6 +24,8 @@ import (
 	"sync"
 	"syscall"
 	"time"
+	"unicode"
+	"unicode/utf8"
 
 	"github.com/asynkron/protoactor-go/actor"
 	"go.opentelemetry.io/otel/exporters/stdout/stdouttrace"
@@ -236,24 +239,45 @@ func FreePorts(n int) ([]int, error) {
 	return ports, nil
 }
 
-// tail keeps the last 4 KiB written to it.
+// tailMax is how much of a child's stderr a tail keeps.
+const tailMax = 4096
+
+// tail keeps the last tailMax bytes written to it, and counts the rest.
 type tail struct {
-	mu sync.Mutex
-	b  []byte
+	mu      sync.Mutex
+	b       []byte
+	dropped int
+	last    byte // the last byte left out
 }
 
 func (t *tail) Write(p []byte) (int, error) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	t.b = append(t.b, p...)
-	if len(t.b) > 4096 {
-		t.b = t.b[len(t.b)-4096:]
+	if over := len(t.b) - tailMax; over > 0 {
+		t.b, t.dropped, t.last = t.b[over:], t.dropped+over, t.b[over-1]
 	}
 	return len(p), nil
 }
 
+// String is what the tail kept. Where it left the start out it begins at
+// the first word it kept whole, after a mark saying how many bytes it left
+// out, so an error quoting it never starts mid-word.
 func (t *tail) String() string {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	return strings.TrimSpace(string(t.b))
+	if t.dropped == 0 {
+		return strings.TrimSpace(string(t.b))
+	}
+	b := t.b
+	if unicode.IsSpace(rune(t.last)) { // the cut fell between words
+		b = bytes.TrimLeftFunc(b, unicode.IsSpace)
+	} else if i := bytes.IndexFunc(b, unicode.IsSpace); i >= 0 {
+		b = bytes.TrimLeftFunc(b[i:], unicode.IsSpace)
+	} else { // one word: start at a rune
+		for len(b) > 0 && !utf8.RuneStart(b[0]) {
+			b = b[1:]
+		}
+	}
+	return fmt.Sprintf("(… %d bytes left out) %s", t.dropped+len(t.b)-len(b), strings.TrimRightFunc(string(b), unicode.IsSpace))
 }

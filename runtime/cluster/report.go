@@ -44,7 +44,7 @@ func (w *writer) report(rep []reportStage) {
 	w.e.EncodeArrayLen(len(rep))
 	for _, s := range rep {
 		w.e.EncodeArrayLen(reportFields)
-		w.e.EncodeString(clip(s.stats.Stage))
+		w.e.EncodeString(fitText(s.stats.Stage, MaxText))
 		w.e.EncodeInt(int64(s.stats.Device))
 		for _, v := range []uint64{uint64(s.stats.State), s.stats.Processed, s.stats.Dropped, s.stats.Errors, s.stats.Traced,
 			s.stats.Queued(), s.lat.Samples} {
@@ -119,7 +119,7 @@ func (r *reader) report() ([]reportStage, error) {
 func encodeClosed(text string, rep []reportStage) []byte {
 	w := newWriter(0, len(text))
 	w.envelope(kindClosed, 2)
-	w.e.EncodeString(clip(text))
+	w.e.EncodeString(fitText(text, MaxText))
 	w.report(rep)
 	return w.buf.Bytes()
 }

@@ -5,6 +5,9 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"strings"
+	"unicode"
+	"unicode/utf8"
 
 	"github.com/vmihailenco/msgpack/v5"
 	"github.com/vmihailenco/msgpack/v5/msgpcode"
@@ -358,8 +361,38 @@ func decodeBuild(b []byte) (buildMsg, error) {
 func encodeText(kind uint64, text string) []byte {
 	w := newWriter(0, len(text))
 	w.envelope(kind, 1)
-	w.e.EncodeString(clip(text))
+	w.e.EncodeString(fitText(text, MaxText))
 	return w.buf.Bytes()
+}
+
+// fitText is text as a message carries it (an error's text, a stage's
+// name): whole when it fits in limit bytes (MaxText on the wire: readers
+// refuse a longer string), else cut at the last word boundary that leaves
+// room for a mark saying how much was cut, " … (1234 bytes left out)"; a
+// single word longer than the room is cut between runes. limit must leave
+// room for the mark (MaxText does).
+func fitText(text string, limit int) string {
+	if len(text) <= limit {
+		return text
+	}
+	mark := func(left int) string { return fmt.Sprintf(" … (%d bytes left out)", left) }
+	// At most len(text) bytes are left out, so this mark is the longest.
+	room := max(limit-len(mark(len(text))), 0)
+	cut := room
+	for cut > 0 && !utf8.RuneStart(text[cut]) {
+		cut--
+	}
+	head := text[:cut]
+	if r, _ := utf8.DecodeRuneInString(text[cut:]); !unicode.IsSpace(r) { // cut inside a word: back to its start
+		if i := strings.LastIndexFunc(head, unicode.IsSpace); i >= 0 {
+			head = text[:i]
+		}
+	}
+	head = strings.TrimRightFunc(head, unicode.IsSpace)
+	if head == "" { // nothing but one long word in the room
+		head = text[:cut]
+	}
+	return head + mark(len(text)-len(head))
 }
 
 func decodeText(b []byte, kind uint64, what string) (string, error) {

@@ -8,6 +8,7 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+	"unicode/utf8"
 
 	"github.com/vmihailenco/msgpack/v5"
 	"go.opentelemetry.io/otel/trace"
@@ -478,6 +479,36 @@ func TestWireBuildRoundTrip(t *testing.T) {
 	}
 }
 
+// fitText keeps a text that fits whole; one that does not is cut at a word
+// (never inside one, nor inside a rune) and marked with the bytes left out.
+func TestFitText(t *testing.T) {
+	for _, c := range []struct {
+		text  string
+		limit int
+		want  string
+	}{
+		{"stage x failed", 14, "stage x failed"},
+		{"", 0, ""},
+		{"the remote stage could not start its kernel", 43, "the remote stage could not start its kernel"},
+		// the mark takes 24 bytes here, so 14 are left for text: "stage" would be cut
+		{"the remote stage could not start its kernel", 38, "the remote … (33 bytes left out)"},
+		{"the remote stage could not start its kernel", 40, "the remote stage … (27 bytes left out)"}, // the cut falls on a space
+		{"dévïcé ünknöwn: ïd 7 döës nöt éxïst", 40, "dévïcé … (37 bytes left out)"},
+		// one word longer than the room: cut between runes
+		{"abcdefghijklmnopqrstuvwxyz0123456789", 35, "abcdefghijk … (25 bytes left out)"},
+		{"ééééééééééééééééééééééééééééééé", 37, "éééééé … (50 bytes left out)"},
+		{"      abcdefghijklmnopqrstuvwxyz0123456789", 36, "      abcdef … (30 bytes left out)"},
+	} {
+		got := fitText(c.text, c.limit)
+		if got != c.want {
+			t.Errorf("fitText(%q, %d) = %q, want %q", c.text, c.limit, got, c.want)
+		}
+		if !utf8.ValidString(got) || (len(c.text) > c.limit && len(got) > c.limit) {
+			t.Errorf("fitText(%q, %d) = %q: %d bytes, valid UTF-8 %v", c.text, c.limit, got, len(got), utf8.ValidString(got))
+		}
+	}
+}
+
 func TestWireTextAndClose(t *testing.T) {
 	for _, kind := range []uint64{kindBuilt, kindClosed} {
 		for _, text := range []string{"", "stage \"x\": no such op", "ünïcode ✓"} {
@@ -503,11 +534,24 @@ func TestWireTextAndClose(t *testing.T) {
 			checkBad(t, "text with a trailing byte", err, "trailing")
 		}
 	}
-	// Long texts are clipped, as errors quote them.
-	long := strings.Repeat("x", 200)
+	// A long error text travels whole, as does a long stage name in a report.
+	long := `ringactor: bad pipeline "guide": stage "sqrt" on device 7: ` + strings.Repeat("the device's ring could not be allocated; ", 8)
 	got, err := decodeText(encodeText(kindBuilt, long), kindBuilt, "Built")
-	if err != nil || got != clip(long) {
+	if err != nil || got != long {
 		t.Fatalf("long text: %q, %v", got, err)
+	}
+	longStage := strings.Repeat("stage-", 40)
+	text, rep, err := decodeClosed(encodeClosed(long, []reportStage{{stats: ra.StageStats{Stage: longStage}}}))
+	if err != nil || text != long || len(rep) != 1 || rep[0].stats.Stage != longStage {
+		t.Fatalf("Closed with long texts: %q, %+v, %v", text, rep, err)
+	}
+	// One over MaxText is cut at a word, marked with what was left out.
+	huge := "ringactor: remote failure: " + strings.Repeat("wörd ", MaxText/6+100)
+	got, err = decodeText(encodeText(kindClosed, huge), kindClosed, "Closed")
+	head, left, ok := strings.Cut(got, " … (")
+	if err != nil || len(got) > MaxText || !ok || !strings.HasPrefix(huge, head) || !strings.HasSuffix(head, "wörd") ||
+		left != fmt.Sprintf("%d bytes left out)", len(huge)-len(head)) {
+		t.Fatalf("text over MaxText: %d bytes, %q ... %q, %v", len(got), got[:min(len(got), 60)], got[max(len(got)-60, 0):], err)
 	}
 
 	for _, m := range []closeMsg{{}, {Drain: true, Timeout: 1}, {Drain: false, Timeout: math.MaxUint64}, {Drain: true, Timeout: 30e9}} {
@@ -694,4 +738,31 @@ func TestWireReportRoundTrip(t *testing.T) {
 	checkBad(t, "state past 32 bits", err, "state")
 	_, _, err = decodeClosed(encodeReport(rep))
 	checkBad(t, "a Report for a Closed", err, "kind 10")
+}
+
+// A dead letter whose error text is over MaxText still travels to the
+// origin, its text cut at a word and marked (EncodeMessage alone refuses it).
+func TestFitDeadLetter(t *testing.T) {
+	text := "ringactor: stage \"sqrt\": " + strings.Repeat("kernel fault ", MaxText/13+10)
+	d := ra.DeadLetter{ID: 9, Stage: "sqrt", Device: 1, Reason: "stage faulted", Err: errors.New(text)}
+	if _, err := EncodeMessage(d); !errors.Is(err, ErrNotEncodable) {
+		t.Fatalf("EncodeMessage of a %d-byte error text: %v, want ErrNotEncodable", len(text), err)
+	}
+	b, err := EncodeMessage(fitDead(d))
+	if err != nil {
+		t.Fatal(err)
+	}
+	v, err := DecodeMessage(b)
+	got, ok := v.(ra.DeadLetter)
+	if err != nil || !ok || got.ID != 9 || got.Stage != "sqrt" || got.Reason != "stage faulted" || got.Err == nil {
+		t.Fatalf("decoded %+v, %v", v, err)
+	}
+	head, left, _ := strings.Cut(got.Err.Error(), " … (")
+	if !strings.HasPrefix(text, head) || len(head) < MaxText/2 || text[len(head)] != ' ' || left != fmt.Sprintf("%d bytes left out)", len(text)-len(head)) {
+		t.Fatalf("error text of %d bytes: %q ... %q", len(head), head[max(len(head)-40, 0):], left) // cut at a word's end
+	}
+	short := ra.DeadLetter{ID: 1, Stage: "x", Reason: "r", Err: ra.ErrClosed}
+	if f := fitDead(short); f.Err != ra.ErrClosed || f.Stage != "x" || f.Reason != "r" {
+		t.Fatalf("fitDead changed a dead letter that fits: %+v", f)
+	}
 }
