@@ -74,14 +74,23 @@
 // # Nothing lost, hung stages contained
 //
 // Every message that enters a pipeline ends once, delivered or
-// dead-lettered with its id, stage and reason ("stage error", "decode
-// error", "oversize payload", "shutdown without drain", "stage faulted",
-// "pipeline closed", "send cancelled", "stage stopped", "mailbox full",
-// "route error";
-// a cluster pipeline adds "remote unreachable").
-// Dead letters go to OnDeadLetter, DeadLetterChan and DeadLetterPID; the
-// account is also exported as the metrics ringactor.pipeline.sent,
-// .delivered, .dead_lettered and .in_flight.
+// dead-lettered with its id, stage and reason: one of the Reason
+// constants, listed in Reasons. Dead letters go to OnDeadLetter,
+// DeadLetterChan and DeadLetterPID; the account (PipelineStats: Sent =
+// Delivered + DeadLettered + InFlight) is also exported as the metrics
+// ringactor.pipeline.sent, .delivered, .dead_lettered and .in_flight, and
+// Pipeline.Idle waits until InFlight is 0. That holds at the edges too:
+// data sent to a stage's PID during or after Close, or after a Stop, is
+// counted and dead-lettered; a Chan sink nobody reads costs Close
+// Sink.CloseWait, not its ctx, and its results are dead-lettered "sink
+// not read". Calls refuse a nil ctx (ErrNilContext) and an ended one
+// (its error, nothing done); a closed runtime or pipeline refuses work
+// (ErrRuntimeClosed, ErrClosed); a stopped stage refuses messages
+// (ErrStageStopped).
+//
+// A Stop sent to a stage's PID ends that stage and the stages that feed
+// it (their results could go nowhere else), in graph order, drained or
+// not; the stages after it keep running.
 //
 // A full mailbox is answered per stage (StageSpec.Backpressure): Block waits
 // for room until the sender's ctx ends; Reject dead-letters what does not
@@ -114,9 +123,16 @@
 // # Telemetry
 //
 // Sampled messages (PipelineSpec.SampleRatio, or Data.Sampled) get one
-// trace each: a root span from ingress to its last copy's end, parented on the span in
-// Data.Context when there is one, and one span per stage whose times are
-// the kernel's own records (queue wait and service time as attributes).
+// trace each: a root span "ringactor.message" from ingress to its last
+// copy's end (and no earlier than its last stage span), parented on the
+// span in Data.Context when there is one, with the attributes
+// ringactor.message.id and ringactor.pipeline, and, when the message (or
+// a copy) was dead-lettered, the status Error and
+// ringactor.dead_letter.reason; and one span "stage <name>" per stage
+// passed, whose times are the kernel's own records, with the attributes
+// ringactor.stage, ringactor.device, ringactor.message.id,
+// ringactor.queue_wait_ns and ringactor.service_ns. A sampled message
+// the host refuses still gets its root span, ended at once.
 // Histograms of queue wait and service time, processed and dropped counters,
 // queue depth and the pipeline's account go to the MeterProvider.
 package runtime

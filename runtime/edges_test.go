@@ -14,6 +14,7 @@ import (
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 
 	"github.com/ringactor/ringactor/p2pqueue"
+	rk "github.com/ringactor/ringactor/ringkernel"
 	ra "github.com/ringactor/ringactor/runtime"
 )
 
@@ -212,9 +213,9 @@ func TestDeadLetterErrorsMatchTheirReason(t *testing.T) {
 		ctx, cancel := context.WithTimeout(ctxT(t), 20*time.Millisecond) // the stage is deactivated: it can only end
 		_, err := p.SendBatch(ctx, make([]ra.Data, 5))
 		cancel()
-		wantErr, wantReason := error(ra.ErrMailboxFull), "mailbox full"
+		wantErr, wantReason := error(ra.ErrMailboxFull), ra.ReasonMailboxFull
 		if bp == ra.Block {
-			wantErr, wantReason = context.DeadlineExceeded, "send cancelled"
+			wantErr, wantReason = context.DeadlineExceeded, ra.ReasonSendCancelled
 		}
 		if !errors.Is(err, wantErr) || errors.Is(err, ra.ErrClosed) {
 			t.Fatalf("%v: SendBatch into a full stage = %v; want %v", bp, err, wantErr)
@@ -594,5 +595,14 @@ func TestAssignedIDsAreReportedAndClearOfExplicitOnes(t *testing.T) {
 	defer a.mu.Unlock()
 	if a.delivered[7] != 2 || a.delivered[101] != 1 || a.delivered[103] != 1 || a.dead[102].Reason != "oversize payload" {
 		t.Fatalf("delivered %v, dead %v", a.delivered, a.dead)
+	}
+}
+
+// The kernels' reasons are all in the one list of dead-letter reasons.
+func TestKernelReasonsAreInTheList(t *testing.T) {
+	for r := rk.ReasonStageError; r <= rk.ReasonWrongType; r++ {
+		if !slices.Contains(ra.Reasons, ra.Reason(r.String())) {
+			t.Errorf("kernel reason %q is not in ra.Reasons", r)
+		}
 	}
 }

@@ -79,19 +79,58 @@ type Sink struct {
 	Slots func(ctx context.Context, hs []p2pqueue.Header, payloads [][]byte)
 }
 
-// DeadLetter is a message that left the pipeline without a result.
+// DeadLetter is a message that left the pipeline without a result: every
+// message ends either delivered or as one DeadLetter, given to
+// OnDeadLetter, DeadLetterChan and DeadLetterPID (and to a request's
+// caller as a *RequestError), and counted in PipelineStats.DeadLettered.
+// A sampled message that dies gets its trace's root span ended with the
+// error status and the attribute ringactor.dead_letter.reason.
 type DeadLetter struct {
-	ID     uint64
+	ID uint64
+	// Stage is the stage that dropped it ("egress" for the host's end of
+	// an exit), Device that stage's device.
 	Stage  string
 	Device int
-	// Reason is the dead letter's class (docs/ARCHITECTURE.md §6): "stage
-	// error", "decode error", "oversize payload", "shutdown without drain",
-	// "stage faulted", "pipeline closed", "send cancelled", "stage
-	// stopped", "queue closed", "mailbox full", "route error", "wrong
-	// type", "unregistered type", "remote unreachable".
-	Reason string
-	Err    error
+	// Reason is the dead letter's class, one of the Reason constants
+	// (docs/ARCHITECTURE.md §6).
+	Reason Reason
+	// Err says what happened; it wraps the class's sentinel where there
+	// is one (ErrClosed, ErrStageStopped, ErrMailboxFull, ErrSinkNotRead,
+	// ErrWrongType, p2pqueue.ErrTooLarge, ctx's error for "send
+	// cancelled").
+	Err error
 }
+
+// Reason is a dead letter's class.
+type Reason string
+
+// The dead-letter reasons: the whole list.
+const (
+	// Reported by kernels (ringkernel.Reason).
+	ReasonStageError   Reason = "stage error"            // the stage function failed on the message
+	ReasonDecodeError  Reason = "decode error"           // a slot that does not decode (also at egress)
+	ReasonOversize     Reason = "oversize payload"       // larger than a slot (also refused at ingress)
+	ReasonShutdown     Reason = "shutdown without drain" // held by a stage closed without drain
+	ReasonStageFaulted Reason = "stage faulted"          // held by, or sent to, a stage that faulted
+	ReasonRouteError   Reason = "route error"            // no key, or a port the stage does not have
+	ReasonWrongType    Reason = "wrong type"             // not the type the stage takes (also at ingress)
+
+	// Assigned by the host.
+	ReasonPipelineClosed    Reason = "pipeline closed"    // sent once Close had begun (Send, or a stage's PID)
+	ReasonStageStopped      Reason = "stage stopped"      // held by, or sent to, a stage a Stop ended
+	ReasonSendCancelled     Reason = "send cancelled"     // the sender's ctx ended while it waited for room
+	ReasonMailboxFull       Reason = "mailbox full"       // no room in a stage built with Reject
+	ReasonQueueClosed       Reason = "queue closed"       // the stage's ingress link refused the write
+	ReasonUnregisteredType  Reason = "unregistered type"  // a Value of a type never registered
+	ReasonSinkNotRead       Reason = "sink not read"      // a result the Chan sink did not take by the end of Close
+	ReasonBadRequest        Reason = "bad request"        // a request the pipeline could not register (its RequestError only)
+	ReasonRemoteUnreachable Reason = "remote unreachable" // a cluster pipeline's stage on a node that cannot be reached
+)
+
+// Reasons lists every dead-letter reason.
+var Reasons = []Reason{ReasonStageError, ReasonDecodeError, ReasonOversize, ReasonShutdown, ReasonStageFaulted, ReasonRouteError, ReasonWrongType,
+	ReasonPipelineClosed, ReasonStageStopped, ReasonSendCancelled, ReasonMailboxFull, ReasonQueueClosed, ReasonUnregisteredType,
+	ReasonSinkNotRead, ReasonBadRequest, ReasonRemoteUnreachable}
 
 func (d DeadLetter) String() string {
 	return fmt.Sprintf("message %d dead at stage %q: %s: %v", d.ID, d.Stage, d.Reason, d.Err)
@@ -359,7 +398,7 @@ func (p *Pipeline) build(ctx context.Context) error {
 			Route: s.spec.Route, KeyOffset: s.spec.KeyOffset,
 			OnTrace: func(r rk.TraceRecord) { p.tele.record(s, r) },
 			OnDeadLetter: func(d rk.DeadLetter) {
-				reason := d.Reason.String()
+				reason := Reason(d.Reason.String())
 				switch {
 				case d.Reason != rk.ReasonShutdown:
 				case p.faulted.Load() != nil:
@@ -530,7 +569,7 @@ func (p *Pipeline) sample(id uint64) bool { return p.sampleEvery != 0 && id%p.sa
 // rejectRest counts and dead-letters messages the host refused before
 // they reached a queue, each with reason and cause; ids, when not nil,
 // receives their ids.
-func (p *Pipeline) rejectRest(s *stage, ds []Data, ids []uint64, reason string, cause error) {
+func (p *Pipeline) rejectRest(s *stage, ds []Data, ids []uint64, reason Reason, cause error) {
 	for i := range ds {
 		id := p.idOf(ds[i].ID)
 		if i < len(ids) {
@@ -544,7 +583,7 @@ func (p *Pipeline) rejectRest(s *stage, ds []Data, ids []uint64, reason string, 
 // refuse dead-letters a counted message the host kept out of stage s. A
 // sampled one gets its trace: a root span that ends at once, with the
 // error status and reason.
-func (p *Pipeline) refuse(s *stage, d *Data, id uint64, reason string, err error) {
+func (p *Pipeline) refuse(s *stage, d *Data, id uint64, reason Reason, err error) {
 	if d.Sampled || p.sample(id) {
 		p.tele.begin(d.Context, id, s.idx, time.Now())
 	}

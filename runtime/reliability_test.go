@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"math/rand/v2"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -54,6 +55,7 @@ type account struct {
 	delivered map[uint64]int
 	dead      map[uint64]ra.DeadLetter
 	dups      []uint64
+	strays    []ra.Reason // reasons not in ra.Reasons
 }
 
 func newAccount() *account {
@@ -72,6 +74,10 @@ func (a *account) result(r ra.Result) {
 func (a *account) deadLetter(d ra.DeadLetter) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
+	if !slices.Contains(ra.Reasons, d.Reason) {
+		a.dups = append(a.dups, d.ID) // fails check: a reason outside the one list
+		a.strays = append(a.strays, d.Reason)
+	}
 	if _, ok := a.dead[d.ID]; ok || a.delivered[d.ID] > 0 {
 		a.dups = append(a.dups, d.ID)
 	}
@@ -83,6 +89,9 @@ func (a *account) check(t *testing.T, n uint64, st ra.PipelineStats) (reasons ma
 	t.Helper()
 	a.mu.Lock()
 	defer a.mu.Unlock()
+	if len(a.strays) > 0 {
+		t.Fatalf("dead letters with reasons not in ra.Reasons: %q", a.strays)
+	}
 	if len(a.dups) > 0 {
 		t.Fatalf("%d messages ended twice, e.g. %v", len(a.dups), a.dups[:min(5, len(a.dups))])
 	}
@@ -94,7 +103,7 @@ func (a *account) check(t *testing.T, n uint64, st ra.PipelineStats) (reasons ma
 		}
 	}
 	for _, d := range a.dead {
-		reasons[d.Reason]++
+		reasons[string(d.Reason)]++
 	}
 	if st.Sent != n || st.Delivered != uint64(len(a.delivered)) || st.DeadLettered != uint64(len(a.dead)) || st.InFlight != 0 {
 		t.Fatalf("stats %+v; callbacks saw %d delivered, %d dead of %d", st, len(a.delivered), len(a.dead), n)

@@ -129,7 +129,7 @@ var ErrStageStopped = errors.New("ringactor: stage stopped")
 
 // refusal is why stage s takes no messages, once s.closed is set: the
 // dead-letter reason and the error its sender gets.
-func (s *stage) refusal() (string, error) {
+func (s *stage) refusal() (Reason, error) {
 	p := s.p
 	if f := p.faulted.Load(); f != nil {
 		return "stage faulted", fmt.Errorf("%w: %v", ErrStageFaulted, *f)
@@ -153,7 +153,7 @@ func (s *stage) send(ctx context.Context, ds []Data, ids []uint64) (int, error) 
 	w := wait.Waiter{P: ingressWait}
 	defer w.Stop()
 	var firstErr error
-	reject := func(reason string, cause error) {
+	reject := func(reason Reason, cause error) {
 		p.rejectRest(s, ds[done:], idsFrom(ids, done), reason, cause)
 	}
 	for done < len(ds) {
@@ -239,7 +239,7 @@ func idsFrom(ids []uint64, i int) []uint64 {
 // encode writes d's payload into the slot's payload area buf and returns
 // its type id and length, or the dead-letter reason and error that keep it
 // out: "oversize payload", "unregistered type", "wrong type".
-func (s *stage) encode(d *Data, buf []byte) (uint32, int, string, error) {
+func (s *stage) encode(d *Data, buf []byte) (uint32, int, Reason, error) {
 	if d.Value == nil {
 		if n := 4 * len(d.Floats); n > len(buf) {
 			return 0, 0, "oversize payload", fmt.Errorf("%w: %d floats, stage %q takes at most %d; raise its SlotSize", p2pqueue.ErrTooLarge, len(d.Floats), s.spec.Name, len(buf)/4)

@@ -267,7 +267,7 @@ func TestWrongAndUnregisteredTypesDeadLettered(t *testing.T) {
 	close(dl)
 	reasons := map[string]int{}
 	for d := range dl {
-		reasons[d.Reason]++
+		reasons[string(d.Reason)]++
 		if d.Stage != "double" {
 			t.Errorf("dead letter at stage %q: %v", d.Stage, d)
 		}

@@ -568,9 +568,9 @@ func (cp *ClusterPipeline) Close(ctx context.Context, drain bool) error {
 		}
 		flush()
 		for _, e := range cp.excs {
-			reason, why := "shutdown without drain", fmt.Errorf("%w: still out on another node when the pipeline closed", ra.ErrClosed)
+			reason, why := ra.ReasonShutdown, fmt.Errorf("%w: still out on another node when the pipeline closed", ra.ErrClosed)
 			if err := e.isDown(); err != nil {
-				reason, why = "remote unreachable", err
+				reason, why = ra.ReasonRemoteUnreachable, err
 			}
 			e.drain(reason, why)
 		}

@@ -124,7 +124,7 @@ func EncodeMessage(m any) ([]byte, error) {
 		if v.Err != nil {
 			errText = v.Err.Error()
 		}
-		if err := checkEncode(nil, "stage", v.Stage, "reason", v.Reason, "err", errText); err != nil {
+		if err := checkEncode(nil, "stage", v.Stage, "reason", string(v.Reason), "err", errText); err != nil {
 			return nil, err
 		}
 		w := newWriter(0, len(v.Stage)+len(v.Reason)+len(errText))
@@ -132,7 +132,7 @@ func EncodeMessage(m any) ([]byte, error) {
 		w.e.EncodeUint(v.ID)
 		w.e.EncodeString(v.Stage)
 		w.e.EncodeInt(int64(v.Device))
-		w.e.EncodeString(v.Reason)
+		w.e.EncodeString(string(v.Reason))
 		w.e.EncodeString(errText)
 		return w.buf.Bytes(), nil
 	}
@@ -539,7 +539,9 @@ func (r *reader) deadLetter() (ra.DeadLetter, error) {
 		err = r.bad("ra.DeadLetter device %d does not fit an int", dev)
 	}
 	if err == nil {
-		m.Reason, err = r.string("ra.DeadLetter reason")
+		var reason string
+		reason, err = r.string("ra.DeadLetter reason")
+		m.Reason = ra.Reason(reason)
 	}
 	if err == nil {
 		errText, err = r.string("ra.DeadLetter err")

@@ -102,7 +102,7 @@ func (e *excursion) send(ctx context.Context, n int, at entryAt) error {
 	return nil
 }
 
-func (e *excursion) deadAll(n int, at entryAt, reason string, err error) {
+func (e *excursion) deadAll(n int, at entryAt, reason ra.Reason, err error) {
 	s := e.cp.segs[e.first].stages[0]
 	for i := range n {
 		id, _, _, _ := at(i)
@@ -200,7 +200,7 @@ func (e *excursion) isDown() error {
 
 // fail marks the run down and dead-letters every message out on it with
 // reason, exactly once. A run already down is left as it is.
-func (e *excursion) fail(reason string, err error) {
+func (e *excursion) fail(reason ra.Reason, err error) {
 	e.mu.Lock()
 	if e.down != nil {
 		e.mu.Unlock()
@@ -212,7 +212,7 @@ func (e *excursion) fail(reason string, err error) {
 }
 
 // drain dead-letters whatever is out on the run.
-func (e *excursion) drain(reason string, err error) {
+func (e *excursion) drain(reason ra.Reason, err error) {
 	e.mu.Lock()
 	out := e.out
 	e.out, e.n = map[uint64]int32{}, 0

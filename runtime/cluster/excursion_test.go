@@ -47,7 +47,7 @@ func (r *deadLetters) take() []ra.DeadLetter {
 // expectDead checks that the dead letters since the last take are exactly
 // ids (each once, in any order), all for reason, with an error wrapping
 // want, at the run's first stage.
-func expectDead(t *testing.T, r *deadLetters, reason string, want error, ids ...uint64) {
+func expectDead(t *testing.T, r *deadLetters, reason ra.Reason, want error, ids ...uint64) {
 	t.Helper()
 	ds := r.take()
 	var got []uint64

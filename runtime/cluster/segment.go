@@ -2,6 +2,7 @@ package cluster
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 	"sync"
@@ -158,11 +159,25 @@ func (g *segmentGrain) reportDead(d ra.DeadLetter) {
 	if d.Stage == "egress" {
 		d.Stage = g.last // the origin knows the segment by its stages
 	}
-	b, err := EncodeMessage(d)
+	b, err := EncodeMessage(fitDead(d))
 	if err != nil {
-		return // only a text over MaxText: the origin still counts it at close
+		return // not for its texts (fitDead fits them): the origin still counts it at close
 	}
 	g.rt.System().Root.Send(g.origin, wrap(b))
+}
+
+// fitDead fits a dead letter's texts to what the codec carries (fitText),
+// so one with an error text over MaxText still reaches the origin, the
+// text cut at a word and marked with how much was left out. (Its Reason
+// is one of the short class names.)
+func fitDead(d ra.DeadLetter) ra.DeadLetter {
+	d.Stage = fitText(d.Stage, MaxText)
+	if d.Err != nil {
+		if text := d.Err.Error(); len(text) > MaxText {
+			d.Err = errors.New(fitText(text, MaxText))
+		}
+	}
+	return d
 }
 
 // ingest writes a batch into the segment's first stage. Its ra.Data and
