@@ -14,6 +14,7 @@ import (
 	"github.com/asynkron/protoactor-go/actor"
 	"google.golang.org/protobuf/types/known/wrapperspb"
 
+	"github.com/ringactor/ringactor/internal/ctxcheck"
 	"github.com/ringactor/ringactor/p2pqueue"
 	ra "github.com/ringactor/ringactor/runtime"
 )
@@ -85,6 +86,9 @@ func (s *segment) remotePID() *actor.PID {
 // protoactor cluster, starts it, and returns it started. A spec whose
 // stages are all on this node builds like Runtime.Build.
 func (n *Node) Build(ctx context.Context, spec ra.PipelineSpec, opts ClusterOptions) (*ClusterPipeline, error) {
+	if err := ctxcheck.Live(ctx, "Node.Build"); err != nil {
+		return nil, err
+	}
 	if opts.Window == 0 {
 		opts.Window = DefaultRemoteWindow
 	}
@@ -308,6 +312,9 @@ func (cp *ClusterPipeline) sample(id uint64) bool {
 
 // Send puts one message into the first stage, wherever it runs.
 func (cp *ClusterPipeline) Send(ctx context.Context, d ra.Data) error {
+	if err := ctxcheck.Live(ctx, "ClusterPipeline.Send"); err != nil {
+		return err
+	}
 	_, err := cp.SendBatch(ctx, []ra.Data{d})
 	return err
 }
@@ -320,6 +327,9 @@ func (cp *ClusterPipeline) Send(ctx context.Context, d ra.Data) error {
 // one trace across every node: a root span here, from the send to its end
 // here, and under it each segment's spans, on whichever node runs it.
 func (cp *ClusterPipeline) SendBatch(ctx context.Context, ds []ra.Data) (int, error) {
+	if err := ctxcheck.Live(ctx, "ClusterPipeline.SendBatch"); err != nil {
+		return 0, err
+	}
 	traced := false
 	for i := range ds {
 		if ds[i].ID == 0 {
@@ -483,6 +493,9 @@ func (cp *ClusterPipeline) unreachable(pid *actor.PID, why string) {
 // of that name now in the cluster: a restarted one), and resumes sending
 // to them. Messages lost with the old node stay dead-lettered.
 func (cp *ClusterPipeline) Rejoin(ctx context.Context) error {
+	if err := ctxcheck.Live(ctx, "ClusterPipeline.Rejoin"); err != nil {
+		return err
+	}
 	cp.rejoinMu.Lock()
 	defer cp.rejoinMu.Unlock()
 	if cp.closed.Load() {
@@ -525,6 +538,9 @@ func (cp *ClusterPipeline) Rejoin(ctx context.Context) error {
 // unreachable" for a node that is down or did not answer). Close is bounded
 // by ctx and idempotent.
 func (cp *ClusterPipeline) Close(ctx context.Context, drain bool) error {
+	if err := ctxcheck.NotNil(ctx, "ClusterPipeline.Close"); err != nil {
+		return err
+	}
 	cp.closeOnce.Do(func() {
 		cp.rejoinMu.Lock()
 		defer cp.rejoinMu.Unlock()

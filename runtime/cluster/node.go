@@ -17,6 +17,7 @@ import (
 	"github.com/asynkron/protoactor-go/cluster/identitylookup/disthash"
 	"github.com/asynkron/protoactor-go/eventstream"
 	"github.com/asynkron/protoactor-go/remote"
+	"github.com/ringactor/ringactor/internal/ctxcheck"
 	ra "github.com/ringactor/ringactor/runtime"
 )
 
@@ -97,6 +98,9 @@ func validNodeName(s string) bool {
 // A runtime joins at most one cluster. Leave ends the membership (and the
 // actor system with it).
 func Join(ctx context.Context, rt *ra.Runtime, cfg NodeConfig) (*Node, error) {
+	if err := ctxcheck.Live(ctx, "cluster.Join"); err != nil {
+		return nil, err
+	}
 	if !validNodeName(cfg.Name) {
 		return nil, fmt.Errorf("%w: name %q: use letters, digits, '-', '_' or '.', at most 128", ErrNode, cfg.Name)
 	}
@@ -239,6 +243,9 @@ func (n *Node) has(name string) (string, bool) {
 // WaitFor returns once every named node is a member of the cluster, or
 // when ctx ends (naming the nodes still missing).
 func (n *Node) WaitFor(ctx context.Context, names ...string) error {
+	if err := ctxcheck.NotNil(ctx, "Node.WaitFor"); err != nil {
+		return err
+	}
 	for {
 		n.mu.Lock()
 		var missing []string
@@ -296,6 +303,9 @@ func (n *Node) waitForNew(ctx context.Context, name, old string) error {
 // RefreshTTL (it does not gossip a graceful leave: see Join). Leave returns
 // when ctx ends even if the shutdown has not finished.
 func (n *Node) Leave(ctx context.Context) error {
+	if err := ctxcheck.NotNil(ctx, "Node.Leave"); err != nil {
+		return err
+	}
 	var err error
 	n.leaveOnce.Do(func() {
 		n.rt.System().EventStream.Unsubscribe(n.sub)

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/asynkron/protoactor-go/actor"
+	"github.com/ringactor/ringactor/internal/ctxcheck"
 	ra "github.com/ringactor/ringactor/runtime"
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/codes"
@@ -146,6 +147,9 @@ func (b *Barrier) Spec() BarrierSpec {
 // wait <name>" (a child of ctx's span) with the participant, the phase and
 // the wait.
 func (b *Barrier) Await(ctx context.Context, participant string, phase uint64) error {
+	if err := ctxcheck.NotNil(ctx, "Barrier.Await"); err != nil {
+		return err
+	}
 	start := time.Now()
 	ctx, span := b.tracer.Start(ctx, "barrier wait "+b.spec.Name, trace.WithAttributes(
 		attribute.String("ringactor.barrier", b.spec.Name),

@@ -10,6 +10,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/ringactor/ringactor/internal/ctxcheck"
 	"github.com/ringactor/ringactor/kernels"
 	"github.com/ringactor/ringactor/p2pqueue"
 	ra "github.com/ringactor/ringactor/runtime"
@@ -128,6 +129,9 @@ func (e *ChunkError) Unwrap() error { return e.Dead.Err }
 // one-stage pipeline each), and the results are gathered back into place
 // by message id. The result has data's length; data is not modified.
 func ScatterGather(ctx context.Context, rt *ra.Runtime, spec Spec, data []float32) (_ []float32, err error) {
+	if err := ctxcheck.Live(ctx, "collective.ScatterGather"); err != nil {
+		return nil, err
+	}
 	if err := checkSpec(rt, &spec, "ScatterGather"); err != nil {
 		return nil, err
 	}
@@ -179,6 +183,9 @@ func ScatterGather(ctx context.Context, rt *ra.Runtime, spec Spec, data []float3
 // of magnitudes at worst), exact where every partial sum is an integer
 // below 2²⁴ in magnitude. Empty data is an error.
 func Reduce(ctx context.Context, rt *ra.Runtime, spec Spec, data []float32, op ReduceOp) (_ float32, err error) {
+	if err := ctxcheck.Live(ctx, "collective.Reduce"); err != nil {
+		return 0, err
+	}
 	if err := checkSpec(rt, &spec, "Reduce"); err != nil {
 		return 0, err
 	}
@@ -245,6 +252,9 @@ func Reduce(ctx context.Context, rt *ra.Runtime, spec Spec, data []float32, op R
 // they are exact for integers below 2²⁴ and within N*2⁻²⁴ times the sum of
 // magnitudes for floats; every participant gets bit-identical results.
 func AllReduce(ctx context.Context, rt *ra.Runtime, spec Spec, vectors [][]float32, op ReduceOp) (_ [][]float32, err error) {
+	if err := ctxcheck.Live(ctx, "collective.AllReduce"); err != nil {
+		return nil, err
+	}
 	if err := checkSpec(rt, &spec, "AllReduce"); err != nil {
 		return nil, err
 	}

@@ -372,3 +372,12 @@ func TestCollectiveBadInput(t *testing.T) {
 		t.Errorf("AllReduce after bad calls: %v, %v", got, err)
 	}
 }
+
+// A nil ctx is refused, not a panic.
+func TestCollectivesRefuseANilContext(t *testing.T) {
+	e := newEnv(t, "")
+	var none context.Context
+	if _, err := collective.Reduce(none, e.RT, collective.Spec{Name: "nil-ctx", Devices: []int{0, 1}}, []float32{1, 2}, collective.ReduceSum); !errors.Is(err, ra.ErrNilContext) {
+		t.Fatalf("Reduce(nil ctx) = %v; want ErrNilContext", err)
+	}
+}

@@ -394,3 +394,35 @@ func TestGroupImbalanceMetric(t *testing.T) {
 		t.Fatalf("exported %v; want %s 1.5 and %s 50", got, group.MetricImbalance, group.MetricImbalancePercent)
 	}
 }
+
+// A nil ctx is refused by the group's calls, an ended one by its sends
+// (nothing sent, nothing counted).
+func TestGroupRefusesNilAndEndedContexts(t *testing.T) {
+	rt := groupEnv(t, nil, nil)
+	var none context.Context
+	spec := group.Spec{Name: "ctxs", Stage: ra.StageSpec{Name: "x", Op: "identity"}, Devices: []int{0, 1}}
+	if _, err := group.New(none, rt, spec); !errors.Is(err, ra.ErrNilContext) {
+		t.Fatalf("New(nil ctx) = %v", err)
+	}
+	g, err := group.New(ctxT(t), rt, spec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(ctxT(t))
+	cancel()
+	if n, err := g.SendBatch(ctx, []ra.Data{{Floats: []float32{1}}}); n != 0 || !errors.Is(err, context.Canceled) {
+		t.Fatalf("SendBatch(cancelled) = %d, %v", n, err)
+	}
+	if err := g.Send(none, ra.Data{Floats: []float32{1}}); !errors.Is(err, ra.ErrNilContext) {
+		t.Fatalf("Send(nil ctx) = %v", err)
+	}
+	if err := g.Close(none, true); !errors.Is(err, ra.ErrNilContext) {
+		t.Fatalf("Close(nil ctx) = %v", err)
+	}
+	if err := g.Close(ctxT(t), true); err != nil {
+		t.Fatal(err)
+	}
+	if st := g.Stats(); st.Sent != 0 {
+		t.Fatalf("refused sends were counted: %+v", st)
+	}
+}
