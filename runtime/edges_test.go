@@ -330,16 +330,7 @@ func TestDrainedCloseBehindAFullDeactivatedStageReturns(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	closed := make(chan error, 1)
-	go func() { closed <- p.Close(context.Background(), true) }()
-	select {
-	case err := <-closed:
-		if err != nil {
-			t.Fatal(err)
-		}
-	case <-ctxT(t).Done():
-		t.Fatal("a drained close with context.Background() behind a full deactivated stage did not return in 30 s")
-	}
+	closeUnbounded(t, p, "behind a full deactivated stage")
 	reasons := a.check(t, n, p.Stats())
 	if len(reasons) != 1 || reasons["send cancelled"] != 1 || len(a.delivered) != int(n-1) {
 		t.Fatalf("dead letters by reason %v, %d delivered of %d; want every taken message delivered", reasons, len(a.delivered), n)
@@ -401,16 +392,7 @@ func TestUnreadSinkChanIsDeadLettered(t *testing.T) {
 				t.Fatal(err)
 			}
 		}
-		closed := make(chan error, 1)
-		go func() { closed <- p.Close(context.Background(), true) }()
-		select {
-		case err := <-closed:
-			if err != nil {
-				t.Fatal(err)
-			}
-		case <-ctxT(t).Done():
-			t.Fatal("Close with an unread Chan sink did not return")
-		}
+		closeUnbounded(t, p, "with an unread Chan sink")
 		close(res)
 		for r := range res {
 			a.result(r)
@@ -604,5 +586,22 @@ func TestKernelReasonsAreInTheList(t *testing.T) {
 		if !slices.Contains(ra.Reasons, ra.Reason(r.String())) {
 			t.Errorf("kernel reason %q is not in ra.Reasons", r)
 		}
+	}
+}
+
+// closeUnbounded closes p with drain under a ctx that never ends, as the
+// README does, and fails the test if that does not return within the
+// test's own deadline (30 s).
+func closeUnbounded(t *testing.T, p *ra.Pipeline, what string) {
+	t.Helper()
+	closed := make(chan error, 1)
+	go func() { closed <- p.Close(context.Background(), true) }()
+	select {
+	case err := <-closed:
+		if err != nil {
+			t.Fatal(err)
+		}
+	case <-ctxT(t).Done():
+		t.Fatalf("a drained close with context.Background() %s did not return in 30 s", what)
 	}
 }

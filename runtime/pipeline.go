@@ -722,14 +722,7 @@ func (p *Pipeline) Close(ctx context.Context, drain bool) error {
 		var errs []error
 		f := p.faulted.Load()
 		if drain && f == nil {
-			for _, s := range p.stages {
-				if s.kernel.Status().State != rk.Idle {
-					continue
-				}
-				if err := s.kernel.Activate(ctx); err != nil {
-					errs = append(errs, fmt.Errorf("ringactor: stage %q was deactivated and could not be activated to drain: %w", s.spec.Name, err))
-				}
-			}
+			errs = append(errs, activateToDrain(ctx, p.stages)...)
 		}
 		for _, s := range p.stages {
 			if err := s.kernel.Terminate(ctx, drain && f == nil); err != nil {

@@ -34,11 +34,11 @@ func (p *Pipeline) stopStage(ctx context.Context, s *stage, drain bool) error {
 	}
 	var errs []error
 	if drain && p.faulted.Load() == nil {
-		for _, i := range order {
-			if k := p.stages[i].kernel; k.Status().State == rk.Idle {
-				errs = append(errs, k.Activate(ctx)) // a drain finishes what the stage holds
-			}
+		ss := make([]*stage, len(order))
+		for k, i := range order {
+			ss[k] = p.stages[i]
 		}
+		errs = append(errs, activateToDrain(ctx, ss)...)
 	}
 	for _, i := range order {
 		if err := terminate(ctx, p.stages[i].kernel, drain); err != nil {
@@ -46,6 +46,22 @@ func (p *Pipeline) stopStage(ctx context.Context, s *stage, drain bool) error {
 		}
 	}
 	return errors.Join(errs...)
+}
+
+// activateToDrain activates the stages a Deactivate left idle: a drain
+// finishes what the stages hold, and those before an idle one could not
+// drain into it.
+func activateToDrain(ctx context.Context, ss []*stage) []error {
+	var errs []error
+	for _, s := range ss {
+		if s.kernel.Status().State != rk.Idle {
+			continue
+		}
+		if err := s.kernel.Activate(ctx); err != nil {
+			errs = append(errs, fmt.Errorf("ringactor: stage %q was deactivated and could not be activated to drain: %w", s.spec.Name, err))
+		}
+	}
+	return errs
 }
 
 // terminate ends k, also when a Close or another Stop is already ending
