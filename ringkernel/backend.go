@@ -49,3 +49,20 @@ type Loop interface {
 	// HostTime converts a device clock reading into host time.
 	HostTime(deviceNanos uint64) time.Time
 }
+
+// Abandoner is a Loop the host can cut off exactly (Kernel.Fault uses
+// it). Once Abandon has returned, the loop writes nothing more: no
+// result, no in-link head, no trace record, no counter, no close, even
+// if a stage function it is running returns later; it ends as soon as
+// it notices. Everything it ended before the cut is published (its
+// results in its out-links, its head past them, its records in the
+// trace ring); everything it had taken and not yet published is still
+// in its in-links, between head and tail. So the host can account for
+// an abandoned kernel exactly: the records in the ring, then what is
+// queued. The sim backend's loops are Abandoners; the CUDA device loop
+// is not (a loop on a GPU cannot be stopped between two stores from
+// the host), so a GPU kernel's fault keeps the older, looser account
+// (see Kernel.Fault).
+type Abandoner interface {
+	Abandon()
+}

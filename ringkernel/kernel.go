@@ -39,6 +39,9 @@ type Kernel struct {
 	// hostFault is set by Fault: the host has taken the kernel's account
 	// over, and what the loop reports afterwards is not delivered.
 	hostFault atomic.Pointer[KernelError]
+	// cut is set once Fault has cut an Abandoner loop off: the records in
+	// the trace ring are all from before the cut, and are delivered.
+	cut atomic.Bool
 }
 
 // ErrLaunch: the kernel could not be launched.
@@ -149,8 +152,15 @@ func (k *Kernel) Stage() Stage { return k.spec.Stage }
 func (k *Kernel) ID() uint32 { return k.spec.ID }
 
 // Done is closed when the loop has ended and every trace record and dead
-// letter it wrote has been delivered.
+// letter it wrote has been delivered (for a kernel Fault cut off: when
+// every record it wrote before the cut has been delivered).
 func (k *Kernel) Done() <-chan struct{} { return k.pumpDone }
+
+// Ended is closed when the loop itself has ended: for a faulted kernel,
+// once its stage function has returned (if it ever does) and the loop
+// has seen that it was abandoned. Memory the loop may still write (its
+// links) is safe to reuse only after Ended.
+func (k *Kernel) Ended() <-chan struct{} { return k.loop.Done() }
 
 // Activate lets the kernel take messages.
 func (k *Kernel) Activate(ctx context.Context) error { return k.command(ctx, CmdActivate) }
@@ -238,7 +248,13 @@ func (k *Kernel) awaitAck(ctx context.Context, seq uint32, c Command) error {
 // returns nil, or the fault that ended it.
 func (k *Kernel) Terminate(ctx context.Context, drain bool) error {
 	if err := k.faulted(); err != nil {
-		// Abandoned: its memory stays with the loop, which may still run.
+		if k.cut.Load() {
+			// Cut off: it writes nothing more. Deliver what it wrote
+			// before the cut; its control block and trace ring are ours.
+			<-k.pumpDone
+			k.free()
+		}
+		// Else abandoned: its memory stays with the loop, which may still run.
 		return err
 	}
 	c := CmdTerminate
@@ -265,14 +281,31 @@ var ErrFaulted = errors.New("ringkernel: kernel faulted")
 
 // Fault declares the kernel faulted from the host, for a loop that stopped
 // beating with work queued (a stage function that never returns): a loop
-// cannot be killed, only abandoned. From now on Status reports Faulted with
-// cause as its last error, records the loop writes are no longer
-// delivered (the host owns the account of every message still in its
-// in-links: see p2pqueue.Link.Queued), and the loop is told to terminate
-// without drain, so that it ends if it ever comes back. Terminate then
-// returns at once. Fault is idempotent; the first cause stays.
+// cannot be killed, only abandoned. From now on Status reports Faulted
+// with cause as its last error, and the host owns the account of every
+// message still in its in-links (see p2pqueue.Link.Queued).
+//
+// A loop that is an Abandoner (the sim backend's, and so the CPU's) is
+// cut off exactly: once Fault returns it writes nothing more, the records
+// it wrote before the cut are still delivered (Done closes once they
+// are), and what it had taken without publishing is still queued, so
+// every message ends once: by the loop before the cut, or by the host
+// from the queue. Its control block and trace ring are freed by
+// Terminate, which then returns at once with the fault.
+//
+// Any other loop (a GPU's) is told to terminate without drain, so that
+// it ends if it ever comes back, and the records it writes from now on
+// are not delivered; records it wrote just before the fault and a batch
+// it publishes as it comes back can then be counted twice or not at
+// all. Terminate returns at once. Fault is idempotent; the first cause
+// stays.
 func (k *Kernel) Fault(cause string) {
-	if !k.hostFault.CompareAndSwap(nil, &KernelError{Code: CodeHung, Text: cause}) {
+	f := &KernelError{Code: CodeHung, Text: cause}
+	if _, ok := k.loop.(Abandoner); ok {
+		k.cutOff(f)
+		return
+	}
+	if !k.hostFault.CompareAndSwap(nil, f) {
 		return
 	}
 	if k.cmdMu.TryLock() {
@@ -298,9 +331,18 @@ func (k *Kernel) faulted() error {
 
 // hangGrace is how long a loop told to stop now may take before it is
 // reported hung: one stage function call and one step of the loop.
-const hangGrace = 2 * time.Second
+// cutGrace is the same for a loop the host can cut off exactly
+// (Abandoner): past it the loop is cut off and its messages are the
+// host's to count, so Terminate does not outlast its ctx by much.
+const (
+	hangGrace = 2 * time.Second
+	cutGrace  = 200 * time.Millisecond
+)
 
-// stopNow forces an immediate terminate after cause, bounded by hangGrace.
+// stopNow forces an immediate terminate after cause. A loop that does not
+// end within cutGrace is cut off if it is an Abandoner (Abandoned then
+// reports true: what it held is still in its in-links, for the host to
+// count); any other is reported hung after hangGrace.
 func (k *Kernel) stopNow(cause error) error {
 	k.cmdMu.Lock()
 	if k.state().Running() {
@@ -308,18 +350,51 @@ func (k *Kernel) stopNow(cause error) error {
 		k.loop.Wake()
 	}
 	k.cmdMu.Unlock()
+	_, cuttable := k.loop.(Abandoner)
+	grace := hangGrace
+	if cuttable {
+		grace = cutGrace
+	}
+	t := time.NewTimer(grace)
+	defer t.Stop()
 	select {
 	case <-k.loop.Done():
 		if err := k.finish(); err != nil {
 			return errors.Join(cause, err)
 		}
 		return cause
-	case <-time.After(hangGrace):
-		k.stopPump()
-		return errors.Join(cause, fmt.Errorf("stage %q: %w within %v of terminate; its heartbeat is %v old",
-			k.spec.Stage.Name, ErrHung, hangGrace, k.Status().HeartbeatAge.Round(time.Millisecond)))
+	case <-t.C:
 	}
+	age := k.Status().HeartbeatAge.Round(time.Millisecond)
+	if cuttable {
+		text := fmt.Sprintf("did not stop within %v of terminate (heartbeat %v old): cut off, its stage function has not returned", grace, age)
+		k.cutOff(&KernelError{Code: CodeHung, Text: text})
+		<-k.pumpDone
+		k.free()
+		return errors.Join(cause, fmt.Errorf("stage %q: %w: %s", k.spec.Stage.Name, ErrHung, text))
+	}
+	k.stopPump()
+	return errors.Join(cause, fmt.Errorf("stage %q: %w within %v of terminate; its heartbeat is %v old",
+		k.spec.Stage.Name, ErrHung, grace, age))
 }
+
+// cutOff cuts an Abandoner loop off with fault f, unless a fault came
+// first: from now on the host counts what it held.
+func (k *Kernel) cutOff(f *KernelError) {
+	if !k.hostFault.CompareAndSwap(nil, f) {
+		return
+	}
+	k.loop.(Abandoner).Abandon()
+	k.cut.Store(true)
+	k.stopPump() // the ring holds all it ever will: drain it and end
+}
+
+// Abandoned reports whether the host cut the loop off (Fault, or a
+// Terminate it did not answer in time, on a loop that is an Abandoner):
+// it writes nothing more, and every message still in its in-links is the
+// host's to count (p2pqueue.Link.Queued), once the loops feeding them
+// have ended.
+func (k *Kernel) Abandoned() bool { return k.cut.Load() }
 
 // finish waits for the pump to deliver the rest, frees the kernel's memory,
 // and reports a fault.
@@ -419,13 +494,29 @@ func (k *Kernel) pump(ctx context.Context, c *p2pqueue.Consumer) {
 			k.deliver(&msgs[i])
 		}
 		if err != nil && !errors.Is(err, p2pqueue.ErrCorruptSlot) {
+			if ctx.Err() != nil {
+				k.drain(c, msgs) // told to stop: what is there still counts
+			}
 			return // closed and drained, or told to stop
 		}
 	}
 }
 
+// drain delivers what is in the trace ring now, without waiting.
+func (k *Kernel) drain(c *p2pqueue.Consumer, msgs []p2pqueue.Message) {
+	for {
+		n, err := c.TryDequeueBatch(msgs)
+		for i := range n {
+			k.deliver(&msgs[i])
+		}
+		if n == 0 || (err != nil && !errors.Is(err, p2pqueue.ErrCorruptSlot)) {
+			return
+		}
+	}
+}
+
 func (k *Kernel) deliver(m *p2pqueue.Message) {
-	if k.hostFault.Load() != nil {
+	if k.hostFault.Load() != nil && !k.cut.Load() {
 		return // the host has accounted for this kernel's messages
 	}
 	deq, done, code, from, text, err := decodeRecord(m.Payload)

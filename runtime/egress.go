@@ -32,6 +32,7 @@ func (p *Pipeline) startPumps() {
 // one batch share one allocation.
 func (p *Pipeline) pump(s *stage) {
 	for {
+		p.rt.pumpStall.pass()
 		n, err := s.egress.c.PeekWait(p.pumpCtx, egressBatch)
 		if n > 0 && !p.deliverPeeked(s, n) {
 			return

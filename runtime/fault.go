@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/ringactor/ringactor/p2pqueue"
@@ -45,26 +47,67 @@ func (p *Pipeline) hangAfter() time.Duration {
 	return p.spec.HangAfter
 }
 
-// watchdog checks the stages' heartbeats until Close.
+// watchdog checks the stages' heartbeats until Close. A stall of the
+// whole process (a GC pause, a frozen VM, CPU starvation, SIGSTOP) stops
+// every loop's heartbeat and the watchdog alike, and is not a hang of a
+// stage: a stage's miss counts only over intervals in which the
+// watchdog itself ran on time (a look more than twice its interval
+// after the last one counts for nothing) and another stage of the
+// pipeline went round its loop (when it has others that are running);
+// it is faulted once such misses add up to HangAfter.
 func (p *Pipeline) watchdog(ctx context.Context) {
 	defer close(p.dogDone)
 	limit := p.hangAfter()
-	tick := time.NewTicker(max(limit/4, time.Millisecond))
+	every := max(limit/4, time.Millisecond)
+	tick := time.NewTicker(every)
 	defer tick.Stop()
+	n := len(p.stages)
+	beat := make([]time.Time, n)       // each stage's heartbeat at the last look
+	missed := make([]time.Duration, n) // on-time watching since its heartbeat last moved
+	st := make([]rk.Status, n)
+	last := time.Now()
 	for {
 		select {
 		case <-ctx.Done():
 			return
 		case <-tick.C:
 		}
-		for _, s := range p.stages {
-			st := s.kernel.Status()
-			if st.State == rk.Active && st.Queued() > 0 && st.HeartbeatAge > limit {
-				p.fault(s, fmt.Sprintf("no heartbeat for %v with %d messages queued (HangAfter %v): its stage function has not returned",
-					st.HeartbeatAge.Round(time.Millisecond), st.Queued(), limit))
+		p.rt.stall.pass()
+		now := time.Now()
+		onTime := now.Sub(last) <= 2*every
+		elapsed := now.Sub(last)
+		last = now
+		running, moved := 0, 0
+		for i, s := range p.stages {
+			st[i] = s.kernel.Status()
+			if st[i].State.Running() {
+				running++
+				if !st[i].Heartbeat.Equal(beat[i]) {
+					moved++
+				}
+			}
+		}
+		for i, s := range p.stages {
+			still := st[i].Heartbeat.Equal(beat[i])
+			beat[i] = st[i].Heartbeat
+			switch {
+			case !still || st[i].State != rk.Active || st[i].Queued() == 0:
+				missed[i] = 0
+			case !onTime:
+				// The watchdog was held up too: the process stalled.
+			case running > 1 && moved == 0:
+				// No loop of the pipeline went round: the process
+				// stalled (or every stage hung at once).
+			default:
+				missed[i] += elapsed
+			}
+			if missed[i] > limit {
+				p.fault(s, fmt.Sprintf("no heartbeat for %v (watched on time) with %d messages queued (HangAfter %v): its stage function has not returned",
+					missed[i].Round(time.Millisecond), st[i].Queued(), limit))
 				return
 			}
 		}
+		p.dogLooks.Add(1)
 	}
 }
 
@@ -94,6 +137,29 @@ func (p *Pipeline) fault(s *stage, cause string) {
 	}()
 }
 
+// stallGate holds the runtime's own goroutines (watchdogs, egress pumps)
+// while closed: a stall of the whole process, for tests (see
+// export_test.go's Freeze).
+type stallGate struct{ ch atomic.Pointer[chan struct{}] }
+
+func (g *stallGate) close() (open func()) {
+	ch := make(chan struct{})
+	g.ch.Store(&ch)
+	var once sync.Once
+	return func() {
+		once.Do(func() {
+			g.ch.CompareAndSwap(&ch, nil)
+			close(ch)
+		})
+	}
+}
+
+func (g *stallGate) pass() {
+	if ch := g.ch.Load(); ch != nil {
+		<-*ch
+	}
+}
+
 // faultTeardown bounds the teardown after a fault.
 const faultTeardown = 30 * time.Second
 
@@ -106,11 +172,20 @@ func (p *Pipeline) closedReason() (string, error) {
 	return "pipeline closed", ErrClosed
 }
 
-// deadLetterAbandoned counts every message still in a faulted stage's
-// in-links as dead. The stages before it have ended, so nothing moves
-// there any more.
+// deadLetterAbandoned counts every message still in the in-links of a
+// stage the host cut off (faulted, or abandoned by a Close whose ctx
+// ended while its stage function ran) as dead. The stages before it have
+// ended, so nothing moves there any more. The reason is "stage faulted"
+// after a fault, else "shutdown without drain".
 func (p *Pipeline) deadLetterAbandoned(s *stage) error {
-	f := p.faulted.Load()
+	reason, cause := ReasonShutdown, error(nil)
+	if f := p.faulted.Load(); f != nil {
+		reason, cause = ReasonStageFaulted, fmt.Errorf("%w: %s", ErrStageFaulted, f.Cause)
+	} else if le := s.kernel.Status().LastError; le != nil {
+		cause = fmt.Errorf("stage %q was cut off at Close: %s", s.spec.Name, le.Text)
+	} else {
+		cause = fmt.Errorf("stage %q was cut off at Close", s.spec.Name)
+	}
 	links := []*p2pqueue.Link{s.ingressLink}
 	for _, e := range s.ups {
 		links = append(links, e.link)
@@ -122,13 +197,13 @@ func (p *Pipeline) deadLetterAbandoned(s *stage) error {
 		if err != nil {
 			// Not host visible (device memory): count without ids.
 			for range l.Len() {
-				p.deadLetter(0, DeadLetter{Stage: s.spec.Name, Device: s.spec.Device, Reason: "stage faulted", Err: errors.New(f.Cause)})
+				p.deadLetter(0, DeadLetter{Stage: s.spec.Name, Device: s.spec.Device, Reason: reason, Err: cause})
 			}
 			errs = append(errs, err)
 			continue
 		}
 		for _, h := range hs {
-			p.deadLetter(h.Origin, DeadLetter{ID: h.ID, Stage: s.spec.Name, Device: s.spec.Device, Reason: "stage faulted", Err: errors.New(f.Cause)})
+			p.deadLetter(h.Origin, DeadLetter{ID: h.ID, Stage: s.spec.Name, Device: s.spec.Device, Reason: reason, Err: cause})
 		}
 	}
 	return errors.Join(errs...)

@@ -159,9 +159,10 @@ type Pipeline struct {
 
 	reqs requests // in flight, by message id
 
-	faulted atomic.Pointer[StageFaulted]
-	stopDog context.CancelFunc
-	dogDone chan struct{}
+	faulted  atomic.Pointer[StageFaulted]
+	stopDog  context.CancelFunc
+	dogDone  chan struct{}
+	dogLooks atomic.Uint64 // the watchdog's looks at the stages so far
 
 	startOnce, closeOnce sync.Once
 	pumpCtx              context.Context
@@ -724,19 +725,25 @@ func (p *Pipeline) Close(ctx context.Context, drain bool) error {
 		if drain && f == nil {
 			errs = append(errs, activateToDrain(ctx, p.stages)...)
 		}
+		cutEgress := false // a stage cut off holds its egress open
 		for _, s := range p.stages {
+			faultedHere := f != nil && s.spec.Name == f.Stage
 			if err := s.kernel.Terminate(ctx, drain && f == nil); err != nil {
 				errs = append(errs, err)
 			}
-			if f != nil && s.spec.Name == f.Stage {
-				// The stages before it have ended: what it holds is ours to count.
+			if faultedHere || s.kernel.Abandoned() {
+				// Cut off (faulted, or it did not stop within ctx: a stage
+				// function that has not returned). The stages before it
+				// have ended: what it holds is ours to count.
 				if err := p.deadLetterAbandoned(s); err != nil {
 					errs = append(errs, err)
 				}
+				cutEgress = cutEgress || s.egress != nil
+				drain = false // the stages after it cannot drain: it will never close its out-links
 			}
 		}
-		if f != nil && p.byName[f.Stage] != nil && p.byName[f.Stage].egress != nil {
-			p.stopPump() // the abandoned loop holds its egress open: deliver what is there and stop
+		if cutEgress {
+			p.stopPump() // deliver what is in the egress and stop
 		}
 		if !p.started.Load() {
 			close(p.pumpDone)

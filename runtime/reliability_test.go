@@ -29,6 +29,7 @@ type hang struct {
 	op      string
 	entered chan struct{}
 	release chan struct{}
+	free    func() // lets every hung call return (once)
 }
 
 func newHang(t *testing.T, op string) *hang {
@@ -43,7 +44,8 @@ func newHang(t *testing.T, op string) *hang {
 	}}); err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { close(h.release) })
+	h.free = sync.OnceFunc(func() { close(h.release) })
+	t.Cleanup(h.free)
 	return h
 }
 

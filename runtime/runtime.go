@@ -76,6 +76,10 @@ type Runtime struct {
 	// closes.
 	stagePIDs sync.Map
 	orphans   *eventstream.Subscription
+
+	// stall and pumpStall hold the watchdogs and the egress pumps (tests'
+	// model of a process stall).
+	stall, pumpStall stallGate
 }
 
 // ErrRuntimeClosed: the runtime is closed; make a new one.

@@ -2,6 +2,7 @@ package sim
 
 import (
 	"fmt"
+	"sync/atomic"
 	"time"
 
 	"github.com/ringactor/ringactor/p2pqueue"
@@ -19,6 +20,41 @@ type Backend struct {
 	// Kind is the name it gives (default "sim"): "cpu" where it runs the
 	// host's CPU as a device beside GPUs.
 	Kind string
+
+	gate gate
+}
+
+// Freeze holds every loop of the backend at the top of its next
+// iteration, as a stall of the whole process (a GC pause, a frozen VM,
+// SIGSTOP) would hold it: no loop beats, takes or publishes until thaw
+// is called (once; later calls do nothing). A stage function already
+// running goes on. It is for tests of what a stall does to the watchdog
+// and the account.
+func (b *Backend) Freeze() (thaw func()) { return b.gate.close() }
+
+// gate holds loops while closed (Freeze).
+type gate struct{ ch atomic.Pointer[chan struct{}] }
+
+func (g *gate) close() func() {
+	ch := make(chan struct{})
+	g.ch.Store(&ch)
+	var once atomic.Bool
+	return func() {
+		if once.CompareAndSwap(false, true) {
+			g.ch.CompareAndSwap(&ch, nil)
+			close(ch)
+		}
+	}
+}
+
+// pass waits while the gate is closed.
+func (g *gate) pass() {
+	if g == nil {
+		return
+	}
+	if ch := g.ch.Load(); ch != nil {
+		<-*ch
+	}
 }
 
 // New returns a sim backend with n devices (0: any id).
@@ -67,6 +103,7 @@ func (b *Backend) Start(job *ringkernel.Job) (ringkernel.Loop, error) {
 		return nil, err
 	}
 	k.cost = b.Cost[job.Spec.Device]
+	k.gate = &b.gate
 	go k.run()
 	return k, nil
 }

@@ -56,6 +56,16 @@ type kernel struct {
 	ack   uint32
 	drain bool
 
+	// mu is held by the lead goroutine whenever it may write anything the
+	// host reads (links, the trace ring, the control block's device
+	// line): always, but while a stage function runs and while it waits.
+	// Abandon takes it to cut the loop off between two such stretches.
+	mu        sync.Mutex
+	abandoned bool // under mu: write nothing more, end
+	// gate, when set, holds the loop at the top of its next iteration
+	// (Backend.Freeze: a stall of the whole process, for tests).
+	gate *gate
+
 	processed, dropped, errs, traced, stolen uint64
 	busy                                     uint64 // ns spent in process
 
@@ -136,6 +146,18 @@ func (k *kernel) Done() <-chan struct{}        { return k.done }
 func (k *kernel) Wake()                        { k.bell.Ring() }
 func (k *kernel) HostTime(ns uint64) time.Time { return hostTime(ns) }
 
+// Abandon cuts the loop off (ringkernel.Abandoner): it waits for the
+// lead goroutine to finish what it is writing, if anything (never for a
+// stage function), and from then on the loop writes nothing and ends
+// at its next look, leaving what it had taken without publishing in its
+// in-links for the host to count.
+func (k *kernel) Abandon() {
+	k.mu.Lock()
+	k.abandoned = true
+	k.mu.Unlock()
+	k.bell.Ring()
+}
+
 // run is the persistent loop: commands, then a step of work, then backoff.
 // Every path through it re-reads the control block, so Terminate always
 // ends it (unless the stage function itself never returns).
@@ -146,27 +168,11 @@ func (k *kernel) run() {
 	}
 	idle := 0
 	for {
-		k.cb.Beat(nowNanos())
-		k.commands()
-		worked := false
-		switch k.life {
-		case rk.Active:
-			worked = k.step()
-		case rk.Terminating:
-			if !k.drain {
-				k.deadLetterQueued()
-				k.finish(rk.Terminated)
-				return
-			}
-			worked = k.step()
-		}
-		if k.life == rk.Faulted {
-			k.finish(rk.Faulted)
-			return
-		}
-		if len(k.live) == 0 && (k.life == rk.Active || k.life == rk.Terminating) {
-			// Every in-link is closed and drained: nothing will ever come.
-			k.finish(rk.Terminated)
+		k.gate.pass()
+		k.mu.Lock()
+		worked, end := k.iterate()
+		k.mu.Unlock()
+		if end {
 			return
 		}
 		if worked {
@@ -175,6 +181,40 @@ func (k *kernel) run() {
 		}
 		k.wait(&idle)
 	}
+}
+
+// iterate is one round of the loop, with mu held: it reports whether it
+// did any work and whether the loop has ended.
+func (k *kernel) iterate() (worked, end bool) {
+	if k.abandoned {
+		return false, true
+	}
+	k.cb.Beat(nowNanos())
+	k.commands()
+	switch k.life {
+	case rk.Active:
+		worked = k.step()
+	case rk.Terminating:
+		if !k.drain {
+			k.deadLetterQueued()
+			k.finish(rk.Terminated)
+			return false, true
+		}
+		worked = k.step()
+	}
+	if k.abandoned {
+		return false, true // cut off while the stage function ran: nothing was published
+	}
+	if k.life == rk.Faulted {
+		k.finish(rk.Faulted)
+		return false, true
+	}
+	if len(k.live) == 0 && (k.life == rk.Active || k.life == rk.Terminating) {
+		// Every in-link is closed and drained: nothing will ever come.
+		k.finish(rk.Terminated)
+		return false, true
+	}
+	return worked, false
 }
 
 // commands applies a pending command per the lifecycle table; an invalid
@@ -362,6 +402,9 @@ func (k *kernel) process(c *p2pqueue.Consumer, m int) {
 		k.ins[i] = in
 		k.outs[i], _ = kernels.ViewFloats(k.outB[i], nil) // aligned, a whole number of floats
 	}
+	// The stage function runs with mu released: a function that never
+	// returns must not keep the host from cutting the loop off (Abandon).
+	k.mu.Unlock()
 	if k.workers != nil && m >= 2*(k.workers.n+1) {
 		k.workers.run(m)
 	} else {
@@ -371,6 +414,10 @@ func (k *kernel) process(c *p2pqueue.Consumer, m int) {
 	}
 	if k.cost > 0 {
 		time.Sleep(time.Duration(m) * k.cost) // a slower device, simulated
+	}
+	k.mu.Lock()
+	if k.abandoned {
+		return // cut off: the batch stays queued, the host counts it
 	}
 	if k.routed != nil {
 		k.publishRouted(m, deq)
