@@ -420,6 +420,16 @@ func (k *Kernel) free() {
 		if k.cb != nil {
 			k.cbMu.Lock()
 			k.final = &cbFinal{state: k.cb.State(), counters: k.cb.Counters(), acked: k.cb.Acked()}
+			// The links are their owner's to free once the loop has
+			// ended: Status reads what they said last from now on.
+			for _, l := range k.spec.In {
+				ls := l.Stats()
+				k.final.inQueued = append(k.final.inQueued, ls.InFlight)
+				k.final.inPublished = append(k.final.inPublished, ls.Published)
+			}
+			for _, l := range k.spec.Out {
+				k.final.outQueued += l.Len()
+			}
 			k.backend.Free(k.cb.Region())
 			k.cbMu.Unlock()
 		}
@@ -434,6 +444,10 @@ type cbFinal struct {
 	state    State
 	counters Counters
 	acked    uint32
+	// the links' readings when the kernel was freed
+	inQueued    []int
+	inPublished []uint64
+	outQueued   int
 }
 
 // state, Counters and acked read the control block, or its last word once

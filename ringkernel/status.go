@@ -81,13 +81,19 @@ func (k *Kernel) Status() Status {
 		st.Heartbeat = k.loop.HostTime(c.Heartbeat)
 		st.HeartbeatAge = max(time.Since(st.Heartbeat), 0)
 	}
-	for _, l := range k.spec.In {
-		ls := l.Stats()
-		st.InQueued = append(st.InQueued, ls.InFlight)
-		st.InPublished = append(st.InPublished, ls.Published)
-	}
-	for _, l := range k.spec.Out {
-		st.OutQueued += l.Len()
+	if f := k.finalLinks(); f != nil {
+		st.InQueued = append([]int(nil), f.inQueued...)
+		st.InPublished = append([]uint64(nil), f.inPublished...)
+		st.OutQueued = f.outQueued
+	} else {
+		for _, l := range k.spec.In {
+			ls := l.Stats()
+			st.InQueued = append(st.InQueued, ls.InFlight)
+			st.InPublished = append(st.InPublished, ls.Published)
+		}
+		for _, l := range k.spec.Out {
+			st.OutQueued += l.Len()
+		}
 	}
 	if c.LastError != CodeNone {
 		st.LastError = &KernelError{Code: c.LastError, MessageID: c.LastErrorID}
@@ -99,4 +105,12 @@ func (k *Kernel) Status() Status {
 		st.State, st.LastError = Faulted, f
 	}
 	return st
+}
+
+// finalLinks is the freed kernel's last reading of its links, or nil
+// while it runs (its links may be freed once it has ended).
+func (k *Kernel) finalLinks() *cbFinal {
+	k.cbMu.RLock()
+	defer k.cbMu.RUnlock()
+	return k.final
 }

@@ -111,12 +111,11 @@ func (p *Pipeline) deliverPeeked(s *stage, n int) bool {
 		}
 		// Counted before it is handed over, so that whoever receives it
 		// finds it counted; one a Chan sink never takes moves to the dead.
-		p.delivered.Add(1)
+		p.acct.Deliver(1)
 		r := Result{ID: h.ID, Type: h.Type, Floats: v, Bytes: b, Stage: s.spec.Name}
 		if (p.reqs.n.Load() == 0 || !p.answer(h.ID, outcome{r: r})) && !p.deliver(r) {
-			p.deadLetter(s.id(), DeadLetter{ID: h.ID, Stage: "egress", Device: p2pqueue.Host, Reason: "sink not read",
+			p.undeliver(s.id(), DeadLetter{ID: h.ID, Stage: "egress", Device: p2pqueue.Host, Reason: "sink not read",
 				Err: fmt.Errorf("%w: pipeline %q closed with the result unread in its Deliver channel; read the channel until Close returns, or raise Sink.CloseWait", ErrSinkNotRead, p.spec.Name)})
-			p.delivered.Add(^uint64(0))
 			continue
 		}
 		if h.Flags&p2pqueue.FlagSampled != 0 {
@@ -141,7 +140,7 @@ func (p *Pipeline) forwardPeeked(s *stage, hs []p2pqueue.Header, ps [][]byte, er
 		hs[k], ps[k] = hs[i], ps[i]
 		k++
 	}
-	p.delivered.Add(uint64(k))
+	p.acct.Deliver(k)
 	p.spec.Deliver.Slots(p.pumpCtx, hs[:k], ps[:k])
 	return s.egress.c.Release(len(hs)) == nil
 }

@@ -17,6 +17,7 @@ import (
 	"github.com/ringactor/ringactor/kernels"
 	"github.com/ringactor/ringactor/p2pqueue"
 	rk "github.com/ringactor/ringactor/ringkernel"
+	"github.com/ringactor/ringactor/runtime/internal/account"
 )
 
 // PipelineSpec defines a pipeline: its stages (a chain in order, or a
@@ -153,9 +154,9 @@ type Pipeline struct {
 	gives []uint32 // the type stage i's results have
 	exits []*stage // the stages whose results leave, in stage order
 
-	nextID                   atomic.Uint64
-	sent, delivered, dropped atomic.Uint64
-	sampleEvery              uint64
+	acct        *account.Account // the message account (docs/ARCHITECTURE.md §6)
+	sinks       *PipelineSpec    // the name and dead-letter subscribers alone, for late sends (closedStage)
+	sampleEvery uint64
 
 	reqs requests // in flight, by message id
 
@@ -199,7 +200,8 @@ func (rt *Runtime) Build(ctx context.Context, spec PipelineSpec) (*Pipeline, err
 	if err := rt.claimName(spec.Name); err != nil {
 		return nil, err
 	}
-	p := &Pipeline{rt: rt, spec: spec, next: g.next, takes: g.in, gives: g.out, byName: map[string]*stage{}, pumpDone: make(chan struct{}), dogDone: make(chan struct{}), closingCh: make(chan struct{})}
+	p := &Pipeline{rt: rt, spec: spec, acct: &account.Account{}, next: g.next, takes: g.in, gives: g.out, byName: map[string]*stage{}, pumpDone: make(chan struct{}), dogDone: make(chan struct{}), closingCh: make(chan struct{})}
+	p.sinks = &PipelineSpec{Name: spec.Name, OnDeadLetter: spec.OnDeadLetter, DeadLetterChan: spec.DeadLetterChan, DeadLetterPID: spec.DeadLetterPID}
 	p.pumpCtx, p.stopPump = context.WithCancel(context.Background())
 	if spec.SampleRatio > 0 {
 		p.sampleEvery = uint64(math.Max(1, math.Round(1/spec.SampleRatio)))
@@ -303,32 +305,6 @@ func (rt *Runtime) check(spec *PipelineSpec) (graph, error) {
 	return graph{next: next, in: in, out: out}, nil
 }
 
-// NewLink allocates and formats a link from device from to device to (or
-// p2pqueue.Host): where it lives is p2pqueue.Place's choice from the
-// registry's topology. Pipelines make their own; a stage group makes its
-// steal links with it. The link lives as long as the runtime's backend.
-func (rt *Runtime) NewLink(from, to int, capacity, slotSize int, id uint64) (*p2pqueue.Link, p2pqueue.Placement, error) {
-	pl, err := p2pqueue.Place(from, to, rt.reg)
-	if err != nil {
-		return nil, pl, err
-	}
-	cfg := p2pqueue.Config{Capacity: uint32(capacity), SlotSize: uint32(slotSize), LinkID: id}
-	size, err := cfg.RegionSize()
-	if err != nil {
-		return nil, pl, err
-	}
-	r, err := rt.backend.Alloc(pl.Device, size, pl.Memory)
-	if err != nil {
-		return nil, pl, err
-	}
-	l, err := p2pqueue.Init(r, cfg)
-	if err != nil {
-		rt.backend.Free(r)
-		return nil, pl, err
-	}
-	return l, pl, nil
-}
-
 func (p *Pipeline) build(ctx context.Context) error {
 	for i, ss := range p.spec.Stages {
 		dev, _ := p.rt.reg.Device(ss.Device)
@@ -412,6 +388,7 @@ func (p *Pipeline) build(ctx context.Context) error {
 		}); err != nil {
 			return err
 		}
+		p.rt.usesLinks(s.kernel, in, out, stealTo)
 		props := actor.PropsFromProducer(func() actor.Actor { return &stageActor{s: s} },
 			actor.WithMailbox(func() actor.Mailbox { return &stageMailbox{Mailbox: actor.Unbounded()(), s: s} }))
 		if s.pid, err = p.rt.system.Root.SpawnNamed(props, p.spec.Name+"/"+s.spec.Name); err != nil {
@@ -437,6 +414,7 @@ func (p *Pipeline) teardown() {
 	if p.tele != nil {
 		p.tele.close()
 	}
+	p.freeLinks()
 }
 
 // Start activates every stage and starts delivering results. A second
@@ -549,20 +527,9 @@ func (p *Pipeline) SendBatchIDs(ctx context.Context, ds []Data, ids []uint64) (i
 	return p.stages[0].send(ctx, ds, ids)
 }
 
-// idOf is the id a message travels under: its own, or the next one for 0.
-// Auto ids keep clear of explicit ones: an explicit id moves the counter
-// up to it, so no later auto id repeats it.
-func (p *Pipeline) idOf(id uint64) uint64 {
-	if id == 0 {
-		return p.nextID.Add(1)
-	}
-	for {
-		cur := p.nextID.Load()
-		if id <= cur || p.nextID.CompareAndSwap(cur, id) {
-			return id
-		}
-	}
-}
+// idOf is the id a message travels under: its own, or the next one for 0
+// (account.Account.ID).
+func (p *Pipeline) idOf(id uint64) uint64 { return p.acct.ID(id) }
 
 // sample reports whether message id is traced at the pipeline's ratio.
 func (p *Pipeline) sample(id uint64) bool { return p.sampleEvery != 0 && id%p.sampleEvery == 0 }
@@ -576,7 +543,7 @@ func (p *Pipeline) rejectRest(s *stage, ds []Data, ids []uint64, reason Reason, 
 		if i < len(ids) {
 			ids[i] = id
 		}
-		p.sent.Add(1)
+		p.acct.Enter(1)
 		p.refuse(s, &ds[i], id, reason, cause)
 	}
 }
@@ -594,7 +561,20 @@ func (p *Pipeline) refuse(s *stage, d *Data, id uint64, reason Reason, err error
 // deadLetter ends a message (a copy of one, in a graph) that came from
 // stage id from (0: the host) as dead.
 func (p *Pipeline) deadLetter(from uint32, d DeadLetter) {
-	p.dropped.Add(1)
+	p.acct.DeadLetter()
+	p.tellDead(from, d)
+}
+
+// undeliver moves a message counted delivered to the dead: a result
+// handed to a Chan sink that never took it.
+func (p *Pipeline) undeliver(from uint32, d DeadLetter) {
+	p.acct.Undeliver()
+	p.tellDead(from, d)
+}
+
+// tellDead ends a dead message's trace, answers its request, and tells
+// the spec's subscribers; the account has counted it.
+func (p *Pipeline) tellDead(from uint32, d DeadLetter) {
 	p.tele.end(d.ID, from, time.Now(), &d)
 	if p.reqs.n.Load() > 0 {
 		dd := d
@@ -763,6 +743,10 @@ func (p *Pipeline) Close(ctx context.Context, drain bool) error {
 			}
 		}
 		p.tele.close()
+		p.freeLinks()
+		for _, s := range p.stages {
+			p.rt.retireStage(s)
+		}
 		p.rt.releaseName(p.spec.Name)
 		p.closeErr = errors.Join(errs...)
 	})
@@ -800,23 +784,21 @@ type PipelineStats struct {
 
 // account is the pipeline's counters without the stages' status.
 func (p *Pipeline) account() PipelineStats {
-	st := PipelineStats{Delivered: p.delivered.Load(), DeadLettered: p.dropped.Load(), Abandoned: p.reqs.abandoned.Load()}
-	st.Copied = p.copied(nil)
-	st.Sent = p.sent.Load() // last: sent never trails what it accounts for
-	st.InFlight = st.Sent + st.Copied - min(st.Sent+st.Copied, st.Delivered+st.DeadLettered)
-	return st
+	return statsOf(p.acct.Read(func() uint64 { return p.copied(nil) }), nil)
 }
 
 // Stats reads the pipeline's counters and every stage's status.
 func (p *Pipeline) Stats() PipelineStats {
-	st := PipelineStats{Delivered: p.delivered.Load(), DeadLettered: p.dropped.Load(), Abandoned: p.reqs.abandoned.Load()}
+	var stages []StageStats
 	for _, s := range p.stages {
-		st.Stages = append(st.Stages, s.stats())
+		stages = append(stages, s.stats())
 	}
-	st.Copied = p.copied(st.Stages)
-	st.Sent = p.sent.Load()
-	st.InFlight = st.Sent + st.Copied - min(st.Sent+st.Copied, st.Delivered+st.DeadLettered)
-	return st
+	return statsOf(p.acct.Read(func() uint64 { return p.copied(stages) }), stages)
+}
+
+func statsOf(t account.Totals, stages []StageStats) PipelineStats {
+	return PipelineStats{Sent: t.Sent, Copied: t.Copied, Delivered: t.Delivered, DeadLettered: t.DeadLettered,
+		InFlight: t.InFlight, Abandoned: t.Abandoned, Stages: stages}
 }
 
 // copied is the copies RouteAll stages made: each result they passed on

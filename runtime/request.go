@@ -56,10 +56,9 @@ type waiter struct {
 // read on every result only while it is not empty (n), so pipelines
 // without requests pay one atomic load per result.
 type requests struct {
-	n         atomic.Int64
-	mu        sync.Mutex
-	m         map[uint64]*waiter
-	abandoned atomic.Uint64 // outcomes of requests whose caller gave up
+	n  atomic.Int64
+	mu sync.Mutex
+	m  map[uint64]*waiter
 }
 
 func (q *requests) add(id uint64, w *waiter) error {
@@ -112,7 +111,7 @@ func (p *Pipeline) answer(id uint64, o outcome) bool {
 	}
 	switch {
 	case w.abandoned:
-		p.reqs.abandoned.Add(1)
+		p.acct.Abandon()
 	case w.ch != nil:
 		w.ch <- o // buffered: never blocks the pump
 	case w.pid != nil:

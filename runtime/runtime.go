@@ -18,6 +18,7 @@ import (
 
 	"github.com/ringactor/ringactor/internal/ctxcheck"
 	rk "github.com/ringactor/ringactor/ringkernel"
+	"github.com/ringactor/ringactor/runtime/internal/account"
 )
 
 // Config configures a Runtime. The zero value picks a backend (a GPU where
@@ -76,6 +77,8 @@ type Runtime struct {
 	// closes.
 	stagePIDs sync.Map
 	orphans   *eventstream.Subscription
+
+	links links // every link made and not yet freed, with its kernels
 
 	// stall and pumpStall hold the watchdogs and the egress pumps (tests'
 	// model of a process stall).
@@ -213,13 +216,67 @@ func (rt *Runtime) orphan(evt any) {
 	if !ok {
 		return
 	}
-	s := v.(*stage)
-	s.closed.Store(true) // its actor is gone: nothing more goes in
-	s.post(e.Message, e.Sender)
+	switch s := v.(type) {
+	case *stage:
+		s.closed.Store(true) // its actor is gone: nothing more goes in
+		s.post(e.Message, e.Sender)
+	case *closedStage:
+		s.post(e.Message, e.Sender)
+	}
 }
 
 // registerStage records a stage actor's PID for orphan.
 func (rt *Runtime) registerStage(s *stage) { rt.stagePIDs.Store(s.pid.Id, s) }
+
+// retireStage replaces a closed pipeline's stage in stagePIDs with what
+// a late send needs of it (closedStage): the stage itself, with its
+// links, kernel and buffers, is not kept for as long as the runtime
+// lives. A later pipeline under the same name replaces the entry.
+func (rt *Runtime) retireStage(s *stage) {
+	reason, err := s.refusal()
+	c := &closedStage{rt: rt, acct: s.p.acct, stage: s.spec.Name, device: s.spec.Device, reason: reason, sinks: s.p.sinks}
+	if reason != ReasonPipelineClosed {
+		c.err = err // else made when needed: most closed stages never see a late send
+	}
+	rt.stagePIDs.CompareAndSwap(s.pid.Id, s, c)
+}
+
+// closedStage is what the runtime keeps of a stage whose pipeline has
+// closed: enough to count data sent to its PID afterwards, into the
+// pipeline's account, and dead-letter it with the reason (a few hundred
+// bytes, against the stage's megabytes).
+type closedStage struct {
+	rt     *Runtime
+	acct   *account.Account
+	sinks  *PipelineSpec // only the name and dead-letter subscribers, shared by the pipeline's stages
+	stage  string
+	device int
+	reason Reason
+	err    error // nil for "pipeline closed": ErrClosed naming the pipeline
+}
+
+// post counts and dead-letters data that reached the closed stage's PID
+// (a request's sender gets a *RequestError). No trace: the pipeline's
+// telemetry has closed.
+func (c *closedStage) post(body any, sender *actor.PID) {
+	ds, ok := dataOf(body)
+	if !ok {
+		ds = []Data{{Value: body}}
+	}
+	for _, d := range ds {
+		c.acct.Enter(1)
+		err := c.err
+		if err == nil {
+			err = fmt.Errorf("%w: pipeline %q", ErrClosed, c.sinks.Name)
+		}
+		dl := DeadLetter{ID: c.acct.ID(d.ID), Stage: c.stage, Device: c.device, Reason: c.reason, Err: err}
+		c.acct.DeadLetter()
+		if sender != nil && len(ds) == 1 {
+			c.rt.system.Root.Send(sender, &RequestError{Dead: dl})
+		}
+		c.rt.TellDeadLetter(c.sinks, dl)
+	}
+}
 
 // openPipelines lists the pipelines built and not yet closed.
 func (rt *Runtime) openPipelines() []*Pipeline {

@@ -195,7 +195,7 @@ func (s *stage) send(ctx context.Context, ds []Data, ids []uint64) (int, error) 
 			if ids != nil && done+i < len(ids) {
 				ids[done+i] = id
 			}
-			p.sent.Add(1)
+			p.acct.Enter(1)
 			buf, _ := s.ingress.Slot(written)
 			typ, n, reason, err := s.encode(d, buf[:s.payloadCap])
 			if err != nil {

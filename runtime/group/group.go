@@ -79,6 +79,7 @@ type Group struct {
 	rt    *ra.Runtime
 	spec  Spec
 	insts []*instance
+	steal []*p2pqueue.Link // the steal links it made, freed at Close
 	pid   *actor.PID
 
 	nextID                   atomic.Uint64
@@ -179,14 +180,17 @@ func New(ctx context.Context, rt *ra.Runtime, spec Spec) (*Group, error) {
 				}
 				l, _, err := rt.NewLink(spec.Devices[i], spec.Devices[j], spec.Stage.Capacity, spec.Stage.SlotSize, uint64(0xfe)<<56|uint64(i)<<8|uint64(j))
 				if err != nil {
+					g.freeSteal()
 					return nil, fmt.Errorf("ringactor: group %q: steal link %d → %d: %w", spec.Name, i, j, err)
 				}
 				steal[i][j] = l
+				g.steal = append(g.steal, l)
 			}
 		}
 	}
 	fail := func(err error) (*Group, error) {
 		g.closeInstances(context.Background(), false)
+		g.freeSteal()
 		return nil, err
 	}
 	for i, dev := range spec.Devices {
@@ -576,8 +580,18 @@ func (g *Group) Close(ctx context.Context, drain bool) error {
 			g.rt.System().Root.StopFuture(g.pid).Wait()
 		}
 		g.closeErr = g.closeInstances(ctx, drain)
+		g.freeSteal()
 	})
 	return g.closeErr
+}
+
+// freeSteal gives the steal links back once the instances have closed
+// (Runtime.FreeLink waits for any loop still using one).
+func (g *Group) freeSteal() {
+	for _, l := range g.steal {
+		g.rt.FreeLink(l)
+	}
+	g.steal = nil
 }
 
 func (g *Group) closeInstances(ctx context.Context, drain bool) error {
