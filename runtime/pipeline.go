@@ -207,6 +207,9 @@ func (rt *Runtime) Build(ctx context.Context, spec PipelineSpec) (*Pipeline, err
 	if err != nil {
 		return nil, err
 	}
+	if err := rt.openDevices(ctx, &spec); err != nil {
+		return nil, err
+	}
 	if err := rt.claimName(spec.Name); err != nil {
 		return nil, err
 	}
