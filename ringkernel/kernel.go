@@ -443,12 +443,13 @@ func (k *Kernel) deliver(m *p2pqueue.Message) {
 		if text != "" {
 			k.lastText.Store(&text)
 		}
+		if text == "" {
+			text = code.String()
+		}
+		cause := k.cause(m.ID, code, text) // taken even if nobody listens: the loop keeps it until then
 		if k.spec.OnDeadLetter != nil {
-			if text == "" {
-				text = code.String()
-			}
 			k.spec.OnDeadLetter(DeadLetter{ID: m.ID, Stage: m.Origin, StageName: k.spec.Stage.Name, From: from,
-				Reason: reasonOf(code), Code: code, Err: k.cause(m.ID, code, text)})
+				Reason: reasonOf(code), Code: code, Err: cause})
 		}
 	case m.Type == RecordFault:
 		if text == "" {
