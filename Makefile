@@ -6,7 +6,7 @@ TEST_TIMEOUT ?= 15m
 FUZZTIME  ?= 10s
 BENCHTIME ?= 1s
 
-.PHONY: help run run-emulated emu build test flake vet generate check-generate ptx check-ptx fuzz bench bench-go stress gpu-bundle
+.PHONY: help run run-emulated emu build test flake flake-load vet generate check-generate ptx check-ptx fuzz bench bench-go stress gpu-bundle
 
 help:
 	@echo "make run             the main job: x*2 -> sqrt -> +1 on devices 0,1,2 (simulated without a GPU)"
@@ -15,6 +15,7 @@ help:
 	@echo "make build           compile every package and command"
 	@echo "make test            go vet, then go test -race over every package (the two-process tests without -race), then the CUDA-backend suites over the emulated driver (bounded by $(TEST_TIMEOUT))"
 	@echo "make flake           every package's tests FLAKE_N times (default 10) with -race and -short, in one process each, and the emulated CUDA suites: hunts flaky tests (not part of CI)"
+	@echo "make flake-load      make flake beside a heavy load (a go build -a -race loop, LOAD_SPINNERS busy threads), all stopped when it ends: hunts tests that fail on a busy machine"
 	@echo "make bench           ringactor bench: every benchmark beside its baseline, one table (BENCHFLAGS=-quick, -json, -only PREFIX)"
 	@echo "make bench-go        the Go benchmarks of p2pqueue (link vs channel, more payload sizes)"
 	@echo "make stress          the reliability stress test at full size: 1e6 messages, stages toggled, one faulted"
@@ -36,6 +37,7 @@ EMU_ENV   = RINGACTOR_LIBCUDA=$(EMU_LIB) RINGACTOR_TEST_BACKEND=cuda RINGACTOR_R
 EMU_PKGS ?= ./cuda ./ringkernel/... ./runtime ./examples/pipeline ./examples/graph
 # The bench rows that go through the CUDA backend (the rest are sim's).
 EMU_BENCH_TESTS ?= P2PRowsOnTheGPUs|PipelineRowOnTheGPUs
+EMU_BENCH_PKGS  ?= ./internal/bench
 
 emu:
 	$(GO) run ./internal/cudaemu/build -o $(EMU_DIR) >/dev/null
@@ -61,7 +63,7 @@ test: vet emu
 	$(GO) test -race -timeout $(TEST_TIMEOUT) $(PKGS)
 	$(GO) test -timeout $(TEST_TIMEOUT) -run '$(REMOTE_TESTS)' $(REMOTE_PKGS)
 	$(EMU_ENV) $(GO) test -race -count=1 -timeout $(TEST_TIMEOUT) $(EMU_PKGS)
-	$(EMU_ENV) $(GO) test -race -count=1 -timeout $(TEST_TIMEOUT) -run '$(EMU_BENCH_TESTS)' ./internal/bench
+	$(EMU_ENV) $(GO) test -race -count=1 -timeout $(TEST_TIMEOUT) -run '$(EMU_BENCH_TESTS)' $(EMU_BENCH_PKGS)
 
 # Flaky-test hunt: every test FLAKE_N times in one process per package
 # (-count, so package state that breaks a second run fails too), race on,
@@ -71,7 +73,14 @@ flake: emu
 	$(GO) test -race -short -count=$(FLAKE_N) -timeout 40m $(PKGS)
 	$(GO) test -short -count=$(FLAKE_N) -timeout 20m -run '$(REMOTE_TESTS)' $(REMOTE_PKGS)
 	$(EMU_ENV) $(GO) test -race -short -count=$(FLAKE_N) -timeout 20m $(EMU_PKGS)
-	$(EMU_ENV) $(GO) test -race -short -count=$(FLAKE_N) -timeout 20m -run '$(EMU_BENCH_TESTS)' ./internal/bench
+	$(EMU_ENV) $(GO) test -race -short -count=$(FLAKE_N) -timeout 20m -run '$(EMU_BENCH_TESTS)' $(EMU_BENCH_PKGS)
+
+# make flake beside a heavy, realistic load (scripts/flake-load.sh): a loop
+# of `go build -a -race` into a scratch GOCACHE and LOAD_SPINNERS (2) busy
+# threads, all killed when the run ends, pass or fail. Variables given to
+# make (PKGS, EMU_PKGS, ...) reach the inner make flake.
+flake-load:
+	FLAKE_N=$(FLAKE_N) GO=$(GO) MAKE=$(MAKE) bash scripts/flake-load.sh
 
 generate:
 	$(GO) generate ./kernels/...

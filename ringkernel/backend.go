@@ -1,6 +1,7 @@
 package ringkernel
 
 import (
+	"context"
 	"time"
 
 	"github.com/ringactor/ringactor/kernels"
@@ -23,6 +24,16 @@ type Backend interface {
 	// Launched; the loop acknowledges commands through it, claims the
 	// links, and ends by closing its out-link and trace link.
 	Start(job *Job) (Loop, error)
+}
+
+// DeviceOpener is a Backend whose devices take setup that may wait (the
+// CUDA backend's: context, arenas, modules, clock calibration). The
+// runtime's Build opens each device a pipeline uses through it, so that
+// setup is bounded by Build's ctx; a device first used by Alloc or Start
+// opens within a bound of the backend's own. Opening an open device does
+// nothing.
+type DeviceOpener interface {
+	OpenDevice(ctx context.Context, device int) error
 }
 
 // Job is a kernel as the backend launches it.

@@ -31,6 +31,9 @@ const (
 	// CodeHung is the host's, never a device's: the kernel stopped beating
 	// with work queued and was declared faulted (Kernel.Fault).
 	CodeHung ErrorCode = -100
+	// CodePanic is the sim backend's, never a device's: the Go stage
+	// function panicked on the message (the loop recovered and went on).
+	CodePanic ErrorCode = -101
 )
 
 func (c ErrorCode) String() string {
@@ -61,6 +64,8 @@ func (c ErrorCode) String() string {
 		return "message of a type the stage does not take"
 	case CodeHung:
 		return "stage hung"
+	case CodePanic:
+		return "stage function panicked"
 	}
 	return fmt.Sprintf("ErrorCode(%d)", int32(c))
 }
@@ -76,6 +81,7 @@ const (
 	ReasonOversize                     // the result did not fit the out slot
 	ReasonRoute                        // the result could not be routed (no key, bad port)
 	ReasonWrongType                    // the message's type is not the one its stage takes
+	ReasonPanic                        // the stage function panicked on this message
 )
 
 func (r Reason) String() string {
@@ -94,6 +100,8 @@ func (r Reason) String() string {
 		return "route error"
 	case ReasonWrongType:
 		return "wrong type"
+	case ReasonPanic:
+		return "stage panic"
 	}
 	return fmt.Sprintf("Reason(%d)", uint32(r))
 }
@@ -113,8 +121,42 @@ func reasonOf(c ErrorCode) Reason {
 		return ReasonRoute
 	case CodeWrongType:
 		return ReasonWrongType
+	case CodePanic:
+		return ReasonPanic
 	}
 	return ReasonStageError
+}
+
+// ErrStagePanic: a stage function panicked on a message. The loop that ran
+// it recovers, dead-letters the message (CodePanic, ReasonPanic) with an
+// error that wraps ErrStagePanic and holds the panic value and the
+// goroutine's stack, and goes on with the next message.
+var ErrStagePanic = errors.New("ringkernel: stage function panicked")
+
+// textCut marks the end of a record's text that was cut to fit the
+// record (RecMaxText): the whole error, where the loop kept it, is the
+// loop's (CauseKeeper).
+const textCut = " [cut]"
+
+// CutText returns text as a record carries it: whole if it fits
+// RecMaxText, otherwise cut, ending with a mark, and cut is true. A loop
+// that cuts an error's text keeps the whole error for CauseKeeper.
+func CutText(text string) (s string, cut bool) {
+	if len(text) <= RecMaxText {
+		return text, false
+	}
+	return text[:RecMaxText-len(textCut)] + textCut, true
+}
+
+// CauseKeeper is a Loop that keeps the whole error of each dead letter
+// whose text it had to cut (CutText), so that DeadLetter.Err holds all of
+// it (a stage panic's value and stack) rather than a record's 132 bytes.
+// The sim backend's loops are; device loops write codes only.
+type CauseKeeper interface {
+	// TakeCause returns and forgets the oldest kept error of message id's
+	// dead letters (a message copied by RouteAll may die twice at one
+	// stage), or nil.
+	TakeCause(id uint64) error
 }
 
 // CodeOf maps a stage function's Go error to the code device code would

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -547,12 +548,13 @@ func (k *Kernel) deliver(m *p2pqueue.Message) {
 		if text != "" {
 			k.lastText.Store(&text)
 		}
+		if text == "" {
+			text = code.String()
+		}
+		cause := k.cause(m.ID, code, text) // taken even if nobody listens: the loop keeps it until then
 		if k.spec.OnDeadLetter != nil {
-			if text == "" {
-				text = code.String()
-			}
 			k.spec.OnDeadLetter(DeadLetter{ID: m.ID, Stage: m.Origin, StageName: k.spec.Stage.Name, From: from,
-				Reason: reasonOf(code), Code: code, Err: errors.New(text)})
+				Reason: reasonOf(code), Code: code, Err: cause})
 		}
 	case m.Type == RecordFault:
 		if text == "" {
@@ -569,4 +571,22 @@ func (k *Kernel) deliver(m *p2pqueue.Message) {
 				Dequeued: k.loop.HostTime(deq), Done: k.loop.HostTime(done)})
 		}
 	}
+}
+
+// cause is a dead letter's error: the whole one the loop kept when the
+// record's text was cut (CauseKeeper), otherwise the record's text; a
+// stage panic's wraps ErrStagePanic either way.
+func (k *Kernel) cause(id uint64, code ErrorCode, text string) error {
+	if strings.HasSuffix(text, textCut) {
+		if ck, ok := k.loop.(CauseKeeper); ok {
+			if err := ck.TakeCause(id); err != nil {
+				return err
+			}
+		}
+	}
+	if code == CodePanic {
+		// Without the kept error: still one a caller can match.
+		return fmt.Errorf("%w: %s", ErrStagePanic, strings.TrimPrefix(text, ErrStagePanic.Error()+": "))
+	}
+	return errors.New(text)
 }

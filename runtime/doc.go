@@ -92,6 +92,15 @@
 // it (their results could go nowhere else), in graph order, drained or
 // not; the stages after it keep running.
 //
+// A stage function that panics does not kill the process: the loop that
+// runs it (a Go stage runs on the sim backend's goroutines) recovers, and
+// that message is dead-lettered "stage panic" with an error wrapping
+// ErrStagePanic that holds the panic value and stack; the stage goes on.
+// A Sink.Func that panics has that result dead-lettered "stage panic" too;
+// a panic in OnDeadLetter or OnFault is recovered so the runtime's own
+// goroutine survives, and is published as a CallbackPanicked on the actor
+// system's event stream.
+//
 // A full mailbox is answered per stage (StageSpec.Backpressure): Block waits
 // for room until the sender's ctx ends; Reject dead-letters what does not
 // fit and returns ErrMailboxFull at once.

@@ -2,7 +2,6 @@ package runtime
 
 import (
 	"errors"
-	"fmt"
 	"sync"
 	"time"
 
@@ -113,10 +112,11 @@ func (p *Pipeline) deliverPeeked(s *stage, n int) bool {
 		// finds it counted; one a Chan sink never takes moves to the dead.
 		p.acct.Deliver(1)
 		r := Result{ID: h.ID, Type: h.Type, Floats: v, Bytes: b, Stage: s.spec.Name}
-		if (p.reqs.n.Load() == 0 || !p.answer(h.ID, outcome{r: r})) && !p.deliver(r) {
-			p.undeliver(s.id(), DeadLetter{ID: h.ID, Stage: "egress", Device: p2pqueue.Host, Reason: "sink not read",
-				Err: fmt.Errorf("%w: pipeline %q closed with the result unread in its Deliver channel; read the channel until Close returns, or raise Sink.CloseWait", ErrSinkNotRead, p.spec.Name)})
-			continue
+		if p.reqs.n.Load() == 0 || !p.answer(h.ID, outcome{r: r}) {
+			if reason, err := p.handOver(r); err != nil {
+				p.undeliver(s.id(), DeadLetter{ID: h.ID, Stage: "egress", Device: p2pqueue.Host, Reason: reason, Err: err})
+				continue
+			}
 		}
 		if h.Flags&p2pqueue.FlagSampled != 0 {
 			if now.IsZero() {

@@ -128,7 +128,7 @@ func (p *Pipeline) fault(s *stage, cause string) {
 		}
 	}
 	if p.spec.OnFault != nil {
-		p.spec.OnFault(f)
+		p.rt.callback(p.spec.Name, "OnFault", 0, func() { p.spec.OnFault(f) })
 	}
 	go func() {
 		ctx, cancel := context.WithTimeout(context.Background(), faultTeardown)

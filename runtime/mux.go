@@ -1,6 +1,7 @@
 package runtime
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"sync/atomic"
@@ -64,6 +65,19 @@ func (d *devices) Alloc(device, size int, kind p2pqueue.MemoryKind) (p2pqueue.Re
 	}
 	d.bytes[device].Add(int64(reg.Len()))
 	return reg, nil
+}
+
+// OpenDevice opens device on its backend, within ctx, where that backend
+// has devices to open (rk.DeviceOpener).
+func (d *devices) OpenDevice(ctx context.Context, device int) error {
+	r, err := d.route(device)
+	if err != nil {
+		return err
+	}
+	if o, ok := r.b.(rk.DeviceOpener); ok {
+		return o.OpenDevice(ctx, r.local)
+	}
+	return nil
 }
 
 // Free returns a region to the backend that allocated it.

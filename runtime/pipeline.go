@@ -30,6 +30,10 @@ type PipelineSpec struct {
 	// still counted as delivered).
 	Deliver Sink
 	// OnDeadLetter receives every dead letter, from any stage or the ingress.
+	// A panic in it is recovered (the runtime's goroutine that called it
+	// goes on, the dead letter still counts and still goes to
+	// DeadLetterChan and DeadLetterPID) and published as a
+	// CallbackPanicked on the actor system's event stream.
 	OnDeadLetter func(DeadLetter)
 	// DeadLetterChan and DeadLetterPID also receive every dead letter (a
 	// PID gets DeadLetter messages). A full channel holds up whoever
@@ -45,7 +49,9 @@ type PipelineSpec struct {
 	// negative value turns the watchdog off. Set it above the longest time
 	// the stage function may take on one batch.
 	HangAfter time.Duration
-	// OnFault is told when a stage faults, before the teardown.
+	// OnFault is told when a stage faults, before the teardown. A panic in
+	// it is recovered (the teardown still runs) and published as a
+	// CallbackPanicked on the actor system's event stream.
 	OnFault func(StageFaulted)
 
 	// StealIn and StealTo are for a stage group (package runtime/group),
@@ -64,6 +70,9 @@ type PipelineSpec struct {
 // during Close it is waited for CloseWait, and what it has not taken by
 // then is dead-lettered "sink not read" (ErrSinkNotRead), not delivered.
 type Sink struct {
+	// Func is called in the egress pump's goroutine. A panic in it is
+	// recovered: that result is dead-lettered "stage panic" (stage
+	// "egress", ErrStagePanic), not delivered, and the pump goes on.
 	Func func(Result)
 	Chan chan<- Result
 	PID  *actor.PID
@@ -97,8 +106,8 @@ type DeadLetter struct {
 	Reason Reason
 	// Err says what happened; it wraps the class's sentinel where there
 	// is one (ErrClosed, ErrStageStopped, ErrMailboxFull, ErrSinkNotRead,
-	// ErrWrongType, p2pqueue.ErrTooLarge, ctx's error for "send
-	// cancelled").
+	// ErrWrongType, ErrStagePanic, p2pqueue.ErrTooLarge, ctx's error for
+	// "send cancelled").
 	Err error
 }
 
@@ -126,12 +135,15 @@ const (
 	ReasonSinkNotRead       Reason = "sink not read"      // a result the Chan sink did not take by the end of Close
 	ReasonBadRequest        Reason = "bad request"        // a request the pipeline could not register (its RequestError only)
 	ReasonRemoteUnreachable Reason = "remote unreachable" // a cluster pipeline's stage on a node that cannot be reached
+
+	// Reported by kernels (ringkernel.ReasonPanic) and by the egress.
+	ReasonStagePanic Reason = "stage panic" // the stage function, or Sink.Func, panicked on the message (ErrStagePanic)
 )
 
 // Reasons lists every dead-letter reason.
 var Reasons = []Reason{ReasonStageError, ReasonDecodeError, ReasonOversize, ReasonShutdown, ReasonStageFaulted, ReasonRouteError, ReasonWrongType,
 	ReasonPipelineClosed, ReasonStageStopped, ReasonSendCancelled, ReasonMailboxFull, ReasonQueueClosed, ReasonUnregisteredType,
-	ReasonSinkNotRead, ReasonBadRequest, ReasonRemoteUnreachable}
+	ReasonSinkNotRead, ReasonBadRequest, ReasonRemoteUnreachable, ReasonStagePanic}
 
 func (d DeadLetter) String() string {
 	return fmt.Sprintf("message %d dead at stage %q: %s: %v", d.ID, d.Stage, d.Reason, d.Err)
@@ -195,6 +207,9 @@ func (rt *Runtime) Build(ctx context.Context, spec PipelineSpec) (*Pipeline, err
 	}
 	g, err := rt.check(&spec)
 	if err != nil {
+		return nil, err
+	}
+	if err := rt.openDevices(ctx, &spec); err != nil {
 		return nil, err
 	}
 	if err := rt.claimName(spec.Name); err != nil {
@@ -588,7 +603,7 @@ func (p *Pipeline) tellDead(from uint32, d DeadLetter) {
 // of a spec outside a Pipeline (a cluster pipeline's origin) uses it.
 func (rt *Runtime) TellDeadLetter(spec *PipelineSpec, d DeadLetter) {
 	if spec.OnDeadLetter != nil {
-		spec.OnDeadLetter(d)
+		rt.callback(spec.Name, "OnDeadLetter", d.ID, func() { spec.OnDeadLetter(d) })
 	}
 	if spec.DeadLetterChan != nil {
 		spec.DeadLetterChan <- d

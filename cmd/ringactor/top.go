@@ -16,15 +16,16 @@ import (
 
 // top runs the demo workload (the main job's pipeline, fed without pause)
 // and shows its devices and stages every -interval: a terminal view that
-// redraws in place until Ctrl-C or -duration, or with -once one plain
-// frame after one interval.
+// redraws in place until Ctrl-C or -duration (counted from the first
+// frame, so at least one is shown however long setup takes), or with
+// -once one plain frame after one interval.
 func top(ctx context.Context, args []string, out, errOut io.Writer) error {
 	fs := flag.NewFlagSet("top", flag.ContinueOnError)
 	fs.SetOutput(errOut)
 	backend := fs.String("backend", "auto", "auto, sim or cuda")
 	devs := fs.String("devices", "auto", `devices of the demo's three stages: ids or "cpu", one for all, or auto`)
 	interval := fs.Duration("interval", time.Second, "time between frames")
-	duration := fs.Duration("duration", 0, "stop after this long (0: at Ctrl-C)")
+	duration := fs.Duration("duration", 0, "stop this long after the first frame (0: at Ctrl-C); setup is not counted")
 	once := fs.Bool("once", false, "print one frame, without redrawing, after one interval, and exit")
 	if err := fs.Parse(args); err != nil {
 		return err
@@ -32,11 +33,11 @@ func top(ctx context.Context, args []string, out, errOut io.Writer) error {
 	if *interval <= 0 || *duration < 0 {
 		return fmt.Errorf("-interval %v, -duration %v: give a positive interval and a duration of 0 or more", *interval, *duration)
 	}
-	if *duration > 0 {
-		var cancel context.CancelFunc
-		ctx, cancel = context.WithTimeout(ctx, *duration)
-		defer cancel()
-	}
+	// Setup (devices, Build, Start) is bounded by Ctrl-C and topSetup, not
+	// by -duration, which counts from the first frame: a slow machine's
+	// setup takes nothing from the display.
+	setupCtx, endSetup := context.WithTimeout(ctx, topSetup)
+	defer endSetup()
 	rt, ids, err := guideRuntime(*backend, *devs, errOut)
 	if err != nil {
 		return err
@@ -46,14 +47,15 @@ func top(ctx context.Context, args []string, out, errOut io.Writer) error {
 	spec := ra.GuideSpec("demo", ids)
 	spec.SampleRatio = 0.001
 	spec.Deliver = ra.Sink{Func: func(ra.Result) { delivered.Add(1) }}
-	p, err := rt.Build(ctx, spec)
+	p, err := rt.Build(setupCtx, spec)
 	if err != nil {
-		return err
+		return fmt.Errorf("top: setting up the demo (bounded by %v, or Ctrl-C): %w", topSetup, err)
 	}
-	if err := p.Start(ctx); err != nil {
+	if err := p.Start(setupCtx); err != nil {
 		p.Close(context.Background(), false)
-		return err
+		return fmt.Errorf("top: starting the demo (bounded by %v, or Ctrl-C): %w", topSetup, err)
 	}
+	endSetup()
 	feedCtx, stopFeed := context.WithCancel(ctx)
 	fed := make(chan error, 1)
 	go func() { fed <- feed(feedCtx, p) }()
@@ -71,9 +73,12 @@ func top(ctx context.Context, args []string, out, errOut io.Writer) error {
 	rt.Metrics() // the first frame's interval starts now
 	tick := time.NewTicker(*interval)
 	defer tick.Stop()
+	var end <-chan time.Time // -duration's timer, started at the first frame
 	for {
 		select {
 		case <-ctx.Done():
+			return stopAll()
+		case <-end:
 			return stopAll()
 		case <-tick.C:
 		}
@@ -87,8 +92,18 @@ func top(ctx context.Context, args []string, out, errOut io.Writer) error {
 		writeFrame(&b, rt, m)
 		b.WriteString("Ctrl-C to stop\n")
 		io.WriteString(out, b.String())
+		if *duration > 0 && end == nil {
+			t := time.NewTimer(*duration)
+			defer t.Stop()
+			end = t.C
+		}
 	}
 }
+
+// topSetup bounds top's setup (devices, Build, Start): generous, since a
+// loaded machine's first device open may take seconds; Ctrl-C ends it
+// sooner.
+const topSetup = 2 * time.Minute
 
 // feed sends the demo's messages in batches until ctx ends. A batch is
 // sent whole (the running pipeline takes it), so stopping cuts none short.

@@ -1,6 +1,7 @@
 package cuda
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"os"
@@ -113,9 +114,35 @@ func (b *Backend) Name() string { return "cuda" }
 // Driver is the loaded CUDA driver.
 func (b *Backend) Driver() *drv.Driver { return b.drv }
 
-// device returns the state of GPU id, setting it up at first use: primary
-// context, arenas, clock calibration.
+// OpenDevice sets GPU id up now, if it is not yet, with its setup (the
+// clock calibration's retries) bounded by ctx: it implements
+// ringkernel.DeviceOpener, through which the runtime's Build opens the
+// devices of a pipeline under its own ctx. A device first used by Alloc or
+// Start instead opens within a bound of its own (two minutes).
+func (b *Backend) OpenDevice(ctx context.Context, id int) error {
+	if ctx == nil {
+		return errors.New("ringkernel/cuda: OpenDevice with a nil ctx; pass context.Background() or a bound")
+	}
+	_, err := b.deviceCtx(ctx, id)
+	return err
+}
+
+// device returns the state of GPU id, setting it up at first use (within
+// openBound): primary context, arenas, clock calibration.
 func (b *Backend) device(id int) (*device, error) {
+	b.mu.Lock()
+	if d, ok := b.devs[id]; ok && !b.closed {
+		b.mu.Unlock()
+		return d, nil
+	}
+	b.mu.Unlock()
+	ctx, cancel := context.WithTimeout(context.Background(), openBound)
+	defer cancel()
+	return b.deviceCtx(ctx, id)
+}
+
+// deviceCtx is device with the open's setup bounded by ctx.
+func (b *Backend) deviceCtx(ctx context.Context, id int) (*device, error) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	if b.closed {
@@ -131,7 +158,7 @@ func (b *Backend) device(id int) (*device, error) {
 	if id < 0 || id >= n {
 		return nil, fmt.Errorf("ringkernel/cuda: no device %d: the driver reports devices 0..%d", id, n-1)
 	}
-	d, err := openDevice(b, id)
+	d, err := openDevice(ctx, b, id)
 	if err != nil {
 		return nil, fmt.Errorf("ringkernel/cuda: device %d: %w", id, err)
 	}

@@ -1,6 +1,7 @@
 package cuda
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"os"
@@ -27,6 +28,11 @@ type device struct {
 	fence       *drv.Event
 	stopClock   chan struct{}
 	clockDone   chan struct{}
+	// clockMu serializes calibrations; clockHeld says the pinned buffer at
+	// clockBuf belongs to a clock kernel a late calibration left running.
+	clockMu   sync.Mutex
+	clockHeld bool
+	clockBuf  int
 
 	devArena *deviceArena
 	pinArena *pinnedArena
@@ -40,7 +46,7 @@ type device struct {
 	all        []*drv.Stream
 }
 
-func openDevice(b *Backend, id int) (*device, error) {
+func openDevice(octx context.Context, b *Backend, id int) (*device, error) {
 	dv, err := b.drv.Device(id)
 	if err != nil {
 		return nil, err
@@ -94,7 +100,7 @@ func openDevice(b *Backend, id int) (*device, error) {
 	if d.fence, err = ctx.NewEvent(); err != nil {
 		return fail(err)
 	}
-	if err := d.startClock(); err != nil {
+	if err := d.startClock(octx); err != nil {
 		return fail(fmt.Errorf("clock calibration: %w", err))
 	}
 	return d, nil

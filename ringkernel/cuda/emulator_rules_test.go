@@ -2,6 +2,8 @@ package cuda
 
 import (
 	"context"
+	"errors"
+	"strconv"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -201,4 +203,41 @@ func refused(t *testing.T, name string, call func() error) {
 		t.Errorf("%s counted %d violations, want 1", name, n)
 	}
 	cudatest.AllowViolations(t, 1)
+}
+
+// A calibration whose answers come later than its patience fails with
+// errClockLate and leaves the offset alone; the clock kernel it left
+// running keeps its buffer until it has ended, and the next calibration
+// waits for that, then succeeds. Backend.Close after a late one does not
+// synchronize behind it (no rule broken).
+func TestLateCalibrationKeepsTheOffset(t *testing.T) {
+	_, d := emulatedDevice(t)
+	before := d.offset.Load()
+	t.Setenv("RINGACTOR_EMU_CLOCK_DELAY_NS", strconv.FormatInt(int64(400*time.Millisecond), 10))
+	if _, _, err := d.calibrate(context.Background(), 50*time.Millisecond); !errors.Is(err, errClockLate) {
+		t.Fatalf("a calibration with answers 400 ms late and 50 ms of patience: %v, want errClockLate", err)
+	}
+	if !d.clockHeld {
+		t.Fatal("the late calibration's clock kernel still runs, but its buffer was released")
+	}
+	if got := d.offset.Load(); got != before {
+		t.Fatalf("a failed calibration moved the offset from %d to %d", before, got)
+	}
+	t.Setenv("RINGACTOR_EMU_CLOCK_DELAY_NS", "0")
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	off, rt, err := d.calibrate(ctx, maxPatience)
+	if err != nil || d.clockHeld {
+		t.Fatalf("the next calibration: %v (held %v)", err, d.clockHeld)
+	}
+	// The emulated device's clock is the host's: the estimate is within
+	// half its round trip of 0.
+	if abs(off) > int64(rt/2)+int64(time.Millisecond) {
+		t.Fatalf("offset %v with round trip %v after a late calibration", time.Duration(off), rt)
+	}
+	// Late once more, then Close (the test's cleanup) with its kernel held.
+	t.Setenv("RINGACTOR_EMU_CLOCK_DELAY_NS", strconv.FormatInt(int64(400*time.Millisecond), 10))
+	if _, _, err := d.calibrate(context.Background(), 50*time.Millisecond); !errors.Is(err, errClockLate) {
+		t.Fatalf("late again: %v", err)
+	}
 }

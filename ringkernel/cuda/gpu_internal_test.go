@@ -147,7 +147,7 @@ func TestGPUClockAgainstHost(t *testing.T) {
 	}
 	var ss []sample
 	for range 16 {
-		off, rt, err := d.calibrate()
+		off, rt, err := d.calibrate(context.Background(), recalibratePatience)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -10,4 +10,9 @@
 // command, waking at least every 50 ms so its heartbeat advances; an idle
 // stage costs no CPU. Stateless stages with Workers > 1 split each batch
 // among worker goroutines; stateful ones run on the loop goroutine alone.
+//
+// A stage function that panics is recovered where it runs: that message
+// is dead-lettered ringkernel.CodePanic with the value and stack in its
+// error (kept whole for the host, ringkernel.CauseKeeper), and the loop
+// goes on.
 package sim

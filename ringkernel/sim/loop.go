@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"runtime"
+	"runtime/debug"
 	"sync"
 	"time"
 	"unsafe"
@@ -87,6 +88,12 @@ type kernel struct {
 	workers   *workerPool
 	outFull   bool
 	outCap    int // bytes a result may take
+
+	// kept holds, by message id, the whole error of each dead letter
+	// whose record text was cut (a stage panic's value and stack), until
+	// the host's pump takes it (rk.CauseKeeper).
+	keptMu sync.Mutex
+	kept   map[uint64][]error
 }
 
 // aligned is n bytes of 8-byte aligned memory: a float op views results
@@ -156,6 +163,34 @@ func (k *kernel) Abandon() {
 	k.abandoned = true
 	k.mu.Unlock()
 	k.bell.Ring()
+}
+
+// TakeCause implements rk.CauseKeeper.
+func (k *kernel) TakeCause(id uint64) error {
+	k.keptMu.Lock()
+	defer k.keptMu.Unlock()
+	errs := k.kept[id]
+	if len(errs) == 0 {
+		return nil
+	}
+	if len(errs) == 1 {
+		delete(k.kept, id)
+	} else {
+		k.kept[id] = errs[1:]
+	}
+	return errs[0]
+}
+
+// keep keeps the whole error of message id's dead letter, whose record
+// carries only its cut text; it is kept before the record is written, so
+// the pump finds it.
+func (k *kernel) keep(id uint64, err error) {
+	k.keptMu.Lock()
+	defer k.keptMu.Unlock()
+	if k.kept == nil {
+		k.kept = map[uint64][]error{}
+	}
+	k.kept[id] = append(k.kept[id], err)
 }
 
 // run is the persistent loop: commands, then a step of work, then backoff.
@@ -517,11 +552,19 @@ func (k *kernel) traceOne(i int) {
 	}
 }
 
-// runOne runs the stage function on message i of the batch.
+// runOne runs the stage function on message i of the batch. A panic in
+// it is that message's dead letter (rk.CodePanic, the value and stack in
+// its error), and the loop goes on: the function runs on this backend's
+// goroutines, where its caller could not recover it.
 func (k *kernel) runOne(i int) {
 	if k.codes[i] != rk.CodeNone {
 		return
 	}
+	defer func() {
+		if v := recover(); v != nil {
+			k.codes[i], k.causes[i] = rk.CodePanic, panicError(k.op.Name, k.hdr[i].ID, v, debug.Stack())
+		}
+	}()
 	sampled := k.hdr[i].Flags&p2pqueue.FlagSampled != 0
 	if sampled {
 		k.t0[i] = nowNanos()
@@ -563,9 +606,22 @@ func (k *kernel) deadLetter(h *p2pqueue.Header, code rk.ErrorCode, cause error, 
 	k.cb.StoreLastError(code, h.ID)
 	text := ""
 	if cause != nil {
-		text = cause.Error()
+		var cut bool
+		if text, cut = rk.CutText(cause.Error()); cut {
+			k.keep(h.ID, cause)
+		}
 	}
 	k.record(rk.RecordDeadLetter, h, deq, nowNanos(), code, text)
+}
+
+// panicError is the error of a stage function's panic with value v on
+// message id: it wraps rk.ErrStagePanic (and v, when v is an error) and
+// ends with the panicking goroutine's stack.
+func panicError(op string, id uint64, v any, stack []byte) error {
+	if err, ok := v.(error); ok {
+		return fmt.Errorf("%w: op %s, message %d: %w\n\n%s", rk.ErrStagePanic, op, id, err, stack)
+	}
+	return fmt.Errorf("%w: op %s, message %d: %v\n\n%s", rk.ErrStagePanic, op, id, v, stack)
 }
 
 // record queues a trace-ring record; flush writes them.

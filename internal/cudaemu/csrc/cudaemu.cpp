@@ -333,12 +333,24 @@ void put_log(void *buf, size_t size, const char *msg) {
 // after seeing the flag before it reads the clock: an answer late on the
 // way back, as a loaded GPU or bus may give, which biases the host's
 // ping-pong estimate of the offset by about half the lag.
+//
+// RINGACTOR_EMU_CLOCK_DELAY_NS (read at each launch) makes every answer
+// that much late, half before the kernel reads the clock and half after:
+// a slow round trip, as a busy host or GPU gives, that leaves the estimate
+// unbiased (the lag above is the biased one). It sleeps, so a long delay
+// costs no CPU.
+static void sleep_ns(long long ns) {
+    if (ns > 0) std::this_thread::sleep_for(std::chrono::nanoseconds(ns));
+}
+
 extern "C" void cudaemu_ra_clock(void **p) {
     unsigned *flag = *(unsigned **)p[0];
     unsigned long long *out = *(unsigned long long **)p[1];
     unsigned n = *(unsigned *)p[2];
     const char *lag_env = getenv("RINGACTOR_EMU_CLOCK_LAG_NS");
     long long lag = lag_env ? atoll(lag_env) : 0;
+    const char *delay_env = getenv("RINGACTOR_EMU_CLOCK_DELAY_NS");
+    long long delay = delay_env ? atoll(delay_env) : 0;
     for (unsigned k = 0; k < n; k++) {
         for (;;) {
             unsigned f = __atomic_load_n(flag, __ATOMIC_RELAXED);
@@ -346,11 +358,14 @@ extern "C" void cudaemu_ra_clock(void **p) {
             if (f >= k + 1) break;
             std::this_thread::yield();
         }
+        sleep_ns(delay / 2);
         if (lag > 0) {
             unsigned long long until = now_ns() + (unsigned long long)lag;
             while (now_ns() < until) std::this_thread::yield();
         }
-        __atomic_store_n(&out[k], now_ns(), __ATOMIC_RELAXED);
+        unsigned long long t = now_ns();
+        sleep_ns(delay - delay / 2);
+        __atomic_store_n(&out[k], t, __ATOMIC_RELAXED);
     }
 }
 
