@@ -357,10 +357,7 @@ func (cp *ClusterPipeline) SendBatch(ctx context.Context, ds []ra.Data) (int, er
 		}
 		return 0, fmt.Errorf("%w: %d messages dead-lettered", ra.ErrClosed, len(ds))
 	}
-	if err := first.exc.sendData(ctx, ds); err != nil {
-		return 0, err
-	}
-	return len(ds), nil
+	return first.exc.sendData(ctx, ds)
 }
 
 func (cp *ClusterPipeline) deadLetter(d ra.DeadLetter) {

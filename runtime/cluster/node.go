@@ -17,6 +17,9 @@ import (
 	"github.com/asynkron/protoactor-go/cluster/identitylookup/disthash"
 	"github.com/asynkron/protoactor-go/eventstream"
 	"github.com/asynkron/protoactor-go/remote"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials/insecure"
+
 	"github.com/ringactor/ringactor/internal/ctxcheck"
 	ra "github.com/ringactor/ringactor/runtime"
 )
@@ -149,7 +152,7 @@ func join(ctx context.Context, rt *ra.Runtime, cfg NodeConfig) (*Node, error) {
 	}
 	n := &Node{rt: rt, cfg: cfg, provider: provider, members: map[string]string{}, changed: make(chan struct{})}
 	kind := cluster.NewKind(nodeKind(cfg.Name), actor.PropsFromProducer(func() actor.Actor { return &segmentGrain{rt: rt} }))
-	ccfg := cluster.Configure(cfg.Cluster, provider, disthash.New(), remote.Configure(cfg.Host, cfg.Port),
+	ccfg := cluster.Configure(cfg.Cluster, provider, disthash.New(), remote.Configure(cfg.Host, cfg.Port, transportLimits()...),
 		cluster.WithKinds(kind), cluster.WithRequestTimeout(10*time.Second),
 		// protoactor's BlockList is written under a lock but read without
 		// one (a data race with the provider's topology updates), so this
@@ -185,6 +188,20 @@ func join(ctx context.Context, rt *ra.Runtime, cfg NodeConfig) (*Node, error) {
 		return nil, err
 	}
 	return n, nil
+}
+
+// transportLimits configures protoactor remote so that no message a
+// cluster pipeline sends ends the link (wire.go has the limits): at most
+// endpointWriterBatch messages in one gRPC message, and gRPC's limits,
+// receiving and sending, on both ends of every link, raised from 4 MiB to
+// maxTransportMessage. Links stay plaintext, as protoactor's default.
+func transportLimits() []remote.ConfigOption {
+	return []remote.ConfigOption{
+		remote.WithEndpointWriterBatchSize(endpointWriterBatch),
+		remote.WithServerOptions(grpc.MaxRecvMsgSize(maxTransportMessage), grpc.MaxSendMsgSize(maxTransportMessage)),
+		remote.WithDialOptions(grpc.WithTransportCredentials(insecure.NewCredentials()),
+			grpc.WithDefaultCallOptions(grpc.MaxCallRecvMsgSize(maxTransportMessage), grpc.MaxCallSendMsgSize(maxTransportMessage))),
+	}
 }
 
 // portFree reports whether host:port can be listened on now.
