@@ -13,7 +13,6 @@ import (
 
 	"github.com/asynkron/protoactor-go/actor"
 	"github.com/asynkron/protoactor-go/cluster"
-	"github.com/asynkron/protoactor-go/cluster/clusterproviders/automanaged"
 	"github.com/asynkron/protoactor-go/cluster/identitylookup/disthash"
 	"github.com/asynkron/protoactor-go/eventstream"
 	"github.com/asynkron/protoactor-go/remote"
@@ -143,7 +142,7 @@ func join(ctx context.Context, rt *ra.Runtime, cfg NodeConfig) (*Node, error) {
 		if err := portFree("0.0.0.0", cfg.ManagePort); err != nil {
 			return nil, fmt.Errorf("%w %q: manage port: %v: pick another ManagePort", ErrNode, cfg.Name, err)
 		}
-		provider = automanaged.NewWithConfig(cfg.RefreshTTL, cfg.ManagePort, cfg.Peers...)
+		provider = newHostsProvider(cfg.RefreshTTL, cfg.ManagePort, cfg.Peers)
 	}
 	if cfg.Port != 0 {
 		if err := portFree(cfg.Host, cfg.Port); err != nil {
