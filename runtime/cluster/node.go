@@ -37,18 +37,25 @@ type NodeConfig struct {
 	// 127.0.0.1, and a free port).
 	Host string
 	Port int
-	// ManagePort and Peers configure protoactor's automanaged provider for
-	// a fixed host list: each node answers health checks on ManagePort
-	// (on every interface), and Peers lists every node's host:ManagePort,
-	// this one's included. Ignored when Provider is set.
+	// ManagePort and Peers configure the provider for a fixed host list
+	// (ringactor's own, over protoactor's automanaged protocol): each node
+	// answers health checks on ManagePort (on every interface), and Peers
+	// lists every node's host:ManagePort, this one's included. A peer
+	// leaves after two failed checks in a row and, should it answer again
+	// (a stalled process resumed), rejoins under a new member id. Ignored
+	// when Provider is set.
 	ManagePort int
 	Peers      []string
-	// RefreshTTL is how often the automanaged provider checks its peers
-	// (default 500 ms): a node that stops answering leaves the topology
-	// within about this long.
+	// RefreshTTL is how often the fixed-host-list provider checks its
+	// peers (default 500 ms), each check bounded by twice this, at least
+	// 1 s: a node that stops answering leaves the topology after two
+	// failed checks in a row.
 	RefreshTTL time.Duration
-	// Provider, when set, replaces the automanaged provider (tests use
-	// protoactor's in-memory test provider).
+	// Provider, when set, replaces the fixed-host-list provider (tests use
+	// protoactor's in-memory test provider). protoactor's member list never
+	// lets a member id that left back in: with a provider that keeps a
+	// resumed process's id, such as automanaged, a node that stalled stays
+	// out until it is restarted.
 	Provider cluster.ClusterProvider
 }
 
