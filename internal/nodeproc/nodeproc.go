@@ -203,6 +203,23 @@ func (p *Proc) Kill() {
 	<-p.done
 }
 
+// Pause stops the child (SIGSTOP), as a stalled host or a debugger would:
+// it keeps its sockets but runs nothing until Resume.
+func (p *Proc) Pause() error {
+	if err := p.cmd.Process.Signal(syscall.SIGSTOP); err != nil {
+		return fmt.Errorf("nodeproc: pause the node: %w", err)
+	}
+	return nil
+}
+
+// Resume lets a paused child run again (SIGCONT).
+func (p *Proc) Resume() error {
+	if err := p.cmd.Process.Signal(syscall.SIGCONT); err != nil {
+		return fmt.Errorf("nodeproc: resume the node: %w", err)
+	}
+	return nil
+}
+
 // Stop asks the child to leave its cluster and exit, and waits until it
 // has or ctx ends (then it is killed).
 func (p *Proc) Stop(ctx context.Context) error {

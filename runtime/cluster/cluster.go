@@ -357,10 +357,7 @@ func (cp *ClusterPipeline) SendBatch(ctx context.Context, ds []ra.Data) (int, er
 		}
 		return 0, fmt.Errorf("%w: %d messages dead-lettered", ra.ErrClosed, len(ds))
 	}
-	if err := first.exc.sendData(ctx, ds); err != nil {
-		return 0, err
-	}
-	return len(ds), nil
+	return first.exc.sendData(ctx, ds)
 }
 
 func (cp *ClusterPipeline) deadLetter(d ra.DeadLetter) {
@@ -518,17 +515,41 @@ func (cp *ClusterPipeline) Rejoin(ctx context.Context) error {
 			errs = append(errs, werr)
 			continue
 		}
-		for k := e.first; k <= e.last; k++ { // the old grains, if their node lives on
-			if pid := cp.segs[k].remotePID(); pid != nil {
-				cp.node.rt.System().Root.Send(pid, wrap(encodeClose(closeMsg{Drain: false, Timeout: uint64(time.Second)})))
-			}
-		}
-		gen := int(time.Now().UnixNano() & math.MaxInt32)
-		if err := cp.place(ctx, e, gen); err != nil {
+		cp.closeRun(e) // the old grains, if their node lives on
+		if err := cp.replace(ctx, e); err != nil {
 			errs = append(errs, err)
 		}
 	}
 	return errors.Join(errs...)
+}
+
+// replace places a run again under a new identity, trying until ctx ends:
+// right after a node comes back, protoactor remote may drop the first
+// requests to it (a link it ended while the node was away, closing late,
+// ends the new link too), so a placement that finds the node unreachable
+// is tried again, a health-check round later, under another identity.
+func (cp *ClusterPipeline) replace(ctx context.Context, e *excursion) error {
+	for {
+		err := cp.place(ctx, e, int(time.Now().UnixNano()&math.MaxInt32))
+		if err == nil || !errors.Is(err, ErrRemoteUnreachable) {
+			return err
+		}
+		cp.closeRun(e) // whatever the attempt placed
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("%w (and %w)", err, ctx.Err())
+		case <-time.After(cp.node.cfg.RefreshTTL):
+		}
+	}
+}
+
+// closeRun tells a run's grains to close without drain, not waiting.
+func (cp *ClusterPipeline) closeRun(e *excursion) {
+	for k := e.first; k <= e.last; k++ {
+		if pid := cp.segs[k].remotePID(); pid != nil {
+			cp.node.rt.System().Root.Send(pid, wrap(encodeClose(closeMsg{Drain: false, Timeout: uint64(time.Second)})))
+		}
+	}
 }
 
 // Close stops the pipeline segment by segment, in order: with drain each

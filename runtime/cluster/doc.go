@@ -8,9 +8,9 @@
 //
 // # Nodes and cluster pipelines
 //
-// Join makes a runtime a node of a protoactor cluster (NodeConfig: the
-// automanaged provider for a fixed host list, or any provider, such as the
-// in-memory test provider). Node.Build builds a ClusterPipeline whose
+// Join makes a runtime a node of a protoactor cluster (NodeConfig: a fixed
+// host list, checked over protoactor's automanaged protocol by ringactor's
+// own provider, or any provider, such as the in-memory test provider). Node.Build builds a ClusterPipeline whose
 // StageSpec.Node names other nodes: consecutive stages on one node form a
 // segment, run there as a local Pipeline by a cluster grain of the node's
 // own kind ("ringactor.node.<name>"), so placement by name is protoactor
@@ -31,7 +31,23 @@
 // segment terminates, or a request to it fails) turns what it held, and
 // whatever is sent to it afterwards, into dead letters with reason "remote
 // unreachable"; Rejoin places its segments again once a node of that name
-// is back. ClusterOptions.Window bounds what is out on other nodes.
+// is back: restarted, or the same process resumed after a stall (the
+// fixed-host-list provider lists a peer that left and answers again under
+// a new member id, since protoactor blocks a member id that left for good,
+// and drops a peer only after two failed checks in a row, so a node that
+// was itself stopped keeps its peers). ClusterOptions.Window bounds what is
+// out on other nodes.
+//
+// # Size limits
+//
+// Every message up to MaxFloats (4 MiB of float32) crosses to another node,
+// in any batch: a batch is cut into remote messages of at most 1 MiB of
+// payloads (one message alone up to MaxFloats), and every node raises
+// gRPC's message limits, on both ends of each link, above the most
+// protoactor remote sends at once (wire.go). A larger message is
+// dead-lettered by its sender, "oversize payload", and never sent, so no
+// size ends a link or makes a live node look dead. Every node of a cluster
+// must run with these limits.
 //
 // # One trace across nodes
 //

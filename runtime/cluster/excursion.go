@@ -1,6 +1,7 @@
 package cluster
 
 import (
+	"cmp"
 	"context"
 	"encoding/binary"
 	"errors"
@@ -43,9 +44,9 @@ type excursion struct {
 	down error      // why the run is down; nil while up
 	room chan struct{}
 
-	wmu     sync.Mutex // one batch is encoded and sent at a time, in order
-	w       *batchWriter
-	scratch []byte
+	wmu sync.Mutex // one batch is encoded and sent at a time, in order
+	w   *batchWriter
+	idx []int // the messages of the batch being sent that go out
 }
 
 func newExcursion(cp *ClusterPipeline, first, last, window int) *excursion {
@@ -57,29 +58,46 @@ func newExcursion(cp *ClusterPipeline, first, last, window int) *excursion {
 // traceparent of its root if it is traced.
 type entryAt func(i int) (id uint64, flags p2pqueue.Flags, payload []byte, trace string)
 
-// send ends n messages: out on the run, or dead-lettered. It waits for the
-// window until ctx ends.
-func (e *excursion) send(ctx context.Context, n int, at entryAt) error {
+// send ends n messages: out on the run, or dead-lettered. It returns how
+// many went out. A message over maxPayload is dead-lettered here, "oversize
+// payload", and never sent. It waits for the window until ctx ends.
+func (e *excursion) send(ctx context.Context, n int, at entryAt) (int, error) {
 	if n == 0 {
-		return nil
+		return 0, nil
 	}
 	e.wmu.Lock()
 	defer e.wmu.Unlock()
+	var big error
+	e.idx = e.idx[:0]
+	for i := range n {
+		id, _, p, _ := at(i)
+		if len(p) > maxPayload {
+			err := oversize(id, len(p))
+			e.dead(id, ra.ReasonOversize, err)
+			big = cmp.Or(big, err)
+			continue
+		}
+		e.idx = append(e.idx, i)
+	}
+	k := len(e.idx)
+	if k == 0 {
+		return 0, big
+	}
 	var pid *actor.PID
 	for {
 		e.mu.Lock()
 		if e.down != nil {
 			err := e.down
 			e.mu.Unlock()
-			e.deadAll(n, at, "remote unreachable", err)
-			return err
+			e.deadAll(e.idx, at, ra.ReasonRemoteUnreachable, err)
+			return 0, also(big, err)
 		}
-		if e.n == 0 || e.n+n <= e.window {
-			for i := range n {
+		if e.n == 0 || e.n+k <= e.window {
+			for _, i := range e.idx {
 				id, _, _, _ := at(i)
 				e.out[id]++
 			}
-			e.n += n
+			e.n += k
 			pid = e.pid
 			e.mu.Unlock()
 			break
@@ -90,29 +108,40 @@ func (e *excursion) send(ctx context.Context, n int, at entryAt) error {
 		case <-room:
 		case <-ctx.Done():
 			err := fmt.Errorf("ringactor: waiting for room on the remote segments: %w", ctx.Err())
-			e.deadAll(n, at, "shutdown without drain", err)
-			return err
+			e.deadAll(e.idx, at, ra.ReasonShutdown, err)
+			return 0, also(big, err)
 		}
 	}
-	e.w.begin(e.first, n)
-	for i := range n {
-		e.w.add(at(i))
-	}
-	e.cp.node.rt.System().Root.Send(pid, wrap(e.w.bytes()))
-	return nil
+	root := e.cp.node.rt.System().Root
+	e.w.split(e.first, e.idx, at, func(b []byte) { root.Send(pid, wrap(b)) })
+	return k, big
 }
 
-func (e *excursion) deadAll(n int, at entryAt, reason ra.Reason, err error) {
-	s := e.cp.segs[e.first].stages[0]
-	for i := range n {
-		id, _, _, _ := at(i)
-		e.cp.deadLetter(ra.DeadLetter{ID: id, Stage: s.Name, Device: s.Device, Reason: reason, Err: err})
+// also is err, with first before it when there is one.
+func also(first, err error) error {
+	if first == nil {
+		return err
 	}
+	return errors.Join(first, err)
+}
+
+// deadAll dead-letters the messages idx names.
+func (e *excursion) deadAll(idx []int, at entryAt, reason ra.Reason, err error) {
+	for _, i := range idx {
+		id, _, _, _ := at(i)
+		e.dead(id, reason, err)
+	}
+}
+
+// dead dead-letters one message at the run's first stage.
+func (e *excursion) dead(id uint64, reason ra.Reason, err error) {
+	s := e.cp.segs[e.first].stages[0]
+	e.cp.deadLetter(ra.DeadLetter{ID: id, Stage: s.Name, Device: s.Device, Reason: reason, Err: err})
 }
 
 // sendData sends ra.Data (the pipeline's ingress when its first stage is
 // remote), encoding floats into the payload bytes the slots would hold.
-func (e *excursion) sendData(ctx context.Context, ds []ra.Data) error {
+func (e *excursion) sendData(ctx context.Context, ds []ra.Data) (int, error) {
 	total := 0
 	for i := range ds {
 		total += 4 * len(ds[i].Floats)

@@ -190,7 +190,8 @@ func span(from, to uint64) []uint64 {
 }
 
 func sendIDs(ctx context.Context, e *excursion, ids ...uint64) error {
-	return e.send(ctx, len(ids), entriesOf(ids...))
+	_, err := e.send(ctx, len(ids), entriesOf(ids...))
+	return err
 }
 
 func TestExcursionDownDeadLettersAtOnce(t *testing.T) {
@@ -199,7 +200,7 @@ func TestExcursionDownDeadLettersAtOnce(t *testing.T) {
 		t.Fatalf("a new run: isDown = %v, want ErrRemoteUnreachable", err)
 	}
 	ctx := context.Background()
-	if err := e.send(ctx, 0, entriesOf()); err != nil {
+	if _, err := e.send(ctx, 0, entriesOf()); err != nil {
 		t.Fatalf("send of nothing: %v", err)
 	}
 	err := sendIDs(ctx, e, 1, 2, 3)
@@ -478,4 +479,61 @@ func TestExcursionDuplicateIDs(t *testing.T) {
 		t.Fatalf("an arrival after the failure was counted")
 	}
 	far.quiet()
+}
+
+// TestExcursionSplitsAndRefusesOversize: a batch is cut into remote
+// messages under the transport's bound (one message alone may be up to
+// MaxFloats), in order, and a message over MaxFloats is dead-lettered
+// "oversize payload" at the sender, never sent, the rest of its batch still
+// sent.
+func TestExcursionSplitsAndRefusesOversize(t *testing.T) {
+	cp, e, dead := newTestExcursion(DefaultRemoteWindow)
+	f := upExcursion(t, cp, e)
+	sizes := map[uint64]int{1: 100 << 10, 2: 600 << 10, 3: 600 << 10, 4: maxPayload, 5: maxPayload + 4, 6: 8, 7: 300 << 10, 8: 300 << 10}
+	ids := span(1, 8)
+	at := func(i int) (uint64, p2pqueue.Flags, []byte, string) {
+		id := ids[i]
+		return id, 0, make([]byte, sizes[id]), ""
+	}
+	n, err := e.send(context.Background(), len(ids), at)
+	if n != 7 || !errors.Is(err, ErrNotEncodable) {
+		t.Fatalf("send: %d taken, %v; want 7 and an error wrapping ErrNotEncodable", n, err)
+	}
+	expectDead(t, dead, ra.ReasonOversize, ErrNotEncodable, 5)
+	var got [][]uint64
+	for range 4 { // [1 2] [3] [4] [6 7 8]
+		select {
+		case b := <-f.batches:
+			if len(b) > maxRemoteMessage {
+				t.Errorf("a remote message of %d bytes, over maxRemoteMessage (%d)", len(b), maxRemoteMessage)
+			}
+			var br batchReader
+			_, es, err := br.decode(b)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var batch []uint64
+			payload := 0
+			for _, en := range es {
+				batch = append(batch, en.ID)
+				payload += len(en.Payload)
+				if len(en.Payload) != sizes[en.ID] {
+					t.Errorf("message %d: %d bytes, want %d", en.ID, len(en.Payload), sizes[en.ID])
+				}
+			}
+			if len(es) > 1 && payload > maxBatchPayload {
+				t.Errorf("a batch of %d messages carries %d bytes, over maxBatchPayload (%d)", len(es), payload, maxBatchPayload)
+			}
+			got = append(got, batch)
+		case <-time.After(excursionWait):
+			t.Fatalf("batches received: %v, want 4", got)
+		}
+	}
+	if want := fmt.Sprint([][]uint64{{1, 2}, {3}, {4}, {6, 7, 8}}); fmt.Sprint(got) != want {
+		t.Fatalf("batches %v, want %v", got, want)
+	}
+	f.quiet()
+	if e.outstanding() != 7 || cp.dropped.Load() != 1 {
+		t.Fatalf("outstanding %d, dropped %d; want 7 out and 1 dead", e.outstanding(), cp.dropped.Load())
+	}
 }

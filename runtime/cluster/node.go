@@ -13,10 +13,12 @@ import (
 
 	"github.com/asynkron/protoactor-go/actor"
 	"github.com/asynkron/protoactor-go/cluster"
-	"github.com/asynkron/protoactor-go/cluster/clusterproviders/automanaged"
 	"github.com/asynkron/protoactor-go/cluster/identitylookup/disthash"
 	"github.com/asynkron/protoactor-go/eventstream"
 	"github.com/asynkron/protoactor-go/remote"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials/insecure"
+
 	"github.com/ringactor/ringactor/internal/ctxcheck"
 	ra "github.com/ringactor/ringactor/runtime"
 )
@@ -35,18 +37,25 @@ type NodeConfig struct {
 	// 127.0.0.1, and a free port).
 	Host string
 	Port int
-	// ManagePort and Peers configure protoactor's automanaged provider for
-	// a fixed host list: each node answers health checks on ManagePort
-	// (on every interface), and Peers lists every node's host:ManagePort,
-	// this one's included. Ignored when Provider is set.
+	// ManagePort and Peers configure the provider for a fixed host list
+	// (ringactor's own, over protoactor's automanaged protocol): each node
+	// answers health checks on ManagePort (on every interface), and Peers
+	// lists every node's host:ManagePort, this one's included. A peer
+	// leaves after two failed checks in a row and, should it answer again
+	// (a stalled process resumed), rejoins under a new member id. Ignored
+	// when Provider is set.
 	ManagePort int
 	Peers      []string
-	// RefreshTTL is how often the automanaged provider checks its peers
-	// (default 500 ms): a node that stops answering leaves the topology
-	// within about this long.
+	// RefreshTTL is how often the fixed-host-list provider checks its
+	// peers (default 500 ms), each check bounded by twice this, at least
+	// 1 s: a node that stops answering leaves the topology after two
+	// failed checks in a row.
 	RefreshTTL time.Duration
-	// Provider, when set, replaces the automanaged provider (tests use
-	// protoactor's in-memory test provider).
+	// Provider, when set, replaces the fixed-host-list provider (tests use
+	// protoactor's in-memory test provider). protoactor's member list never
+	// lets a member id that left back in: with a provider that keeps a
+	// resumed process's id, such as automanaged, a node that stalled stays
+	// out until it is restarted.
 	Provider cluster.ClusterProvider
 }
 
@@ -140,7 +149,7 @@ func join(ctx context.Context, rt *ra.Runtime, cfg NodeConfig) (*Node, error) {
 		if err := portFree("0.0.0.0", cfg.ManagePort); err != nil {
 			return nil, fmt.Errorf("%w %q: manage port: %v: pick another ManagePort", ErrNode, cfg.Name, err)
 		}
-		provider = automanaged.NewWithConfig(cfg.RefreshTTL, cfg.ManagePort, cfg.Peers...)
+		provider = newHostsProvider(cfg.RefreshTTL, cfg.ManagePort, cfg.Peers)
 	}
 	if cfg.Port != 0 {
 		if err := portFree(cfg.Host, cfg.Port); err != nil {
@@ -149,7 +158,7 @@ func join(ctx context.Context, rt *ra.Runtime, cfg NodeConfig) (*Node, error) {
 	}
 	n := &Node{rt: rt, cfg: cfg, provider: provider, members: map[string]string{}, changed: make(chan struct{})}
 	kind := cluster.NewKind(nodeKind(cfg.Name), actor.PropsFromProducer(func() actor.Actor { return &segmentGrain{rt: rt} }))
-	ccfg := cluster.Configure(cfg.Cluster, provider, disthash.New(), remote.Configure(cfg.Host, cfg.Port),
+	ccfg := cluster.Configure(cfg.Cluster, provider, disthash.New(), remote.Configure(cfg.Host, cfg.Port, transportLimits()...),
 		cluster.WithKinds(kind), cluster.WithRequestTimeout(10*time.Second),
 		// protoactor's BlockList is written under a lock but read without
 		// one (a data race with the provider's topology updates), so this
@@ -185,6 +194,20 @@ func join(ctx context.Context, rt *ra.Runtime, cfg NodeConfig) (*Node, error) {
 		return nil, err
 	}
 	return n, nil
+}
+
+// transportLimits configures protoactor remote so that no message a
+// cluster pipeline sends ends the link (wire.go has the limits): at most
+// endpointWriterBatch messages in one gRPC message, and gRPC's limits,
+// receiving and sending, on both ends of every link, raised from 4 MiB to
+// maxTransportMessage. Links stay plaintext, as protoactor's default.
+func transportLimits() []remote.ConfigOption {
+	return []remote.ConfigOption{
+		remote.WithEndpointWriterBatchSize(endpointWriterBatch),
+		remote.WithServerOptions(grpc.MaxRecvMsgSize(maxTransportMessage), grpc.MaxSendMsgSize(maxTransportMessage)),
+		remote.WithDialOptions(grpc.WithTransportCredentials(insecure.NewCredentials()),
+			grpc.WithDefaultCallOptions(grpc.MaxCallRecvMsgSize(maxTransportMessage), grpc.MaxCallSendMsgSize(maxTransportMessage))),
+	}
 }
 
 // portFree reports whether host:port can be listened on now.

@@ -30,8 +30,11 @@ type segmentGrain struct {
 	next   *actor.PID
 	origin *actor.PID
 	last   string // the segment's last stage, named in its egress dead letters
+	// lastDevice is the last stage's device.
+	lastDevice int
 
-	w *batchWriter // used by the segment's egress pump only
+	w   *batchWriter // used by the segment's egress pump only
+	idx []int        // the egress pump's: the messages of a batch that leave
 
 	br   batchReader
 	ds   []ra.Data
@@ -100,7 +103,7 @@ func (g *segmentGrain) build(b []byte) error {
 	g.msg = m
 	g.next = actor.NewPID(m.Next.Address, m.Next.ID)
 	g.origin = actor.NewPID(m.Origin.Address, m.Origin.ID)
-	g.last = m.Stages[len(m.Stages)-1].Name
+	g.last, g.lastDevice = m.Stages[len(m.Stages)-1].Name, m.Stages[len(m.Stages)-1].Device
 	g.w = newBatchWriter()
 	name := strings.NewReplacer("/", "_", " ", "_").Replace(fmt.Sprintf("%s@%s#%d", m.Pipeline, m.Origin.Address, m.To))
 	g.traces = map[uint64]string{}
@@ -119,20 +122,39 @@ func (g *segmentGrain) build(b []byte) error {
 	return nil
 }
 
-// forward sends one egress batch on to the next segment.
+// forward sends one egress batch on to the next segment, cut into
+// Batches under the transport's limits (split). A message grown past
+// MaxFloats on this node cannot leave it: it is reported dead, "oversize
+// payload".
 func (g *segmentGrain) forward(_ context.Context, hs []p2pqueue.Header, ps [][]byte) {
-	if len(hs) == 0 {
-		return
-	}
-	g.w.begin(g.msg.To+1, len(hs))
+	g.idx = g.idx[:0]
 	for i := range hs {
+		if len(ps[i]) > maxPayload {
+			g.reportDead(ra.DeadLetter{ID: hs[i].ID, Stage: g.last, Device: g.lastDevice, Reason: ra.ReasonOversize, Err: oversize(hs[i].ID, len(ps[i]))})
+			continue
+		}
+		g.idx = append(g.idx, i)
+	}
+	root := g.rt.System().Root
+	g.w.split(g.msg.To+1, g.idx, func(i int) (uint64, p2pqueue.Flags, []byte, string) {
 		tp := ""
 		if hs[i].Flags&p2pqueue.FlagSampled != 0 {
-			tp = g.takeTrace(hs[i].ID)
+			tp = g.trace(hs[i].ID)
 		}
-		g.w.add(hs[i].ID, hs[i].Flags, ps[i], tp)
+		return hs[i].ID, hs[i].Flags, ps[i], tp
+	}, func(b []byte) { root.Send(g.next, wrap(b)) })
+	for _, i := range g.idx { // forwarded: their traces are the next hop's now
+		if hs[i].Flags&p2pqueue.FlagSampled != 0 {
+			g.takeTrace(hs[i].ID)
+		}
 	}
-	g.rt.System().Root.Send(g.next, wrap(g.w.bytes()))
+}
+
+// trace returns the traceparent message id arrived with.
+func (g *segmentGrain) trace(id uint64) string {
+	g.tmu.Lock()
+	defer g.tmu.Unlock()
+	return g.traces[id]
 }
 
 // takeTrace returns and forgets the traceparent message id arrived with.

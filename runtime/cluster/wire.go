@@ -106,6 +106,61 @@ func (w *batchWriter) add(id uint64, flags p2pqueue.Flags, payload []byte, trace
 // bytes returns a copy of the encoded batch.
 func (w *batchWriter) bytes() []byte { return bytes.Clone(w.buf.Bytes()) }
 
+// Transport limits. protoactor remote sends the messages queued for one
+// node together, up to endpointWriterBatch of them in one gRPC message,
+// and gRPC refuses (and so ends the stream, which ends the link to that
+// node) a message over its receive limit, 4 MiB unless configured. So:
+//
+//   - a Batch holds at most maxBatchPayload bytes of payloads, unless it
+//     holds one message alone (split: a batch is cut into Batches under
+//     that bound, in order);
+//   - one message carries at most maxPayload bytes (MaxFloats float32s, the
+//     codec's limit): a larger one is dead-lettered at its sender with
+//     reason "oversize payload" and never sent;
+//   - so no remote message is over maxRemoteMessage, and no gRPC message
+//     over endpointWriterBatch of them; every node raises gRPC's limits,
+//     receiving and sending, to maxTransportMessage, above that (Join).
+//
+// Every node of a cluster must run with these limits: a node with gRPC's
+// default 4 MiB limit ends the link when a message of more than about 4 MiB
+// (or several smaller ones sent together) reaches it.
+const (
+	maxPayload          = 4 * MaxFloats
+	maxBatchPayload     = 1 << 20
+	maxRemoteMessage    = maxPayload + 64<<10 // one message, its entry and the Batch's header
+	endpointWriterBatch = 64
+	maxTransportMessage = endpointWriterBatch*(maxRemoteMessage+64<<10) + 1<<20 // + protoactor's envelope and lookup tables
+)
+
+// split encodes the entries idx names (indices for at), in order, into
+// Batches for segment to, each under maxBatchPayload bytes of payloads
+// unless it holds one message alone, and hands each to send. Every payload
+// must be at most maxPayload bytes (the sender refuses larger ones).
+func (w *batchWriter) split(to int, idx []int, at entryAt, send func([]byte)) {
+	for len(idx) > 0 {
+		k, size := 0, 0
+		for ; k < len(idx); k++ {
+			_, _, p, _ := at(idx[k])
+			if k > 0 && size+len(p) > maxBatchPayload {
+				break
+			}
+			size += len(p)
+		}
+		w.begin(to, k)
+		for _, i := range idx[:k] {
+			w.add(at(i))
+		}
+		send(w.bytes())
+		idx = idx[k:]
+	}
+}
+
+// oversize is the error of a message too large to leave its node.
+func oversize(id uint64, bytes int) error {
+	return fmt.Errorf("%w: message %d carries %d floats, a message to another node at most MaxFloats (%d): split it, or keep the stages it passes on one node",
+		ErrNotEncodable, id, bytes/4, MaxFloats)
+}
+
 // batchReader decodes Batches, reusing its entries between calls.
 type batchReader struct {
 	entries []batchEntry
@@ -154,6 +209,9 @@ func (br *batchReader) decode(b []byte) (to int, entries []batchEntry, err error
 		e.Flags = p2pqueue.Flags(f)
 		if e.Payload, err = r.bin("Batch payload"); err != nil {
 			return 0, nil, err
+		}
+		if len(e.Payload) > maxPayload {
+			return 0, nil, r.bad("Batch payload of message %d is %d bytes, more than MaxFloats (%d) float32s", e.ID, len(e.Payload), MaxFloats)
 		}
 		if len(e.Payload)%4 != 0 {
 			return 0, nil, r.bad("Batch payload of message %d is %d bytes, not whole float32s", e.ID, len(e.Payload))
