@@ -605,3 +605,43 @@ func closeUnbounded(t *testing.T, p *ra.Pipeline, what string) {
 		t.Fatalf("a drained close with context.Background() %s did not return in 30 s", what)
 	}
 }
+
+// A caller tells "not sent" from "dead-lettered": a send refused before it
+// did anything wraps ErrNotSent and counts nothing; a send whose message
+// was counted and dead-lettered does not wrap it.
+func TestNotSentIsToldFromDeadLettered(t *testing.T) {
+	e := newEnv(t, "")
+	spec := guide("notsent")
+	spec.Stages[0].Capacity, spec.Stages[0].Backpressure = 2, ra.Reject
+	p, err := e.RT.Build(ctxT(t), spec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ended, cancel := context.WithCancel(context.Background())
+	cancel()
+	//lint:ignore SA1012 a nil context is the input under test
+	var none context.Context
+	for name, f := range map[string]func(ctx context.Context) error{
+		"Send":      func(ctx context.Context) error { return p.Send(ctx, ra.Data{Floats: []float32{1}}) },
+		"SendBatch": func(ctx context.Context) error { _, err := p.SendBatch(ctx, []ra.Data{{Floats: []float32{1}}}); return err },
+		"Request":   func(ctx context.Context) error { _, err := p.Request(ctx, ra.Data{Floats: []float32{1}}); return err },
+	} {
+		for _, ctx := range []context.Context{ended, none} {
+			if err := f(ctx); !errors.Is(err, ra.ErrNotSent) {
+				t.Fatalf("%s with a nil or ended ctx: %v; want ErrNotSent", name, err)
+			}
+		}
+	}
+	if st := p.Stats(); st.Sent != 0 {
+		t.Fatalf("refused sends were counted: %+v", st)
+	}
+	// Not started: the stage takes 2, then Reject dead-letters the rest.
+	_, err = p.SendBatch(ctxT(t), []ra.Data{{Floats: []float32{1}}, {Floats: []float32{2}}, {Floats: []float32{3}}})
+	if !errors.Is(err, ra.ErrMailboxFull) || errors.Is(err, ra.ErrNotSent) {
+		t.Fatalf("a dead-lettered send: %v; want ErrMailboxFull, not ErrNotSent", err)
+	}
+	if st := p.Stats(); st.Sent != 3 || st.DeadLettered != 1 {
+		t.Fatalf("%+v", st)
+	}
+	p.Close(ctxT(t), false)
+}

@@ -499,7 +499,8 @@ func (p *Pipeline) StageNames() []string {
 // Send puts one message into the first stage, waiting while its mailbox is
 // full until ctx ends. A nil ctx, or one that has already ended, is
 // refused with an error before anything is done: the message is neither
-// sent nor counted. Otherwise the message ends in the pipeline's account
+// sent nor counted, and the error wraps ErrNotSent (and ErrNilContext or
+// ctx's error). Otherwise the message ends in the pipeline's account
 // (PipelineStats) whatever happens: delivered, or dead-lettered with a
 // reason, which the error names (ErrClosed once Close has begun,
 // ErrStageStopped after a Stop, ErrMailboxFull under Reject, ctx's error
@@ -513,7 +514,7 @@ func (p *Pipeline) Send(ctx context.Context, d Data) error {
 // SendID is Send that also returns the id the message travels under: its
 // own, or the one assigned to ID 0 (0 when nothing was sent).
 func (p *Pipeline) SendID(ctx context.Context, d Data) (uint64, error) {
-	if err := ctxcheck.Live(ctx, "Pipeline.Send"); err != nil {
+	if err := ctxcheck.LiveSend(ctx, "Pipeline.Send"); err != nil {
 		return 0, err
 	}
 	var id [1]uint64
@@ -525,8 +526,9 @@ func (p *Pipeline) SendID(ctx context.Context, d Data) (uint64, error) {
 // publishes as space allows. It returns how many it took into the stage's
 // mailbox, in order; every message it did not take has been
 // dead-lettered (and counted), and the error says why. A nil ctx, or one
-// that has already ended, is refused before anything is done (0, and
-// nothing counted).
+// that has already ended, is refused before anything is done (0, nothing
+// counted, and the error wraps ErrNotSent): errors.Is(err, ErrNotSent)
+// tells that case from messages that were counted and dead-lettered.
 func (p *Pipeline) SendBatch(ctx context.Context, ds []Data) (int, error) {
 	return p.SendBatchIDs(ctx, ds, nil)
 }
@@ -536,7 +538,7 @@ func (p *Pipeline) SendBatch(ctx context.Context, ds []Data) (int, error) {
 // ds as ids has room for, taken or dead-lettered. Auto ids are increasing,
 // and never one an explicit id has reached.
 func (p *Pipeline) SendBatchIDs(ctx context.Context, ds []Data, ids []uint64) (int, error) {
-	if err := ctxcheck.Live(ctx, "Pipeline.SendBatch"); err != nil {
+	if err := ctxcheck.LiveSend(ctx, "Pipeline.SendBatch"); err != nil {
 		return 0, err
 	}
 	return p.stages[0].send(ctx, ds, ids)

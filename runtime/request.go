@@ -130,23 +130,26 @@ func (p *Pipeline) answer(id uint64, o outcome) bool {
 // ctx ends first, in which case the message still ends in the account (its
 // outcome is counted in PipelineStats.Abandoned and dropped, never handed
 // to the Deliver sink). d.ID 0 takes the next id; an id already in flight
-// as a request is refused. Requests and plain sends mix freely.
+// as a request is refused. Requests and plain sends mix freely. A refusal
+// before anything was sent (a nil or ended ctx, an id already in flight, a
+// pipeline that does not answer requests) wraps ErrNotSent: that message
+// was not counted.
 //
 // A stage's PID answers requests too: RequestFuture(pid, Data{...}) gets
 // the Result, or a *RequestError, as its response.
 func (p *Pipeline) Request(ctx context.Context, d Data) (Result, error) {
-	if err := ctxcheck.Live(ctx, "Pipeline.Request"); err != nil {
+	if err := ctxcheck.LiveSend(ctx, "Pipeline.Request"); err != nil {
 		return Result{}, err
 	}
 	if p.spec.Deliver.Slots != nil {
-		return Result{}, fmt.Errorf("ringactor: pipeline %q passes its results on as slots (a cluster segment): requests are not answered there", p.spec.Name)
+		return Result{}, fmt.Errorf("%w: pipeline %q passes its results on as slots (a cluster segment): requests are not answered there", ErrNotSent, p.spec.Name)
 	}
 	if d.ID == 0 {
 		d.ID = p.idOf(0)
 	}
 	w := &waiter{ch: make(chan outcome, 1)}
 	if err := p.reqs.add(d.ID, w); err != nil {
-		return Result{}, err
+		return Result{}, fmt.Errorf("%w: %w", ErrNotSent, err)
 	}
 	if err := p.Send(ctx, d); err != nil {
 		select {

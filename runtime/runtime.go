@@ -91,6 +91,13 @@ var ErrRuntimeClosed = errors.New("ringactor: runtime closed")
 // ErrNilContext: a nil context.Context was passed where a call needs one.
 var ErrNilContext = ctxcheck.ErrNil
 
+// ErrNotSent: a send refused before it did anything (a nil ctx, or one
+// that had already ended): its messages were neither sent nor counted,
+// and no dead letter was made. Every other error of a send (Send,
+// SendBatch, Request, a group's or a cluster pipeline's) is about
+// messages that were counted, and that ended as dead letters.
+var ErrNotSent = ctxcheck.ErrNotSent
+
 // New picks a backend (Config.Backend, or the one Config.Devices.Backend
 // names) and lists its devices. It prints one line on
 // Config.Devices.Log saying which devices it found, and, for "auto", why

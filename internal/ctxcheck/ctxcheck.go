@@ -28,6 +28,19 @@ func NotNil(ctx context.Context, call string) error {
 
 // Live refuses a nil ctx, or one that has already ended (with its error):
 // the call does nothing then.
+// ErrNotSent marks the refusal of a send before it did anything
+// (runtime.ErrNotSent): the messages were neither sent nor counted.
+var ErrNotSent = errors.New("ringactor: not sent")
+
+// LiveSend is Live for a call that sends messages: its refusal also wraps
+// ErrNotSent, so the caller can tell "not sent" from "dead-lettered".
+func LiveSend(ctx context.Context, call string) error {
+	if err := Live(ctx, call); err != nil {
+		return fmt.Errorf("%w (nothing was counted): %w", ErrNotSent, err)
+	}
+	return nil
+}
+
 func Live(ctx context.Context, call string) error {
 	if err := NotNil(ctx, call); err != nil {
 		return err

@@ -312,7 +312,7 @@ func (cp *ClusterPipeline) sample(id uint64) bool {
 
 // Send puts one message into the first stage, wherever it runs.
 func (cp *ClusterPipeline) Send(ctx context.Context, d ra.Data) error {
-	if err := ctxcheck.Live(ctx, "ClusterPipeline.Send"); err != nil {
+	if err := ctxcheck.LiveSend(ctx, "ClusterPipeline.Send"); err != nil {
 		return err
 	}
 	_, err := cp.SendBatch(ctx, []ra.Data{d})
@@ -327,7 +327,7 @@ func (cp *ClusterPipeline) Send(ctx context.Context, d ra.Data) error {
 // one trace across every node: a root span here, from the send to its end
 // here, and under it each segment's spans, on whichever node runs it.
 func (cp *ClusterPipeline) SendBatch(ctx context.Context, ds []ra.Data) (int, error) {
-	if err := ctxcheck.Live(ctx, "ClusterPipeline.SendBatch"); err != nil {
+	if err := ctxcheck.LiveSend(ctx, "ClusterPipeline.SendBatch"); err != nil {
 		return 0, err
 	}
 	traced := false

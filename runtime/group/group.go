@@ -323,7 +323,7 @@ func (g *Group) Send(ctx context.Context, d ra.Data) error {
 // not take has been dead-lettered (and counted). A nil ctx, or one that has
 // ended, is refused before anything is done.
 func (g *Group) SendBatch(ctx context.Context, ds []ra.Data) (int, error) {
-	if err := ctxcheck.Live(ctx, "Group.SendBatch"); err != nil {
+	if err := ctxcheck.LiveSend(ctx, "Group.SendBatch"); err != nil {
 		return 0, err
 	}
 	ds = append([]ra.Data(nil), ds...) // ids are assigned here, not in the caller's slice
