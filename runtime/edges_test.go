@@ -2,8 +2,10 @@ package runtime_test
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -33,7 +35,7 @@ func TestPIDSendsRacingCloseLoseNothing(t *testing.T) {
 		spec.Deliver.Func = func(ra.Result) { delivered.Add(1) }
 		spec.OnDeadLetter = func(d ra.DeadLetter) {
 			dead.Add(1)
-			if d.Reason != "pipeline closed" && d.Reason != "shutdown without drain" {
+			if d.Reason != ra.ReasonPipelineClosed && d.Reason != ra.ReasonShutdown {
 				t.Errorf("run %d: dead letter %v; want pipeline closed or shutdown without drain", run, d)
 			}
 		}
@@ -103,7 +105,7 @@ func TestPIDSendAfterCloseIsDeadLettered(t *testing.T) {
 	if st.Sent != 1 || st.DeadLettered != 1 || st.InFlight != 0 || len(got) != 1 {
 		t.Fatalf("after a send to a closed PID: %+v, dead letters %v", st, got)
 	}
-	if d := got[0]; d.ID != 77 || d.Stage != "root" || d.Reason != "pipeline closed" || !errors.Is(d.Err, ra.ErrClosed) {
+	if d := got[0]; d.ID != 77 || d.Stage != "root" || d.Reason != ra.ReasonPipelineClosed || !errors.Is(d.Err, ra.ErrClosed) {
 		t.Fatalf("dead letter %+v; want message 77 at root, pipeline closed, ErrClosed", d)
 	}
 }
@@ -480,7 +482,7 @@ func TestDeadSampledMessagesHaveRootSpans(t *testing.T) {
 				reason = kv.Value.AsString()
 			}
 		}
-		if sp.Status().Code != codes.Error || reason != string(d.Reason) {
+		if sp.Status().Code != codes.Error || reason != d.Reason.String() {
 			t.Fatalf("dead message %d: root status %v, reason %q; want Error, %q", mid, sp.Status(), reason, d.Reason)
 		}
 	}
@@ -575,7 +577,7 @@ func TestAssignedIDsAreReportedAndClearOfExplicitOnes(t *testing.T) {
 	}
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	if a.delivered[7] != 2 || a.delivered[101] != 1 || a.delivered[103] != 1 || a.dead[102].Reason != "oversize payload" {
+	if a.delivered[7] != 2 || a.delivered[101] != 1 || a.delivered[103] != 1 || a.dead[102].Reason != ra.ReasonOversize {
 		t.Fatalf("delivered %v, dead %v", a.delivered, a.dead)
 	}
 }
@@ -583,9 +585,40 @@ func TestAssignedIDsAreReportedAndClearOfExplicitOnes(t *testing.T) {
 // The kernels' reasons are all in the one list of dead-letter reasons.
 func TestKernelReasonsAreInTheList(t *testing.T) {
 	for r := rk.ReasonStageError; r <= rk.ReasonPanic; r++ {
-		if !slices.Contains(ra.Reasons, ra.Reason(r.String())) {
-			t.Errorf("kernel reason %q is not in ra.Reasons", r)
+		h := ra.ReasonOf(r)
+		if !slices.Contains(ra.Reasons, h) || h.String() != r.String() && !(r == rk.ReasonDecode || r == rk.ReasonFaulted || r == rk.ReasonRoute) {
+			t.Errorf("kernel reason %q maps to %q", r, h)
 		}
+		if r != rk.ReasonStageError && h == ra.ReasonStageError {
+			t.Errorf("kernel reason %q has no entry in the table (it falls back to stage error)", r)
+		}
+	}
+}
+
+// Reasons are a closed set that reads and writes by name.
+func TestReasonsAreNamedAndParsed(t *testing.T) {
+	seen := map[string]bool{}
+	for _, r := range ra.Reasons {
+		name := r.String()
+		if seen[name] || strings.HasPrefix(name, "Reason(") {
+			t.Fatalf("reason %d: name %q", r, name)
+		}
+		seen[name] = true
+		back, err := ra.ParseReason(name)
+		if err != nil || back != r {
+			t.Fatalf("ParseReason(%q) = %v, %v", name, back, err)
+		}
+		b, err := json.Marshal(r)
+		if err != nil || string(b) != strconv.Quote(name) {
+			t.Fatalf("json %s, %v", b, err)
+		}
+	}
+	if _, err := ra.ParseReason("stage faultd"); err == nil {
+		t.Fatal("a misspelt reason parsed")
+	}
+	var zero ra.Reason
+	if zero.Valid() {
+		t.Fatal("the zero Reason is valid")
 	}
 }
 
@@ -622,9 +655,12 @@ func TestNotSentIsToldFromDeadLettered(t *testing.T) {
 	//lint:ignore SA1012 a nil context is the input under test
 	var none context.Context
 	for name, f := range map[string]func(ctx context.Context) error{
-		"Send":      func(ctx context.Context) error { return p.Send(ctx, ra.Data{Floats: []float32{1}}) },
-		"SendBatch": func(ctx context.Context) error { _, err := p.SendBatch(ctx, []ra.Data{{Floats: []float32{1}}}); return err },
-		"Request":   func(ctx context.Context) error { _, err := p.Request(ctx, ra.Data{Floats: []float32{1}}); return err },
+		"Send": func(ctx context.Context) error { return p.Send(ctx, ra.Data{Floats: []float32{1}}) },
+		"SendBatch": func(ctx context.Context) error {
+			_, err := p.SendBatch(ctx, []ra.Data{{Floats: []float32{1}}})
+			return err
+		},
+		"Request": func(ctx context.Context) error { _, err := p.Request(ctx, ra.Data{Floats: []float32{1}}); return err },
 	} {
 		for _, ctx := range []context.Context{ended, none} {
 			if err := f(ctx); !errors.Is(err, ra.ErrNotSent) {

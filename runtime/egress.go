@@ -105,7 +105,7 @@ func (p *Pipeline) deliverPeeked(s *stage, n int) bool {
 			bslab = bslab[k:]
 		}
 		if err != nil {
-			p.deadLetter(s.id(), DeadLetter{ID: h.ID, Stage: "egress", Device: p2pqueue.Host, Reason: "decode error", Err: err})
+			p.deadLetter(s.id(), DeadLetter{ID: h.ID, Stage: "egress", Device: p2pqueue.Host, Reason: ReasonDecodeError, Err: err})
 			continue
 		}
 		// Counted before it is handed over, so that whoever receives it
@@ -134,7 +134,7 @@ func (p *Pipeline) forwardPeeked(s *stage, hs []p2pqueue.Header, ps [][]byte, er
 	k := 0
 	for i := range hs {
 		if errs[i] != nil {
-			p.deadLetter(s.id(), DeadLetter{ID: hs[i].ID, Stage: "egress", Device: p2pqueue.Host, Reason: "decode error", Err: errs[i]})
+			p.deadLetter(s.id(), DeadLetter{ID: hs[i].ID, Stage: "egress", Device: p2pqueue.Host, Reason: ReasonDecodeError, Err: errs[i]})
 			continue
 		}
 		hs[k], ps[k] = hs[i], ps[i]

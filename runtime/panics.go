@@ -38,12 +38,12 @@ func (p *Pipeline) handOver(r Result) (Reason, error) {
 		if err := callSinkFunc(f, r); err != nil {
 			return ReasonStagePanic, fmt.Errorf("pipeline %q: %w", p.spec.Name, err)
 		}
-		return "", nil
+		return 0, nil
 	}
 	if !p.deliver(r) {
 		return ReasonSinkNotRead, fmt.Errorf("%w: pipeline %q closed with the result unread in its Deliver channel; read the channel until Close returns, or raise Sink.CloseWait", ErrSinkNotRead, p.spec.Name)
 	}
-	return "", nil
+	return 0, nil
 }
 
 // callSinkFunc calls f(r) and returns its panic, if any, as an error.

@@ -111,40 +111,6 @@ type DeadLetter struct {
 	Err error
 }
 
-// Reason is a dead letter's class.
-type Reason string
-
-// The dead-letter reasons: the whole list.
-const (
-	// Reported by kernels (ringkernel.Reason).
-	ReasonStageError   Reason = "stage error"            // the stage function failed on the message
-	ReasonDecodeError  Reason = "decode error"           // a slot that does not decode (also at egress)
-	ReasonOversize     Reason = "oversize payload"       // larger than a slot (also refused at ingress)
-	ReasonShutdown     Reason = "shutdown without drain" // held by a stage closed without drain
-	ReasonStageFaulted Reason = "stage faulted"          // held by, or sent to, a stage that faulted
-	ReasonRouteError   Reason = "route error"            // no key, or a port the stage does not have
-	ReasonWrongType    Reason = "wrong type"             // not the type the stage takes (also at ingress)
-
-	// Assigned by the host.
-	ReasonPipelineClosed    Reason = "pipeline closed"    // sent once Close had begun (Send, or a stage's PID)
-	ReasonStageStopped      Reason = "stage stopped"      // held by, or sent to, a stage a Stop ended
-	ReasonSendCancelled     Reason = "send cancelled"     // the sender's ctx ended while it waited for room
-	ReasonMailboxFull       Reason = "mailbox full"       // no room in a stage built with Reject
-	ReasonQueueClosed       Reason = "queue closed"       // the stage's ingress link refused the write
-	ReasonUnregisteredType  Reason = "unregistered type"  // a Value of a type never registered
-	ReasonSinkNotRead       Reason = "sink not read"      // a result the Chan sink did not take by the end of Close
-	ReasonBadRequest        Reason = "bad request"        // a request the pipeline could not register (its RequestError only)
-	ReasonRemoteUnreachable Reason = "remote unreachable" // a cluster pipeline's stage on a node that cannot be reached
-
-	// Reported by kernels (ringkernel.ReasonPanic) and by the egress.
-	ReasonStagePanic Reason = "stage panic" // the stage function, or Sink.Func, panicked on the message (ErrStagePanic)
-)
-
-// Reasons lists every dead-letter reason.
-var Reasons = []Reason{ReasonStageError, ReasonDecodeError, ReasonOversize, ReasonShutdown, ReasonStageFaulted, ReasonRouteError, ReasonWrongType,
-	ReasonPipelineClosed, ReasonStageStopped, ReasonSendCancelled, ReasonMailboxFull, ReasonQueueClosed, ReasonUnregisteredType,
-	ReasonSinkNotRead, ReasonBadRequest, ReasonRemoteUnreachable, ReasonStagePanic}
-
 func (d DeadLetter) String() string {
 	return fmt.Sprintf("message %d dead at stage %q: %s: %v", d.ID, d.Stage, d.Reason, d.Err)
 }
@@ -390,13 +356,13 @@ func (p *Pipeline) build(ctx context.Context) error {
 			Route: s.spec.Route, KeyOffset: s.spec.KeyOffset,
 			OnTrace: func(r rk.TraceRecord) { p.tele.record(s, r) },
 			OnDeadLetter: func(d rk.DeadLetter) {
-				reason := Reason(d.Reason.String())
+				reason := ReasonOf(d.Reason)
 				switch {
 				case d.Reason != rk.ReasonShutdown:
 				case p.faulted.Load() != nil:
-					reason = "stage faulted" // torn down because a stage faulted
+					reason = ReasonStageFaulted // torn down because a stage faulted
 				case s.stopped.Load() && !p.closing.Load():
-					reason = "stage stopped" // by a Stop
+					reason = ReasonStageStopped // by a Stop
 				}
 				p.deadLetter(d.From, DeadLetter{ID: d.ID, Stage: s.spec.Name, Device: s.spec.Device, Reason: reason, Err: d.Err})
 			},

@@ -392,7 +392,7 @@ func TestCloseWithoutDrain(t *testing.T) {
 	var mu sync.Mutex
 	reasons := map[string]int{}
 	spec := guide("nodrain")
-	spec.OnDeadLetter = func(d ra.DeadLetter) { mu.Lock(); reasons[string(d.Reason)]++; mu.Unlock() }
+	spec.OnDeadLetter = func(d ra.DeadLetter) { mu.Lock(); reasons[d.Reason.String()]++; mu.Unlock() }
 	p, err := e.RT.Build(ctxT(t), spec)
 	if err != nil {
 		t.Fatal(err)

@@ -105,7 +105,7 @@ func (a *account) check(t *testing.T, n uint64, st ra.PipelineStats) (reasons ma
 		}
 	}
 	for _, d := range a.dead {
-		reasons[string(d.Reason)]++
+		reasons[d.Reason.String()]++
 	}
 	if st.Sent != n || st.Delivered != uint64(len(a.delivered)) || st.DeadLettered != uint64(len(a.dead)) || st.InFlight != 0 {
 		t.Fatalf("stats %+v; callbacks saw %d delivered, %d dead of %d", st, len(a.delivered), len(a.dead), n)
@@ -183,7 +183,7 @@ func TestWatchdogFaultsAHungStage(t *testing.T) {
 		t.Fatalf("send after the fault: %v", err)
 	}
 	reasons := acc.check(t, n+1, p.Stats())
-	if reasons["stage faulted"] == 0 || acc.dead[700].Reason != "stage faulted" {
+	if reasons["stage faulted"] == 0 || acc.dead[700].Reason != ra.ReasonStageFaulted {
 		t.Fatalf("dead-letter reasons %v; message 700: %+v", reasons, acc.dead[700])
 	}
 	t.Logf("hung at 700 of %d: %d delivered, dead letters by reason %v, first send error %v", n, len(acc.delivered), reasons, sendErr)
@@ -276,7 +276,7 @@ func TestDeadLetterSubscriptionsAndMetrics(t *testing.T) {
 	for name, c := range map[string]chan ra.DeadLetter{"channel": ch, "PID": got} {
 		select {
 		case d := <-c:
-			if d.ID != 2 || d.Stage != "root" || d.Reason != "stage error" || d.Err == nil {
+			if d.ID != 2 || d.Stage != "root" || d.Reason != ra.ReasonStageError || d.Err == nil {
 				t.Errorf("%s got %+v", name, d)
 			}
 		case <-time.After(5 * time.Second):

@@ -71,7 +71,7 @@ func TestRequestDeadLettered(t *testing.T) {
 	p := buildStarted(t, e.RT, spec)
 	_, err := p.Request(ctxT(t), ra.Data{Floats: []float32{-4}}) // x*2 < 0: sqrt refuses it
 	var re *ra.RequestError
-	if !errors.As(err, &re) || !errors.Is(err, ra.ErrDeadLettered) || re.Dead.Stage != "root" || re.Dead.Reason != "stage error" {
+	if !errors.As(err, &re) || !errors.Is(err, ra.ErrDeadLettered) || re.Dead.Stage != "root" || re.Dead.Reason != ra.ReasonStageError {
 		t.Fatalf("dead-lettered request: %v", err)
 	}
 	if err := p.Close(ctxT(t), true); err != nil {
@@ -140,7 +140,7 @@ func TestRequestFutureOnAStagePID(t *testing.T) {
 		t.Fatalf("RequestFuture answered %#v, %v", res, err)
 	}
 	res, err = root.RequestFuture(pid, ra.Data{Floats: []float32{-1}}, 10*time.Second).Result()
-	if re, ok := res.(*ra.RequestError); err != nil || !ok || re.Dead.Reason != "stage error" {
+	if re, ok := res.(*ra.RequestError); err != nil || !ok || re.Dead.Reason != ra.ReasonStageError {
 		t.Fatalf("a dead-lettered RequestFuture answered %#v, %v", res, err)
 	}
 	if err := p.Close(ctxT(t), true); err != nil {

@@ -132,12 +132,12 @@ var ErrStageStopped = errors.New("ringactor: stage stopped")
 func (s *stage) refusal() (Reason, error) {
 	p := s.p
 	if f := p.faulted.Load(); f != nil {
-		return "stage faulted", fmt.Errorf("%w: %v", ErrStageFaulted, *f)
+		return ReasonStageFaulted, fmt.Errorf("%w: %v", ErrStageFaulted, *f)
 	}
 	if s.stopped.Load() && !p.closing.Load() {
-		return "stage stopped", fmt.Errorf("%w: stage %q of pipeline %q was stopped (a Stop to its PID, or to a stage it feeds); build the pipeline again to send to it", ErrStageStopped, s.spec.Name, p.spec.Name)
+		return ReasonStageStopped, fmt.Errorf("%w: stage %q of pipeline %q was stopped (a Stop to its PID, or to a stage it feeds); build the pipeline again to send to it", ErrStageStopped, s.spec.Name, p.spec.Name)
 	}
-	return "pipeline closed", fmt.Errorf("%w: pipeline %q", ErrClosed, p.spec.Name)
+	return ReasonPipelineClosed, fmt.Errorf("%w: pipeline %q", ErrClosed, p.spec.Name)
 }
 
 // send writes messages into the stage's ingress link in batches, waiting
@@ -165,25 +165,25 @@ func (s *stage) send(ctx context.Context, ds []Data, ids []uint64) (int, error) 
 		k, err := s.ingress.Reserve(len(ds) - done)
 		if errors.Is(err, p2pqueue.ErrFull) && s.spec.Backpressure == Reject {
 			cause := fmt.Errorf("%w: stage %q holds %d messages", ErrMailboxFull, s.spec.Name, s.spec.Capacity)
-			reject("mailbox full", cause)
+			reject(ReasonMailboxFull, cause)
 			return taken, fmt.Errorf("%w: %d of %d taken, the rest dead-lettered; send slower, raise its Capacity, or build it with Backpressure: Block",
 				cause, taken, len(ds))
 		}
 		if errors.Is(err, p2pqueue.ErrFull) {
 			if s.kernel.Status().State.Running() {
 				if werr := w.Wait(ctx); werr != nil {
-					reject("send cancelled", werr)
+					reject(ReasonSendCancelled, werr)
 					return taken, fmt.Errorf("ringactor: send to stage %q: %d of %d taken, the rest dead-lettered: %w", s.spec.Name, taken, len(ds), werr)
 				}
 				continue
 			}
 			cause := fmt.Errorf("%w: the kernel of stage %q has ended (%s)", ErrStageStopped, s.spec.Name, s.kernel.Status().State)
-			reject("stage stopped", cause)
+			reject(ReasonStageStopped, cause)
 			return taken, fmt.Errorf("%w: %d of %d taken", cause, taken, len(ds))
 		}
 		if err != nil {
 			cause := fmt.Errorf("ringactor: stage %q: %w", s.spec.Name, err)
-			reject("queue closed", cause)
+			reject(ReasonQueueClosed, cause)
 			return taken, cause
 		}
 		w.Reset()
@@ -242,32 +242,32 @@ func idsFrom(ids []uint64, i int) []uint64 {
 func (s *stage) encode(d *Data, buf []byte) (uint32, int, Reason, error) {
 	if d.Value == nil {
 		if n := 4 * len(d.Floats); n > len(buf) {
-			return 0, 0, "oversize payload", fmt.Errorf("%w: %d floats, stage %q takes at most %d; raise its SlotSize", p2pqueue.ErrTooLarge, len(d.Floats), s.spec.Name, len(buf)/4)
+			return 0, 0, ReasonOversize, fmt.Errorf("%w: %d floats, stage %q takes at most %d; raise its SlotSize", p2pqueue.ErrTooLarge, len(d.Floats), s.spec.Name, len(buf)/4)
 		}
 		if s.in != kernels.TypeFloats && s.in != kernels.TypeAny {
-			return 0, 0, "wrong type", fmt.Errorf("%w: a float32 vector, stage %q takes %s", ErrWrongType, s.spec.Name, typeName(s.in))
+			return 0, 0, ReasonWrongType, fmt.Errorf("%w: a float32 vector, stage %q takes %s", ErrWrongType, s.spec.Name, typeName(s.in))
 		}
 		out, _ := kernels.ViewFloats(buf[:4*len(d.Floats)], nil) // a slot: aligned
-		return kernels.TypeFloats, 4 * copy(out, d.Floats), "", nil
+		return kernels.TypeFloats, 4 * copy(out, d.Floats), 0, nil
 	}
 	if d.Floats != nil {
-		return 0, 0, "wrong type", fmt.Errorf("%w: the message sets both Floats and Value; set one", ErrWrongType)
+		return 0, 0, ReasonWrongType, fmt.Errorf("%w: the message sets both Floats and Value; set one", ErrWrongType)
 	}
 	m, err := typeOfValue(d.Value)
 	if err != nil {
-		return 0, 0, "unregistered type", err
+		return 0, 0, ReasonUnregisteredType, err
 	}
 	if s.in != m.ID && s.in != kernels.TypeAny {
-		return 0, 0, "wrong type", fmt.Errorf("%w: %s, stage %q takes %s", ErrWrongType, typeName(m.ID), s.spec.Name, typeName(s.in))
+		return 0, 0, ReasonWrongType, fmt.Errorf("%w: %s, stage %q takes %s", ErrWrongType, typeName(m.ID), s.spec.Name, typeName(s.in))
 	}
 	n, err := m.encode(d.Value, buf)
 	if errors.Is(err, p2pqueue.ErrTooLarge) {
-		return 0, 0, "oversize payload", fmt.Errorf("%w: a %s of %d bytes, stage %q takes at most %d; raise its SlotSize", p2pqueue.ErrTooLarge, m.Name, n, s.spec.Name, len(buf))
+		return 0, 0, ReasonOversize, fmt.Errorf("%w: a %s of %d bytes, stage %q takes at most %d; raise its SlotSize", p2pqueue.ErrTooLarge, m.Name, n, s.spec.Name, len(buf))
 	}
 	if err != nil {
-		return 0, 0, "wrong type", err
+		return 0, 0, ReasonWrongType, err
 	}
-	return m.ID, n, "", nil
+	return m.ID, n, 0, nil
 }
 
 // ingressWait waits for room in an ingress link: no spin (the kernel must
@@ -376,7 +376,7 @@ func (s *stage) post(body any, sender *actor.PID) {
 		// *RequestError.
 		r, err := s.p.requestFromActor(d[0], sender)
 		if err != nil {
-			s.p.rt.system.Root.Send(sender, &RequestError{Dead: DeadLetter{ID: r.ID, Stage: s.spec.Name, Device: s.spec.Device, Reason: "bad request", Err: err}})
+			s.p.rt.system.Root.Send(sender, &RequestError{Dead: DeadLetter{ID: r.ID, Stage: s.spec.Name, Device: s.spec.Device, Reason: ReasonBadRequest, Err: err}})
 			return
 		}
 		d = []Data{r}

@@ -224,7 +224,7 @@ func (t *telemetry) finishLocked(id uint64, m *msgTrace) {
 func (m *msgTrace) endRoot() {
 	if d := m.dead; d != nil {
 		m.root.SetStatus(codes.Error, fmt.Sprintf("dead-lettered at stage %q: %s", d.Stage, d.Reason))
-		m.root.SetAttributes(attribute.String("ringactor.dead_letter.reason", string(d.Reason)))
+		m.root.SetAttributes(attribute.String("ringactor.dead_letter.reason", d.Reason.String()))
 	}
 	end := m.last
 	if m.stageEnd.After(end) {
@@ -246,7 +246,7 @@ func (t *telemetry) close() {
 	defer t.mu.Unlock()
 	for id, m := range t.msgs {
 		if m.dead == nil { // its end was not seen (a close cut short)
-			m.dead = &DeadLetter{ID: id, Reason: "pipeline closed", Err: errors.New("the pipeline closed with the message (or a copy of it) in flight")}
+			m.dead = &DeadLetter{ID: id, Reason: ReasonPipelineClosed, Err: errors.New("the pipeline closed with the message (or a copy of it) in flight")}
 		}
 		m.endRoot()
 		delete(t.msgs, id)

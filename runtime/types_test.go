@@ -137,7 +137,7 @@ func TestTypedFixedLayoutPipeline(t *testing.T) {
 	if len(got) != n+1 {
 		t.Fatalf("%d results, want %d", len(got), n+1)
 	}
-	if len(dead) != 1 || dead[0].Reason != "wrong type" || !errors.Is(dead[0].Err, ra.ErrWrongType) {
+	if len(dead) != 1 || dead[0].Reason != ra.ReasonWrongType || !errors.Is(dead[0].Err, ra.ErrWrongType) {
 		t.Fatalf("dead letters %v", dead)
 	}
 	st := p.Stats()
@@ -208,7 +208,7 @@ func TestTypedMsgpackGoStage(t *testing.T) {
 	// A stage error answers the request with its dead letter.
 	_, err = ra.RequestAs[invoice](ctxT(t), p, order{Item: "spring", Qty: -1})
 	var re *ra.RequestError
-	if !errors.As(err, &re) || re.Dead.Reason != "stage error" || !strings.Contains(err.Error(), "negative quantity") {
+	if !errors.As(err, &re) || re.Dead.Reason != ra.ReasonStageError || !strings.Contains(err.Error(), "negative quantity") {
 		t.Fatalf("a failing request: %v", err)
 	}
 	// A request whose ctx has already ended is refused before anything is
@@ -255,7 +255,7 @@ func TestWrongAndUnregisteredTypesDeadLettered(t *testing.T) {
 		t.Fatalf("Send of Floats and a Value: %v", err)
 	}
 	fr, err := root.RequestFuture(pid, kernels.Keyed{}, 10*time.Second).Result()
-	if re, ok := fr.(*ra.RequestError); err != nil || !ok || re.Dead.Reason != "wrong type" {
+	if re, ok := fr.(*ra.RequestError); err != nil || !ok || re.Dead.Reason != ra.ReasonWrongType {
 		t.Fatalf("RequestFuture of a Keyed to a float stage: %v, %v", fr, err)
 	}
 	if err := p.Send(ctxT(t), ra.Data{Floats: []float32{8}}); err != nil { // the stage still works
@@ -267,7 +267,7 @@ func TestWrongAndUnregisteredTypesDeadLettered(t *testing.T) {
 	close(dl)
 	reasons := map[string]int{}
 	for d := range dl {
-		reasons[string(d.Reason)]++
+		reasons[d.Reason.String()]++
 		if d.Stage != "double" {
 			t.Errorf("dead letter at stage %q: %v", d.Stage, d)
 		}

@@ -217,7 +217,7 @@ func run(ctx context.Context, args []string, out, errOut io.Writer) error {
 		}
 	}
 	deadMu.Lock()
-	if len(dead) != 1 || dead[0].Reason != "wrong type" {
+	if len(dead) != 1 || dead[0].Reason != ra.ReasonWrongType {
 		chk.bad("dead letters %v, want the one float vector as wrong type", dead)
 	} else {
 		fmt.Fprintf(out, "dead letter: %v\n", dead[0])

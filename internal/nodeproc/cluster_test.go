@@ -143,12 +143,12 @@ func (l *ledger) result(r ra.Result) {
 }
 
 func (l *ledger) dead(d ra.DeadLetter) {
-	if os.Getenv("DBG") != "" && l.reasons[string(d.Reason)] == 0 {
+	if os.Getenv("DBG") != "" && l.reasons[d.Reason.String()] == 0 {
 		l.t.Logf("first %s: %v", d.Reason, d)
 	}
-	l.end(d.ID, "dead: "+string(d.Reason))
+	l.end(d.ID, "dead: "+d.Reason.String())
 	l.mu.Lock()
-	l.reasons[string(d.Reason)]++
+	l.reasons[d.Reason.String()]++
 	l.mu.Unlock()
 }
 

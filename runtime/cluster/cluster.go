@@ -17,6 +17,7 @@ import (
 	"github.com/ringactor/ringactor/internal/ctxcheck"
 	"github.com/ringactor/ringactor/p2pqueue"
 	ra "github.com/ringactor/ringactor/runtime"
+	"github.com/ringactor/ringactor/runtime/internal/account"
 )
 
 // ClusterOptions tune a cluster pipeline.
@@ -47,10 +48,10 @@ type ClusterPipeline struct {
 	byStage map[string]*segment
 	origin  *actor.PID
 
-	nextID                         atomic.Uint64
-	sent, delivered, dropped, late atomic.Uint64
-	sampleEvery                    uint64
-	roots                          *roots
+	acct        account.Account // the origin's account: only the origin counts
+	late        atomic.Uint64
+	sampleEvery uint64
+	roots       *roots
 
 	closed    atomic.Bool
 	ctx       context.Context // ends when Close has finished
@@ -333,7 +334,7 @@ func (cp *ClusterPipeline) SendBatch(ctx context.Context, ds []ra.Data) (int, er
 	traced := false
 	for i := range ds {
 		if ds[i].ID == 0 {
-			ds[i].ID = cp.nextID.Add(1)
+			ds[i].ID = cp.acct.ID(0)
 		}
 		traced = traced || ds[i].Sampled || cp.sample(ds[i].ID)
 	}
@@ -345,7 +346,7 @@ func (cp *ClusterPipeline) SendBatch(ctx context.Context, ds []ra.Data) (int, er
 			}
 		}
 	}
-	cp.sent.Add(uint64(len(ds)))
+	cp.acct.Enter(len(ds))
 	first := cp.segs[0]
 	if first.local != nil {
 		return first.local.SendBatch(ctx, ds)
@@ -353,7 +354,7 @@ func (cp *ClusterPipeline) SendBatch(ctx context.Context, ds []ra.Data) (int, er
 	if cp.closed.Load() {
 		s := first.stages[0]
 		for _, d := range ds {
-			cp.deadLetter(ra.DeadLetter{ID: d.ID, Stage: s.Name, Device: s.Device, Reason: "pipeline closed", Err: ra.ErrClosed})
+			cp.deadLetter(ra.DeadLetter{ID: d.ID, Stage: s.Name, Device: s.Device, Reason: ra.ReasonPipelineClosed, Err: ra.ErrClosed})
 		}
 		return 0, fmt.Errorf("%w: %d messages dead-lettered", ra.ErrClosed, len(ds))
 	}
@@ -361,13 +362,13 @@ func (cp *ClusterPipeline) SendBatch(ctx context.Context, ds []ra.Data) (int, er
 }
 
 func (cp *ClusterPipeline) deadLetter(d ra.DeadLetter) {
-	cp.dropped.Add(1)
+	cp.acct.DeadLetter()
 	cp.roots.end(d.ID, &d)
 	cp.rt.TellDeadLetter(&cp.spec, d)
 }
 
 func (cp *ClusterPipeline) deliver(r ra.Result) {
-	cp.delivered.Add(1)
+	cp.acct.Deliver(1)
 	cp.roots.end(r.ID, nil)
 	cp.rt.DeliverTo(cp.ctx, cp.spec.Deliver, r)
 }
@@ -379,7 +380,7 @@ func (cp *ClusterPipeline) deliver(r ra.Result) {
 // they closed once it is, and as last heard from a node that does not
 // answer.
 func (cp *ClusterPipeline) Stats() ra.PipelineStats {
-	st := ra.PipelineStats{Delivered: cp.delivered.Load(), DeadLettered: cp.dropped.Load()}
+	var st ra.PipelineStats
 	for _, s := range cp.segs {
 		if s.local != nil {
 			st.Stages = append(st.Stages, s.local.Stats().Stages...)
@@ -389,8 +390,8 @@ func (cp *ClusterPipeline) Stats() ra.PipelineStats {
 			st.Stages = append(st.Stages, r.stats)
 		}
 	}
-	st.Sent = cp.sent.Load()
-	st.InFlight = st.Sent - min(st.Sent, st.Delivered+st.DeadLettered)
+	t := cp.acct.Read(nil)
+	st.Sent, st.Delivered, st.DeadLettered, st.InFlight = t.Sent, t.Delivered, t.DeadLettered, t.InFlight
 	return st
 }
 
@@ -480,7 +481,7 @@ func (cp *ClusterPipeline) Unreachable() []string {
 func (cp *ClusterPipeline) unreachable(pid *actor.PID, why string) {
 	for _, s := range cp.segs {
 		if p := s.remotePID(); p != nil && p.Equal(pid) {
-			s.exc.fail("remote unreachable", fmt.Errorf("%w: node %q (%s): %s; restart it, then call Rejoin", ErrRemoteUnreachable, s.node, pid.Address, why))
+			s.exc.fail(ra.ReasonRemoteUnreachable, fmt.Errorf("%w: node %q (%s): %s; restart it, then call Rejoin", ErrRemoteUnreachable, s.node, pid.Address, why))
 			return
 		}
 	}

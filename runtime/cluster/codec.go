@@ -124,15 +124,15 @@ func EncodeMessage(m any) ([]byte, error) {
 		if v.Err != nil {
 			errText = v.Err.Error()
 		}
-		if err := checkEncode(nil, "stage", v.Stage, "reason", string(v.Reason), "err", errText); err != nil {
+		if err := checkEncode(nil, "stage", v.Stage, "reason", reasonText(v.Reason), "err", errText); err != nil {
 			return nil, err
 		}
-		w := newWriter(0, len(v.Stage)+len(v.Reason)+len(errText))
+		w := newWriter(0, len(v.Stage)+len(reasonText(v.Reason))+len(errText))
 		w.envelope(kindDeadLetter, 5)
 		w.e.EncodeUint(v.ID)
 		w.e.EncodeString(v.Stage)
 		w.e.EncodeInt(int64(v.Device))
-		w.e.EncodeString(string(v.Reason))
+		w.e.EncodeString(reasonText(v.Reason))
 		w.e.EncodeString(errText)
 		return w.buf.Bytes(), nil
 	}
@@ -541,7 +541,11 @@ func (r *reader) deadLetter() (ra.DeadLetter, error) {
 	if err == nil {
 		var reason string
 		reason, err = r.string("ra.DeadLetter reason")
-		m.Reason = ra.Reason(reason)
+		if err == nil && reason != "" { // "": the zero Reason
+			if m.Reason, err = ra.ParseReason(reason); err != nil {
+				err = r.bad("%v", err)
+			}
+		}
 	}
 	if err == nil {
 		errText, err = r.string("ra.DeadLetter err")
@@ -595,4 +599,12 @@ func codeName(c byte) string {
 		return "int"
 	}
 	return fmt.Sprintf("unused code 0x%02x", c)
+}
+
+// reasonText is a reason's name on the wire: "" for the zero Reason.
+func reasonText(r ra.Reason) string {
+	if !r.Valid() {
+		return ""
+	}
+	return r.String()
 }

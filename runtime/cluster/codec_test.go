@@ -93,8 +93,8 @@ func TestCodecRoundTrip(t *testing.T) {
 		ra.Data{},
 		ra.Result{ID: 7, Floats: []float32{3, 4}},
 		ra.Result{ID: 0},
-		ra.DeadLetter{ID: 9, Stage: "sqrt", Device: 2, Reason: "stage error", Err: errors.New("kernels: negative input to sqrt")},
-		ra.DeadLetter{ID: 10, Stage: "x", Device: -1, Reason: "pipeline closed"},
+		ra.DeadLetter{ID: 9, Stage: "sqrt", Device: 2, Reason: ra.ReasonStageError, Err: errors.New("kernels: negative input to sqrt")},
+		ra.DeadLetter{ID: 10, Stage: "x", Device: -1, Reason: ra.ReasonPipelineClosed},
 	}
 	for _, m := range msgs {
 		b := mustEncode(t, m)
@@ -135,12 +135,12 @@ func TestCodecWireFormat(t *testing.T) {
 	}
 	// Another msgpack writer's output decodes: float64 elements and wide
 	// integer widths are accepted.
-	other, err := msgpack.Marshal([]any{uint64(2), int64(3), []any{uint64(4), "s", int32(-1), "r", ""}})
+	other, err := msgpack.Marshal([]any{uint64(2), int64(3), []any{uint64(4), "s", int32(-1), "stage error", ""}})
 	if err != nil {
 		t.Fatal(err)
 	}
 	got, err := cluster.DecodeMessage(other)
-	if err != nil || !equalMessages(got, ra.DeadLetter{ID: 4, Stage: "s", Device: -1, Reason: "r"}) {
+	if err != nil || !equalMessages(got, ra.DeadLetter{ID: 4, Stage: "s", Device: -1, Reason: ra.ReasonStageError}) {
 		t.Fatalf("msgpack.Marshal'd dead letter: %+v, %v", got, err)
 	}
 	other, _ = msgpack.Marshal([]any{2, 2, []any{8, []float64{0.5, 2}}})
@@ -236,7 +236,7 @@ func FuzzDecodeMessage(f *testing.F) {
 		ra.Data{ID: 1, Floats: []float32{1, 2, 3}, Sampled: true, Context: ctx},
 		ra.Data{ID: 1 << 40, Floats: []float32{float32(math.NaN())}},
 		ra.Result{ID: 2, Floats: []float32{0.5}},
-		ra.DeadLetter{ID: 3, Stage: "sqrt", Device: 1, Reason: "stage error", Err: errors.New("negative")},
+		ra.DeadLetter{ID: 3, Stage: "sqrt", Device: 1, Reason: ra.ReasonStageError, Err: errors.New("negative")},
 	}
 	for _, m := range msgs {
 		b := mustEncode(f, m)

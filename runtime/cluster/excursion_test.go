@@ -207,8 +207,8 @@ func TestExcursionDownDeadLettersAtOnce(t *testing.T) {
 	if !errors.Is(err, ErrRemoteUnreachable) {
 		t.Fatalf("send to a run that is down: %v, want ErrRemoteUnreachable", err)
 	}
-	expectDead(t, dead, "remote unreachable", ErrRemoteUnreachable, 1, 2, 3)
-	if n := cp.dropped.Load(); n != 3 {
+	expectDead(t, dead, ra.ReasonRemoteUnreachable, ErrRemoteUnreachable, 1, 2, 3)
+	if n := cp.acct.Read(nil).DeadLettered; n != 3 {
 		t.Fatalf("dropped = %d, want 3", n)
 	}
 	if n := e.outstanding(); n != 0 {
@@ -217,9 +217,9 @@ func TestExcursionDownDeadLettersAtOnce(t *testing.T) {
 	if e.arrive(2) {
 		t.Fatalf("arrive of a dead-lettered id: true")
 	}
-	e.fail("remote unreachable", fmt.Errorf("%w: again", ErrRemoteUnreachable)) // already down: nothing to do
-	expectDead(t, dead, "", nil)
-	if n := cp.dropped.Load(); n != 3 {
+	e.fail(ra.ReasonRemoteUnreachable, fmt.Errorf("%w: again", ErrRemoteUnreachable)) // already down: nothing to do
+	expectDead(t, dead, 0, nil)
+	if n := cp.acct.Read(nil).DeadLettered; n != 3 {
 		t.Fatalf("dropped = %d after a fail of a run that was down, want 3", n)
 	}
 }
@@ -263,16 +263,16 @@ func TestExcursionArriveFailExactlyOnce(t *testing.T) {
 	}
 
 	why := fmt.Errorf("%w: node %q died", ErrRemoteUnreachable, "other")
-	e.fail("remote unreachable", why)
-	expectDead(t, dead, "remote unreachable", why, span(5, 10)...)
-	if n := cp.dropped.Load(); n != 6 {
+	e.fail(ra.ReasonRemoteUnreachable, why)
+	expectDead(t, dead, ra.ReasonRemoteUnreachable, why, span(5, 10)...)
+	if n := cp.acct.Read(nil).DeadLettered; n != 6 {
 		t.Fatalf("dropped = %d, want 6", n)
 	}
 	if err := e.isDown(); err != why {
 		t.Fatalf("isDown = %v, want %v", err, why)
 	}
-	e.fail("remote unreachable", errors.New("a second failure")) // a run already down stays as it is
-	expectDead(t, dead, "remote unreachable", why)
+	e.fail(ra.ReasonRemoteUnreachable, errors.New("a second failure")) // a run already down stays as it is
+	expectDead(t, dead, ra.ReasonRemoteUnreachable, why)
 	if err := e.isDown(); err != why {
 		t.Fatalf("isDown after a second fail = %v, want %v", err, why)
 	}
@@ -293,8 +293,8 @@ func TestExcursionArriveFailExactlyOnce(t *testing.T) {
 	if err != why {
 		t.Fatalf("send after fail: %v, want %v", err, why)
 	}
-	expectDead(t, dead, "remote unreachable", why, 11, 12)
-	if n := cp.dropped.Load(); n != 8 {
+	expectDead(t, dead, ra.ReasonRemoteUnreachable, why, 11, 12)
+	if n := cp.acct.Read(nil).DeadLettered; n != 8 {
 		t.Fatalf("dropped = %d, want 8", n)
 	}
 	far.quiet()
@@ -318,7 +318,7 @@ func TestExcursionWindowWaits(t *testing.T) {
 	if !errors.Is(err, context.DeadlineExceeded) {
 		t.Fatalf("send past the window with a short ctx: %v, want DeadlineExceeded", err)
 	}
-	expectDead(t, dead, "shutdown without drain", context.DeadlineExceeded, 5, 6)
+	expectDead(t, dead, ra.ReasonShutdown, context.DeadlineExceeded, 5, 6)
 	if n := e.outstanding(); n != 4 {
 		t.Fatalf("outstanding = %d, want 4", n)
 	}
@@ -382,7 +382,7 @@ func TestExcursionWindowWaits(t *testing.T) {
 	case <-time.After(100 * time.Millisecond):
 	}
 	why := fmt.Errorf("%w: node died", ErrRemoteUnreachable)
-	e.fail("remote unreachable", why)
+	e.fail(ra.ReasonRemoteUnreachable, why)
 	select {
 	case err := <-done:
 		if err != why {
@@ -391,8 +391,8 @@ func TestExcursionWindowWaits(t *testing.T) {
 	case <-time.After(excursionWait):
 		t.Fatalf("the waiting send did not return in %v after the run failed", excursionWait)
 	}
-	expectDead(t, dead, "remote unreachable", ErrRemoteUnreachable, 4, 7, 8, 9, 10, 11)
-	if n := cp.dropped.Load(); n != 8 {
+	expectDead(t, dead, ra.ReasonRemoteUnreachable, ErrRemoteUnreachable, 4, 7, 8, 9, 10, 11)
+	if n := cp.acct.Read(nil).DeadLettered; n != 8 {
 		t.Fatalf("dropped = %d, want 8 (5, 6, 4, 7..11)", n)
 	}
 	if n := e.outstanding(); n != 0 {
@@ -416,7 +416,7 @@ func TestExcursionWindowWaits(t *testing.T) {
 	if n := e.outstanding(); n != 0 {
 		t.Fatalf("outstanding = %d, want 0", n)
 	}
-	expectDead(t, dead, "", nil)
+	expectDead(t, dead, 0, nil)
 	far.quiet()
 }
 
@@ -470,9 +470,9 @@ func TestExcursionDuplicateIDs(t *testing.T) {
 		t.Fatalf("send: %v", err)
 	}
 	far.next()
-	e.fail("remote unreachable", ErrRemoteUnreachable)
-	expectDead(t, dead, "remote unreachable", ErrRemoteUnreachable, 8, 12, 12, 12)
-	if n := cp.dropped.Load(); n != 4 {
+	e.fail(ra.ReasonRemoteUnreachable, ErrRemoteUnreachable)
+	expectDead(t, dead, ra.ReasonRemoteUnreachable, ErrRemoteUnreachable, 8, 12, 12, 12)
+	if n := cp.acct.Read(nil).DeadLettered; n != 4 {
 		t.Fatalf("dropped = %d, want 4", n)
 	}
 	if e.arrive(12) || e.arrive(8) {
@@ -533,7 +533,7 @@ func TestExcursionSplitsAndRefusesOversize(t *testing.T) {
 		t.Fatalf("batches %v, want %v", got, want)
 	}
 	f.quiet()
-	if e.outstanding() != 7 || cp.dropped.Load() != 1 {
-		t.Fatalf("outstanding %d, dropped %d; want 7 out and 1 dead", e.outstanding(), cp.dropped.Load())
+	if e.outstanding() != 7 || cp.acct.Read(nil).DeadLettered != 1 {
+		t.Fatalf("outstanding %d, dropped %d; want 7 out and 1 dead", e.outstanding(), cp.acct.Read(nil).DeadLettered)
 	}
 }

@@ -212,7 +212,7 @@ func (g *segmentGrain) ingest(b []byte) {
 	g.ds, g.slab = entriesToData(es, nil, g.ds, g.slab)
 	if g.p == nil {
 		for _, d := range g.ds {
-			g.reportDead(ra.DeadLetter{ID: d.ID, Stage: g.msg.Pipeline, Device: p2pqueue.Host, Reason: "pipeline closed", Err: ra.ErrClosed})
+			g.reportDead(ra.DeadLetter{ID: d.ID, Stage: g.msg.Pipeline, Device: p2pqueue.Host, Reason: ra.ReasonPipelineClosed, Err: ra.ErrClosed})
 		}
 		return
 	}

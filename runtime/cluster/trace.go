@@ -90,7 +90,7 @@ func (rs *roots) end(id uint64, dead *ra.DeadLetter) {
 	}
 	if dead != nil {
 		r.span.SetStatus(codes.Error, fmt.Sprintf("dead-lettered at stage %q: %s", dead.Stage, dead.Reason))
-		r.span.SetAttributes(attribute.String("ringactor.dead_letter.reason", string(dead.Reason)))
+		r.span.SetAttributes(attribute.String("ringactor.dead_letter.reason", dead.Reason.String()))
 	}
 	r.span.End()
 }

@@ -591,7 +591,7 @@ func TestWireTextAndClose(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	dl, err := EncodeMessage(ra.DeadLetter{ID: 1, Stage: "s", Reason: "r"})
+	dl, err := EncodeMessage(ra.DeadLetter{ID: 1, Stage: "s", Reason: 0})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -744,7 +744,7 @@ func TestWireReportRoundTrip(t *testing.T) {
 // origin, its text cut at a word and marked (EncodeMessage alone refuses it).
 func TestFitDeadLetter(t *testing.T) {
 	text := "ringactor: stage \"sqrt\": " + strings.Repeat("kernel fault ", MaxText/13+10)
-	d := ra.DeadLetter{ID: 9, Stage: "sqrt", Device: 1, Reason: "stage faulted", Err: errors.New(text)}
+	d := ra.DeadLetter{ID: 9, Stage: "sqrt", Device: 1, Reason: ra.ReasonStageFaulted, Err: errors.New(text)}
 	if _, err := EncodeMessage(d); !errors.Is(err, ErrNotEncodable) {
 		t.Fatalf("EncodeMessage of a %d-byte error text: %v, want ErrNotEncodable", len(text), err)
 	}
@@ -754,15 +754,15 @@ func TestFitDeadLetter(t *testing.T) {
 	}
 	v, err := DecodeMessage(b)
 	got, ok := v.(ra.DeadLetter)
-	if err != nil || !ok || got.ID != 9 || got.Stage != "sqrt" || got.Reason != "stage faulted" || got.Err == nil {
+	if err != nil || !ok || got.ID != 9 || got.Stage != "sqrt" || got.Reason != ra.ReasonStageFaulted || got.Err == nil {
 		t.Fatalf("decoded %+v, %v", v, err)
 	}
 	head, left, _ := strings.Cut(got.Err.Error(), " … (")
 	if !strings.HasPrefix(text, head) || len(head) < MaxText/2 || text[len(head)] != ' ' || left != fmt.Sprintf("%d bytes left out)", len(text)-len(head)) {
 		t.Fatalf("error text of %d bytes: %q ... %q", len(head), head[max(len(head)-40, 0):], left) // cut at a word's end
 	}
-	short := ra.DeadLetter{ID: 1, Stage: "x", Reason: "r", Err: ra.ErrClosed}
-	if f := fitDead(short); f.Err != ra.ErrClosed || f.Stage != "x" || f.Reason != "r" {
+	short := ra.DeadLetter{ID: 1, Stage: "x", Reason: 0, Err: ra.ErrClosed}
+	if f := fitDead(short); f.Err != ra.ErrClosed || f.Stage != "x" || f.Reason != 0 {
 		t.Fatalf("fitDead changed a dead letter that fits: %+v", f)
 	}
 }

@@ -139,7 +139,7 @@ func TestCollectiveScatterGatherDeadLetter(t *testing.T) {
 		t.Fatalf("err %v, want a ChunkError", err)
 	}
 	if ce.Chunk != 3 || ce.Offset != 192 || ce.Len != 64 || ce.More != 1 || ce.Step != "scatter" ||
-		ce.Dead.Reason != "stage error" || ce.Dead.Device != 3 || ce.Dead.Stage != "sqrt" {
+		ce.Dead.Reason != ra.ReasonStageError || ce.Dead.Device != 3 || ce.Dead.Stage != "sqrt" {
 		t.Fatalf("chunk error %+v", ce)
 	}
 	for _, w := range []string{`collective "roots"`, "scatter chunk 3 (floats 192..255)", "stage error", "negative", "1 more"} {

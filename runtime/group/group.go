@@ -17,6 +17,7 @@ import (
 	"github.com/ringactor/ringactor/p2pqueue"
 	rk "github.com/ringactor/ringactor/ringkernel"
 	ra "github.com/ringactor/ringactor/runtime"
+	"github.com/ringactor/ringactor/runtime/internal/account"
 )
 
 // Policy is how a stage group splits messages across its instances.
@@ -82,8 +83,7 @@ type Group struct {
 	steal []*p2pqueue.Link // the steal links it made, freed at Close
 	pid   *actor.PID
 
-	nextID                   atomic.Uint64
-	sent, delivered, dropped atomic.Uint64
+	acct account.Account // the group's message account over all instances
 
 	mu      sync.Mutex // dispatch state
 	rr      int
@@ -329,7 +329,7 @@ func (g *Group) SendBatch(ctx context.Context, ds []ra.Data) (int, error) {
 	ds = append([]ra.Data(nil), ds...) // ids are assigned here, not in the caller's slice
 	for i := range ds {
 		if ds[i].ID == 0 {
-			ds[i].ID = g.nextID.Add(1)
+			ds[i].ID = g.acct.ID(0)
 		}
 	}
 	done, taken := 0, 0 // messages handled, and of those taken
@@ -341,7 +341,7 @@ func (g *Group) SendBatch(ctx context.Context, ds []ra.Data) (int, error) {
 			g.rejectRest(ds[done:], err)
 			return taken, err
 		}
-		g.sent.Add(uint64(len(chunk)))
+		g.acct.Enter(len(chunk))
 		in.assigned.Add(uint64(len(chunk)))
 		taken += sent
 		done += len(chunk) // what the instance did not take it dead-lettered
@@ -356,8 +356,8 @@ func (g *Group) SendBatch(ctx context.Context, ds []ra.Data) (int, error) {
 // rejectRest dead-letters what a failed batch did not reach.
 func (g *Group) rejectRest(ds []ra.Data, cause error) {
 	for _, d := range ds {
-		g.sent.Add(1)
-		g.deadLetter(ra.DeadLetter{ID: d.ID, Stage: g.spec.Stage.Name, Device: p2pqueue.Host, Reason: "send cancelled", Err: cause})
+		g.acct.Enter(1)
+		g.deadLetter(ra.DeadLetter{ID: d.ID, Stage: g.spec.Stage.Name, Device: p2pqueue.Host, Reason: ra.ReasonSendCancelled, Err: cause})
 	}
 }
 
@@ -504,7 +504,7 @@ func (g *Group) rebalance(ctx context.Context) {
 }
 
 func (g *Group) deliver(r ra.Result) {
-	g.delivered.Add(1)
+	g.acct.Deliver(1)
 	switch d := g.spec.Deliver; {
 	case d.Func != nil:
 		d.Func(r)
@@ -516,7 +516,7 @@ func (g *Group) deliver(r ra.Result) {
 }
 
 func (g *Group) deadLetter(d ra.DeadLetter) {
-	g.dropped.Add(1)
+	g.acct.DeadLetter()
 	if g.spec.OnDeadLetter != nil {
 		g.spec.OnDeadLetter(d)
 	}
@@ -524,15 +524,15 @@ func (g *Group) deadLetter(d ra.DeadLetter) {
 
 // Stats reads the group's account and each instance's share.
 func (g *Group) Stats() Stats {
-	st := Stats{Policy: g.spec.Policy.String(), Delivered: g.delivered.Load(), DeadLettered: g.dropped.Load()}
+	st := Stats{Policy: g.spec.Policy.String()}
 	for _, in := range g.insts {
 		ks := in.status()
 		st.Instances = append(st.Instances, InstanceStats{Device: in.device, Assigned: in.assigned.Load(),
 			Processed: ks.Processed, Stolen: ks.Stolen, Queued: ks.Queued(), Rate: in.smoothedRate()})
 		st.Steals += ks.Stolen
 	}
-	st.Sent = g.sent.Load()
-	st.InFlight = st.Sent - min(st.Sent, st.Delivered+st.DeadLettered)
+	t := g.acct.Read(nil)
+	st.Sent, st.Delivered, st.DeadLettered, st.InFlight = t.Sent, t.Delivered, t.DeadLettered, t.InFlight
 	work := make([]uint64, len(st.Instances))
 	for i, in := range st.Instances {
 		work[i] = in.Processed

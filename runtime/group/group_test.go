@@ -263,7 +263,7 @@ func TestSendBatchOversizeInTheMiddle(t *testing.T) {
 	}
 	mu.Lock()
 	defer mu.Unlock()
-	if len(got) != 2 || got[0] != 1 || got[1] != 3 || len(dead) != 1 || dead[0].ID != 2 || dead[0].Reason != "oversize payload" {
+	if len(got) != 2 || got[0] != 1 || got[1] != 3 || len(dead) != 1 || dead[0].ID != 2 || dead[0].Reason != ra.ReasonOversize {
 		t.Fatalf("delivered %v, dead %v", got, dead)
 	}
 }
