@@ -107,12 +107,19 @@
 //
 // A watchdog reads every stage's heartbeat: a stage with work queued that
 // has not gone round its loop for HangAfter is declared faulted (its Status
-// says Faulted; a kernel cannot be killed, so its loop is abandoned and
-// told to end if it ever returns). Its actor stops, so watchers get
-// Terminated; the other stage actors and OnFault get StageFaulted; the
-// pipeline is torn down without drain, and what the faulted stage held is
-// dead-lettered by the host as "stage faulted". Close, graceful or not, is
-// bounded by its ctx.
+// says Faulted; a kernel cannot be killed, so its loop is cut off, or on a
+// GPU abandoned and told to end if it ever returns). Time the whole
+// process stood still (a GC pause, a frozen VM, SIGSTOP) does not count:
+// a stage's miss adds up only while the watchdog itself ran on time and
+// another stage of the pipeline went round its loop. The faulted stage's
+// actor stops, so watchers get Terminated; the other stage actors and
+// OnFault get StageFaulted; the pipeline is torn down without drain, and
+// what the faulted stage held, the batch it was running included, is
+// dead-lettered by the host as "stage faulted", once each. Close,
+// graceful or not, is bounded by its ctx: a stage whose function has not
+// returned when ctx ends is cut off (ringkernel.ErrHung) and what it held
+// dead-lettered, so InFlight is 0 when Close returns. A pipeline gives
+// its links back when it closes.
 //
 // # Packages built on this one
 //

@@ -133,7 +133,7 @@ type Pipeline struct {
 	exits []*stage // the stages whose results leave, in stage order
 
 	acct        *account.Account // the message account (docs/ARCHITECTURE.md §6)
-	sinks       *PipelineSpec    // the name and dead-letter subscribers alone, for late sends (closedStage)
+	sinks       *deadSinks       // the name and dead-letter subscribers alone, for late sends (closedStage)
 	sampleEvery uint64
 
 	reqs requests // in flight, by message id
@@ -182,7 +182,7 @@ func (rt *Runtime) Build(ctx context.Context, spec PipelineSpec) (*Pipeline, err
 		return nil, err
 	}
 	p := &Pipeline{rt: rt, spec: spec, acct: &account.Account{}, next: g.next, takes: g.in, gives: g.out, byName: map[string]*stage{}, pumpDone: make(chan struct{}), dogDone: make(chan struct{}), closingCh: make(chan struct{})}
-	p.sinks = &PipelineSpec{Name: spec.Name, OnDeadLetter: spec.OnDeadLetter, DeadLetterChan: spec.DeadLetterChan, DeadLetterPID: spec.DeadLetterPID}
+	p.sinks = &deadSinks{name: spec.Name, on: spec.OnDeadLetter, ch: spec.DeadLetterChan, pid: spec.DeadLetterPID}
 	p.pumpCtx, p.stopPump = context.WithCancel(context.Background())
 	if spec.SampleRatio > 0 {
 		p.sampleEvery = uint64(math.Max(1, math.Round(1/spec.SampleRatio)))
@@ -570,14 +570,26 @@ func (p *Pipeline) tellDead(from uint32, d DeadLetter) {
 // sends to its PID), as a pipeline does its own; code that ends messages
 // of a spec outside a Pipeline (a cluster pipeline's origin) uses it.
 func (rt *Runtime) TellDeadLetter(spec *PipelineSpec, d DeadLetter) {
-	if spec.OnDeadLetter != nil {
-		rt.callback(spec.Name, "OnDeadLetter", d.ID, func() { spec.OnDeadLetter(d) })
+	rt.tell(deadSinks{name: spec.Name, on: spec.OnDeadLetter, ch: spec.DeadLetterChan, pid: spec.DeadLetterPID}, d)
+}
+
+// deadSinks is a pipeline's name and dead-letter subscribers.
+type deadSinks struct {
+	name string
+	on   func(DeadLetter)
+	ch   chan<- DeadLetter
+	pid  *actor.PID
+}
+
+func (rt *Runtime) tell(s deadSinks, d DeadLetter) {
+	if s.on != nil {
+		rt.callback(s.name, "OnDeadLetter", d.ID, func() { s.on(d) })
 	}
-	if spec.DeadLetterChan != nil {
-		spec.DeadLetterChan <- d
+	if s.ch != nil {
+		s.ch <- d
 	}
-	if spec.DeadLetterPID != nil {
-		rt.system.Root.Send(spec.DeadLetterPID, d)
+	if s.pid != nil {
+		rt.system.Root.Send(s.pid, d)
 	}
 }
 

@@ -255,7 +255,7 @@ func (rt *Runtime) retireStage(s *stage) {
 type closedStage struct {
 	rt     *Runtime
 	acct   *account.Account
-	sinks  *PipelineSpec // only the name and dead-letter subscribers, shared by the pipeline's stages
+	sinks  *deadSinks // shared by the pipeline's stages
 	stage  string
 	device int
 	reason Reason
@@ -274,14 +274,14 @@ func (c *closedStage) post(body any, sender *actor.PID) {
 		c.acct.Enter(1)
 		err := c.err
 		if err == nil {
-			err = fmt.Errorf("%w: pipeline %q", ErrClosed, c.sinks.Name)
+			err = fmt.Errorf("%w: pipeline %q", ErrClosed, c.sinks.name)
 		}
 		dl := DeadLetter{ID: c.acct.ID(d.ID), Stage: c.stage, Device: c.device, Reason: c.reason, Err: err}
 		c.acct.DeadLetter()
 		if sender != nil && len(ds) == 1 {
 			c.rt.system.Root.Send(sender, &RequestError{Dead: dl})
 		}
-		c.rt.TellDeadLetter(c.sinks, dl)
+		c.rt.tell(*c.sinks, dl)
 	}
 }
 
