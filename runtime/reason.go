@@ -10,7 +10,7 @@ import (
 // set (a misspelt reason does not compile). Its String is the name the
 // docs, the traces (ringactor.dead_letter.reason) and the wire use;
 // ParseReason reads one back.
-type Reason uint8
+type Reason uint16
 
 // The dead-letter reasons: the whole list (docs/ARCHITECTURE.md §6).
 const (
@@ -73,7 +73,7 @@ func (r Reason) String() string {
 	if r > 0 && r < reasonEnd {
 		return reasonNames[r]
 	}
-	return fmt.Sprintf("Reason(%d)", uint8(r))
+	return fmt.Sprintf("Reason(%d)", uint16(r))
 }
 
 // Valid reports whether r is one of the constants.

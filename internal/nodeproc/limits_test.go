@@ -80,7 +80,7 @@ func TestRemoteBigMessages(t *testing.T) {
 		t.Fatalf("%d of %d messages up to MaxFloats delivered; dead: %v", d, ended, l.reasons)
 	}
 	send(1, cluster.MaxFloats+1<<18) // 5 MiB: refused at the sender
-	if l.reasons[string(ra.ReasonOversize)] != 1 || !errors.Is(errs[0], cluster.ErrNotEncodable) {
+	if l.reasons[ra.ReasonOversize.String()] != 1 || !errors.Is(errs[0], cluster.ErrNotEncodable) {
 		t.Fatalf("a 5 MiB message: dead %v (%v), want one %q wrapping ErrNotEncodable", l.reasons, errs, ra.ReasonOversize)
 	}
 	send(4, 8) // the link lives on

@@ -114,7 +114,7 @@ func stallRejoin(t *testing.T, stall time.Duration) {
 			st.Sent, next-1, ended, st.Delivered, d, st.DeadLettered, st.InFlight)
 	}
 	for reason := range l.reasons {
-		if reason != string(ra.ReasonRemoteUnreachable) {
+		if reason != ra.ReasonRemoteUnreachable.String() {
 			t.Errorf("dead letters for %q: a stall leaves only %q", reason, ra.ReasonRemoteUnreachable)
 		}
 	}
