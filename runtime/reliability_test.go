@@ -126,7 +126,7 @@ func TestWatchdogFaultsAHungStage(t *testing.T) {
 	spec.Stages[1].Op, spec.Stages[1].Stateful = h.op, true
 	spec.Stages[1].Device = e.RT.Registry().CPUDevice().ID // a Go-only op runs on the CPU
 	spec.Deliver.Func, spec.OnDeadLetter = acc.result, acc.deadLetter
-	spec.HangAfter = 100 * time.Millisecond
+	spec.HangAfter = 300 * time.Millisecond // a healthy stage starved that long while another runs is rare even on a loaded host
 	spec.OnFault = func(f ra.StageFaulted) { faults <- f }
 	p, err := e.RT.Build(ctxT(t), spec)
 	if err != nil {
