@@ -34,6 +34,11 @@ func stallRejoin(t *testing.T, stall time.Duration) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	defer func() { // a failed run must not leave its pipeline for the next (-count=N)
+		cctx, ccancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer ccancel()
+		cp.Close(cctx, false)
+	}()
 	const batch = 100
 	next := uint64(1)
 	send := func(k int) {

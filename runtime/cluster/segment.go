@@ -59,7 +59,7 @@ func (g *segmentGrain) Receive(ctx actor.Context) {
 		}
 		switch kind {
 		case kindBuild:
-			err := g.build(m.Value)
+			err := g.build(ctx.Self().Id, m.Value)
 			text := ""
 			if err != nil {
 				text = err.Error()
@@ -89,7 +89,11 @@ func (g *segmentGrain) Receive(ctx actor.Context) {
 	}
 }
 
-func (g *segmentGrain) build(b []byte) error {
+// build builds the segment as a local pipeline. Its name carries the
+// grain's own id (self): after a node comes back, the grain of a new
+// placement may build while the old one is still closing on the same
+// node, and the two must not share a name.
+func (g *segmentGrain) build(self string, b []byte) error {
 	if g.p != nil {
 		return fmt.Errorf("segment %d of pipeline %q is built already", g.msg.To, g.msg.Pipeline)
 	}
@@ -105,7 +109,7 @@ func (g *segmentGrain) build(b []byte) error {
 	g.origin = actor.NewPID(m.Origin.Address, m.Origin.ID)
 	g.last, g.lastDevice = m.Stages[len(m.Stages)-1].Name, m.Stages[len(m.Stages)-1].Device
 	g.w = newBatchWriter()
-	name := strings.NewReplacer("/", "_", " ", "_").Replace(fmt.Sprintf("%s@%s#%d", m.Pipeline, m.Origin.Address, m.To))
+	name := strings.NewReplacer("/", "_", " ", "_").Replace(fmt.Sprintf("%s@%s#%d~%s", m.Pipeline, m.Origin.Address, m.To, self))
 	g.traces = map[uint64]string{}
 	spec := ra.PipelineSpec{Name: name, Stages: m.Stages, OnDeadLetter: g.reportDead, Deliver: ra.Sink{Slots: g.forward}}
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
