@@ -143,13 +143,14 @@ func TestAProcessStallFaultsNothingAndAHangBesideItIsFaulted(t *testing.T) {
 		total, hangAfter*3/2, len(hung.delivered), reasons)
 }
 
-// A stage stuck in its function when Close begins (the watchdog off) is
+// A stage stuck in its function when Close begins (the watchdog off; on
+// the CPU, beside GPU stages of the backend under test) is
 // cut off once Close's ctx ends: Close returns within its ctx (and the
 // short grace a stage gets to stop), every message it held is
 // dead-lettered, InFlight is 0 and stays 0 after the function returns.
 func TestCloseCutsOffAStuckStage(t *testing.T) {
 	h := newHang(t, "rt_test_stuck_close")
-	e := newEnv(t, "")
+	e := deviceEnv(t) // the stuck stage on the CPU, the others on the GPUs under test
 	acc := newAccount()
 	spec := guide("stuck")
 	spec.Stages[1].Op, spec.Stages[1].Stateful = h.op, true
@@ -231,7 +232,7 @@ func waitFor(ctx context.Context, t *testing.T, d time.Duration) {
 // publish that batch and consume the rest.
 func TestALateStageIsCutOffExactly(t *testing.T) {
 	h := newHang(t, "rt_test_late_stage")
-	e := newEnv(t, "")
+	e := deviceEnv(t)
 	acc := newAccount()
 	spec := guide("late")
 	spec.Stages[1].Op = h.op
