@@ -488,8 +488,12 @@ func (cp *ClusterPipeline) unreachable(pid *actor.PID, why string) {
 }
 
 // Rejoin places the segments of every unreachable node again (on the node
-// of that name now in the cluster: a restarted one), and resumes sending
-// to them. Messages lost with the old node stay dead-lettered.
+// of that name now in the cluster: a restarted one, or one that stalled
+// and answers again), and resumes sending to them. Messages lost with the
+// old node stay dead-lettered. Each new placement is watched for a settle
+// period (five health checks, at least 2 s) and placed again if the link
+// to the node drops meanwhile, so Rejoin takes at least that long when it
+// has anything to place; it is bounded by ctx.
 func (cp *ClusterPipeline) Rejoin(ctx context.Context) error {
 	if err := ctxcheck.Live(ctx, "ClusterPipeline.Rejoin"); err != nil {
 		return err
@@ -529,10 +533,28 @@ func (cp *ClusterPipeline) Rejoin(ctx context.Context) error {
 // requests to it (a link it ended while the node was away, closing late,
 // ends the new link too), so a placement that finds the node unreachable
 // is tried again, a health-check round later, under another identity.
+//
+// A placement that succeeds is watched for a settle period (five health
+// checks, at least two seconds) before Rejoin returns: the late close of a
+// link from before the stall can still end the new one then, and the run
+// is placed again if it does.
 func (cp *ClusterPipeline) replace(ctx context.Context, e *excursion) error {
+	settle := max(5*cp.node.cfg.RefreshTTL, 2*time.Second)
 	for {
 		err := cp.place(ctx, e, int(time.Now().UnixNano()&math.MaxInt32))
-		if err == nil || !errors.Is(err, ErrRemoteUnreachable) {
+		if err == nil {
+			select {
+			case <-ctx.Done():
+				return nil // placed; not watched to the end of the settle period
+			case <-time.After(settle):
+			}
+			down := e.isDown()
+			if down == nil {
+				return nil
+			}
+			err = fmt.Errorf("%w: the new placement went down within %v: %w", ErrRemoteUnreachable, settle, down)
+		}
+		if !errors.Is(err, ErrRemoteUnreachable) {
 			return err
 		}
 		cp.closeRun(e) // whatever the attempt placed
