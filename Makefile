@@ -18,7 +18,7 @@ help:
 	@echo "make flake-load      make flake beside a heavy load (a go build -a -race loop, LOAD_SPINNERS busy threads), all stopped when it ends: hunts tests that fail on a busy machine"
 	@echo "make bench           ringactor bench: every benchmark beside its baseline, one table (BENCHFLAGS=-quick, -json, -only PREFIX)"
 	@echo "make bench-go        the Go benchmarks of p2pqueue (link vs channel, more payload sizes)"
-	@echo "make stress          the reliability stress test at full size: 1e6 messages, stages toggled, one faulted"
+	@echo "make stress          the reliability stress tests at full size: 1e6 messages, stages toggled, one faulted; 10,000 build/close cycles"
 	@echo "make fuzz            run each fuzz target for $(FUZZTIME) (a duration, or a count like 200000x)"
 	@echo "make generate        regenerate kernels/include/ringactor_layout.h"
 	@echo "make check-generate  fail if generated files are stale"
@@ -113,7 +113,7 @@ fuzz:
 	$(GO) test -run '^$$' -fuzz '^FuzzDecodeBatch$$' -fuzztime $(MSG_FUZZTIME) ./runtime/cluster
 
 stress:
-	$(GO) test -race -count=1 -timeout $(TEST_TIMEOUT) -run '^TestStressTogglesAndAFault$$' -v ./runtime -args -stress
+	$(GO) test -race -count=1 -timeout $(TEST_TIMEOUT) -run '^(TestStressTogglesAndAFault|TestRebuildsUnderUniqueNamesLeakNothing)$$' -v ./runtime -args -stress
 
 bench:
 	$(GO) run ./cmd/ringactor bench $(BENCHFLAGS)
