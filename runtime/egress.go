@@ -31,7 +31,7 @@ func (p *Pipeline) startPumps() {
 // one batch share one allocation.
 func (p *Pipeline) pump(s *stage) {
 	for {
-		p.rt.pumpStall.pass()
+		p.rt.pumpStall.Pass()
 		n, err := s.egress.c.PeekWait(p.pumpCtx, egressBatch)
 		if n > 0 && !p.deliverPeeked(s, n) {
 			return

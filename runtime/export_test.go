@@ -19,8 +19,8 @@ func Freeze(rt *Runtime) (thaw func()) {
 			thawLoops = append(thawLoops, sb.Freeze())
 		}
 	}
-	openDogs := rt.stall.close()
-	openPumps := rt.pumpStall.close()
+	openDogs := rt.stall.Close()
+	openPumps := rt.pumpStall.Close()
 	return func() {
 		ps := rt.openPipelines()
 		looks := make([]uint64, len(ps))

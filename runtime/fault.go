@@ -4,8 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/ringactor/ringactor/p2pqueue"
@@ -72,7 +70,7 @@ func (p *Pipeline) watchdog(ctx context.Context) {
 			return
 		case <-tick.C:
 		}
-		p.rt.stall.pass()
+		p.rt.stall.Pass()
 		now := time.Now()
 		onTime := now.Sub(last) <= 2*every
 		elapsed := now.Sub(last)
@@ -135,29 +133,6 @@ func (p *Pipeline) fault(s *stage, cause string) {
 		defer cancel()
 		p.Close(ctx, false)
 	}()
-}
-
-// stallGate holds the runtime's own goroutines (watchdogs, egress pumps)
-// while closed: a stall of the whole process, for tests (see
-// export_test.go's Freeze).
-type stallGate struct{ ch atomic.Pointer[chan struct{}] }
-
-func (g *stallGate) close() (open func()) {
-	ch := make(chan struct{})
-	g.ch.Store(&ch)
-	var once sync.Once
-	return func() {
-		once.Do(func() {
-			g.ch.CompareAndSwap(&ch, nil)
-			close(ch)
-		})
-	}
-}
-
-func (g *stallGate) pass() {
-	if ch := g.ch.Load(); ch != nil {
-		<-*ch
-	}
 }
 
 // faultTeardown bounds the teardown after a fault.

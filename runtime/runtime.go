@@ -17,6 +17,7 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/ringactor/ringactor/internal/ctxcheck"
+	"github.com/ringactor/ringactor/internal/gate"
 	rk "github.com/ringactor/ringactor/ringkernel"
 	"github.com/ringactor/ringactor/runtime/internal/account"
 )
@@ -82,7 +83,7 @@ type Runtime struct {
 
 	// stall and pumpStall hold the watchdogs and the egress pumps (tests'
 	// model of a process stall).
-	stall, pumpStall stallGate
+	stall, pumpStall gate.Gate
 }
 
 // ErrRuntimeClosed: the runtime is closed; make a new one.

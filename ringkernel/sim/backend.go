@@ -2,9 +2,9 @@ package sim
 
 import (
 	"fmt"
-	"sync/atomic"
 	"time"
 
+	"github.com/ringactor/ringactor/internal/gate"
 	"github.com/ringactor/ringactor/p2pqueue"
 	"github.com/ringactor/ringactor/ringkernel"
 )
@@ -21,7 +21,7 @@ type Backend struct {
 	// host's CPU as a device beside GPUs.
 	Kind string
 
-	gate gate
+	gate gate.Gate
 }
 
 // Freeze holds every loop of the backend at the top of its next
@@ -30,32 +30,7 @@ type Backend struct {
 // is called (once; later calls do nothing). A stage function already
 // running goes on. It is for tests of what a stall does to the watchdog
 // and the account.
-func (b *Backend) Freeze() (thaw func()) { return b.gate.close() }
-
-// gate holds loops while closed (Freeze).
-type gate struct{ ch atomic.Pointer[chan struct{}] }
-
-func (g *gate) close() func() {
-	ch := make(chan struct{})
-	g.ch.Store(&ch)
-	var once atomic.Bool
-	return func() {
-		if once.CompareAndSwap(false, true) {
-			g.ch.CompareAndSwap(&ch, nil)
-			close(ch)
-		}
-	}
-}
-
-// pass waits while the gate is closed.
-func (g *gate) pass() {
-	if g == nil {
-		return
-	}
-	if ch := g.ch.Load(); ch != nil {
-		<-*ch
-	}
-}
+func (b *Backend) Freeze() (thaw func()) { return b.gate.Close() }
 
 // New returns a sim backend with n devices (0: any id).
 func New(n int) *Backend { return &Backend{Devices: n} }

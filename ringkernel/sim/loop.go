@@ -10,6 +10,7 @@ import (
 	"time"
 	"unsafe"
 
+	"github.com/ringactor/ringactor/internal/gate"
 	"github.com/ringactor/ringactor/kernels"
 	"github.com/ringactor/ringactor/p2pqueue"
 	rk "github.com/ringactor/ringactor/ringkernel"
@@ -65,7 +66,7 @@ type kernel struct {
 	abandoned bool // under mu: write nothing more, end
 	// gate, when set, holds the loop at the top of its next iteration
 	// (Backend.Freeze: a stall of the whole process, for tests).
-	gate *gate
+	gate *gate.Gate
 
 	processed, dropped, errs, traced, stolen uint64
 	busy                                     uint64 // ns spent in process
@@ -203,7 +204,7 @@ func (k *kernel) run() {
 	}
 	idle := 0
 	for {
-		k.gate.pass()
+		k.gate.Pass()
 		k.mu.Lock()
 		worked, end := k.iterate()
 		k.mu.Unlock()
