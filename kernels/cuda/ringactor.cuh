@@ -10,21 +10,46 @@
 typedef unsigned int ra_u32;
 typedef unsigned long long ra_u64;
 
-// ---- memory order -------------------------------------------------------
-// Queue words read by another agent (the host or a peer GPU) use .sys scope;
-// words only this GPU reads may use .gpu. Publishing is a store-release,
-// observing a load-acquire; nothing read-modify-writes across the link.
-// Three builds of the same rule: sm_70 and later (PTX acquire/release at
-// the scope asked for), earlier GPUs (volatile plus a system fence), and
-// the host build of the emulated driver (RA_HOST, internal/cudaemu: C++
-// acquire/release, which the Go side's sync/atomic pairs with).
+// ---- memory order: the seams ---------------------------------------------
+// Every access to a word another agent reads or writes (the host, a peer
+// GPU, or another kernel) goes through one of these functions, never a bare
+// volatile: queue indices, the control block, counters, link headers.
+// Words read by the host or a peer GPU use .sys scope; words only this GPU
+// reads may use .gpu. Publishing is a release (a release store, or a
+// release fence followed by relaxed stores), observing an acquire load;
+// nothing read-modify-writes across a link. Slot bytes are plain data,
+// covered by the index that publishes them (docs/ARCHITECTURE.md §2.2).
+//
+//   ra_load_acquire_{sys,gpu}[32]   ld.acquire.{sys,gpu}
+//   ra_store_release_{sys,gpu}[32]  st.release.{sys,gpu}
+//   ra_load_relaxed_sys[32]         ld.relaxed.sys: a word no data hangs on
+//   ra_store_relaxed_sys[32]        st.relaxed.sys: likewise, or ordered by
+//                                   a later release (counters before head)
+//   ra_fence_acq_rel(sys)           fence.acq_rel.{sys,gpu}
+//   ra_store_fenced(p, v, sys)      st.relaxed.{sys,gpu} after ra_fence_acq_rel,
+//                                   with no access to covered data between:
+//                                   with the fence, a release of p (PTX §8.8)
+//
+// Three builds of the same rules: sm_70 and later (PTX at the scope asked
+// for), earlier GPUs (volatile plus a fence), and the host build (RA_HOST:
+// the emulated driver and the ThreadSanitizer harness, internal/cudaemu),
+// where each is a C++ atomic at the same order and calls ra_host_seam
+// first (the emulator's scope checker). A fenced store is a release store
+// there: GCC's ThreadSanitizer does not model fences, and the release
+// store is what the fence-plus-store pair promises.
 #if defined(RA_HOST)
-__device__ __forceinline__ ra_u64 ra_load_acquire_sys(const ra_u64 *p) { return __atomic_load_n(p, __ATOMIC_ACQUIRE); }
-__device__ __forceinline__ void ra_store_release_sys(ra_u64 *p, ra_u64 v) { __atomic_store_n(p, v, __ATOMIC_RELEASE); }
-__device__ __forceinline__ ra_u32 ra_load_acquire_sys32(const ra_u32 *p) { return __atomic_load_n(p, __ATOMIC_ACQUIRE); }
-__device__ __forceinline__ void ra_store_release_sys32(ra_u32 *p, ra_u32 v) { __atomic_store_n(p, v, __ATOMIC_RELEASE); }
-#define ra_load_acquire_gpu ra_load_acquire_sys
-#define ra_store_release_gpu ra_store_release_sys
+__device__ __forceinline__ ra_u64 ra_load_acquire_sys(const ra_u64 *p) { ra_host_seam(p, 1); return __atomic_load_n(p, __ATOMIC_ACQUIRE); }
+__device__ __forceinline__ void ra_store_release_sys(ra_u64 *p, ra_u64 v) { ra_host_seam(p, 1); __atomic_store_n(p, v, __ATOMIC_RELEASE); }
+__device__ __forceinline__ ra_u64 ra_load_acquire_gpu(const ra_u64 *p) { ra_host_seam(p, 0); return __atomic_load_n(p, __ATOMIC_ACQUIRE); }
+__device__ __forceinline__ void ra_store_release_gpu(ra_u64 *p, ra_u64 v) { ra_host_seam(p, 0); __atomic_store_n(p, v, __ATOMIC_RELEASE); }
+__device__ __forceinline__ ra_u32 ra_load_acquire_sys32(const ra_u32 *p) { ra_host_seam(p, 1); return __atomic_load_n(p, __ATOMIC_ACQUIRE); }
+__device__ __forceinline__ void ra_store_release_sys32(ra_u32 *p, ra_u32 v) { ra_host_seam(p, 1); __atomic_store_n(p, v, __ATOMIC_RELEASE); }
+__device__ __forceinline__ ra_u64 ra_load_relaxed_sys(const ra_u64 *p) { ra_host_seam(p, 1); return __atomic_load_n(p, __ATOMIC_RELAXED); }
+__device__ __forceinline__ ra_u32 ra_load_relaxed_sys32(const ra_u32 *p) { ra_host_seam(p, 1); return __atomic_load_n(p, __ATOMIC_RELAXED); }
+__device__ __forceinline__ void ra_store_relaxed_sys(ra_u64 *p, ra_u64 v) { ra_host_seam(p, 1); __atomic_store_n(p, v, __ATOMIC_RELAXED); }
+__device__ __forceinline__ void ra_store_relaxed_sys32(ra_u32 *p, ra_u32 v) { ra_host_seam(p, 1); __atomic_store_n(p, v, __ATOMIC_RELAXED); }
+__device__ __forceinline__ void ra_fence_acq_rel(bool sys) { (void)sys; __atomic_thread_fence(__ATOMIC_ACQ_REL); }
+__device__ __forceinline__ void ra_store_fenced(ra_u64 *p, ra_u64 v, bool sys) { ra_host_seam(p, sys); __atomic_store_n(p, v, __ATOMIC_RELEASE); }
 #elif defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 700
 __device__ __forceinline__ ra_u64 ra_load_acquire_sys(const ra_u64 *p) {
     ra_u64 v;
@@ -50,6 +75,30 @@ __device__ __forceinline__ ra_u32 ra_load_acquire_sys32(const ra_u32 *p) {
 __device__ __forceinline__ void ra_store_release_sys32(ra_u32 *p, ra_u32 v) {
     asm volatile("st.release.sys.global.u32 [%0], %1;" :: "l"(p), "r"(v) : "memory");
 }
+__device__ __forceinline__ ra_u64 ra_load_relaxed_sys(const ra_u64 *p) {
+    ra_u64 v;
+    asm volatile("ld.relaxed.sys.global.u64 %0, [%1];" : "=l"(v) : "l"(p) : "memory");
+    return v;
+}
+__device__ __forceinline__ ra_u32 ra_load_relaxed_sys32(const ra_u32 *p) {
+    ra_u32 v;
+    asm volatile("ld.relaxed.sys.global.u32 %0, [%1];" : "=r"(v) : "l"(p) : "memory");
+    return v;
+}
+__device__ __forceinline__ void ra_store_relaxed_sys(ra_u64 *p, ra_u64 v) {
+    asm volatile("st.relaxed.sys.global.u64 [%0], %1;" :: "l"(p), "l"(v) : "memory");
+}
+__device__ __forceinline__ void ra_store_relaxed_sys32(ra_u32 *p, ra_u32 v) {
+    asm volatile("st.relaxed.sys.global.u32 [%0], %1;" :: "l"(p), "r"(v) : "memory");
+}
+__device__ __forceinline__ void ra_fence_acq_rel(bool sys) {
+    if (sys) asm volatile("fence.acq_rel.sys;" ::: "memory");
+    else asm volatile("fence.acq_rel.gpu;" ::: "memory");
+}
+__device__ __forceinline__ void ra_store_fenced(ra_u64 *p, ra_u64 v, bool sys) {
+    if (sys) asm volatile("st.relaxed.sys.global.u64 [%0], %1;" :: "l"(p), "l"(v) : "memory");
+    else asm volatile("st.relaxed.gpu.global.u64 [%0], %1;" :: "l"(p), "l"(v) : "memory");
+}
 #else
 // Before sm_70: volatile accesses fenced at system scope.
 __device__ __forceinline__ ra_u64 ra_load_acquire_sys(const ra_u64 *p) {
@@ -72,6 +121,12 @@ __device__ __forceinline__ void ra_store_release_sys32(ra_u32 *p, ra_u32 v) {
 }
 #define ra_load_acquire_gpu ra_load_acquire_sys
 #define ra_store_release_gpu ra_store_release_sys
+__device__ __forceinline__ ra_u64 ra_load_relaxed_sys(const ra_u64 *p) { return *(const volatile ra_u64 *)p; }
+__device__ __forceinline__ ra_u32 ra_load_relaxed_sys32(const ra_u32 *p) { return *(const volatile ra_u32 *)p; }
+__device__ __forceinline__ void ra_store_relaxed_sys(ra_u64 *p, ra_u64 v) { *(volatile ra_u64 *)p = v; }
+__device__ __forceinline__ void ra_store_relaxed_sys32(ra_u32 *p, ra_u32 v) { *(volatile ra_u32 *)p = v; }
+__device__ __forceinline__ void ra_fence_acq_rel(bool sys) { (void)sys; __threadfence_system(); }
+__device__ __forceinline__ void ra_store_fenced(ra_u64 *p, ra_u64 v, bool sys) { (void)sys; *(volatile ra_u64 *)p = v; }
 #endif
 
 // Scope by who else reads the word: sys when the host or a peer GPU does.
@@ -81,6 +136,22 @@ __device__ __forceinline__ ra_u64 ra_load_acquire(const ra_u64 *p, bool sys) {
 __device__ __forceinline__ void ra_store_release(ra_u64 *p, ra_u64 v, bool sys) {
     if (sys) ra_store_release_sys(p, v); else ra_store_release_gpu(p, v);
 }
+
+// ra_block_or ORs v into a word of the block's shared memory, which several
+// threads may do at once; they read it only after a barrier.
+#if defined(RA_HOST)
+__device__ __forceinline__ void ra_block_or(ra_u32 *p, ra_u32 v) { __atomic_fetch_or(p, v, __ATOMIC_RELAXED); }
+#else
+__device__ __forceinline__ void ra_block_or(ra_u32 *p, ra_u32 v) { atomicOr(p, v); }
+#endif
+
+// Block-shared data: __shared__ on a GPU; the host build places it in the
+// block's arena (ra_host.h), so every thread of one block sees one copy.
+#if defined(RA_HOST)
+#define RA_SHARED(type, name) type &name = ra_host_shared<type>()
+#else
+#define RA_SHARED(type, name) __shared__ type name
+#endif
 
 __device__ __forceinline__ ra_u64 ra_globaltimer() {
 #if defined(RA_HOST)
@@ -97,7 +168,7 @@ __device__ __forceinline__ ra_u64 ra_globaltimer() {
 // is globaltimer + this offset: the wire carries host time only (the host
 // stamps enqueue times with its own clock).
 __device__ __forceinline__ ra_u64 ra_clock_offset(const unsigned char *ctrl) {
-    return *(const volatile ra_u64 *)(ctrl + RA_CB_OFF_CLOCK_OFFSET);
+    return ra_load_relaxed_sys((const ra_u64 *)(ctrl + RA_CB_OFF_CLOCK_OFFSET));
 }
 
 // Idle backoff: up to about half a microsecond between polls, so a message
@@ -256,9 +327,9 @@ struct ra_link_end {
 
 __device__ __forceinline__ bool ra_attach(unsigned char *base, ra_link_end *e, bool consumer, bool sys) {
     if (base == 0) return false;
-    if (*(const volatile ra_u32 *)(base + RA_Q_OFF_MAGIC) != RA_Q_MAGIC) return false;
-    ra_u32 cap = *(const volatile ra_u32 *)(base + RA_Q_OFF_CAPACITY);
-    ra_u32 ss = *(const volatile ra_u32 *)(base + RA_Q_OFF_SLOT_SIZE);
+    if (ra_load_relaxed_sys32((const ra_u32 *)(base + RA_Q_OFF_MAGIC)) != RA_Q_MAGIC) return false;
+    ra_u32 cap = ra_load_relaxed_sys32((const ra_u32 *)(base + RA_Q_OFF_CAPACITY));
+    ra_u32 ss = ra_load_relaxed_sys32((const ra_u32 *)(base + RA_Q_OFF_SLOT_SIZE));
     if (cap < RA_MIN_CAPACITY || cap > RA_MAX_CAPACITY || (cap & (cap - 1)) || ss < RA_MIN_SLOT_SIZE || ss % RA_SLOT_ALIGN) return false;
     e->q.base = base; e->q.mask = cap - 1; e->q.slot_size = ss; e->sys = sys;
     ra_u64 t = ra_load_acquire_sys(ra_q_word(e->q, RA_Q_OFF_TAIL));
@@ -338,7 +409,7 @@ __device__ bool ra_record(ra_link_end *tr, const unsigned char *ctrl, ra_u32 ack
 // has room, a fault record (never waited for: the kernel is stopping).
 __device__ void ra_fault(unsigned char *ctrl, ra_link_end *tr, ra_u32 stage, ra_u64 clk, ra_u32 *life) {
     *life = RA_STATE_FAULTED;
-    *(volatile int *)(ctrl + RA_CB_OFF_LAST_ERROR) = RA_CODE_CORRUPT_QUEUE;
+    ra_store_relaxed_sys32((ra_u32 *)(ctrl + RA_CB_OFF_LAST_ERROR), (ra_u32)RA_CODE_CORRUPT_QUEUE);
     if (tr->q.base && ra_free(tr, 1) >= 1) {
         ra_u64 now = ra_globaltimer() + clk;
         unsigned char *s = ra_q_slot(tr->q, tr->own);
@@ -407,348 +478,461 @@ __device__ __forceinline__ void ra_copy_payload(unsigned char *dst, const unsign
     for (int k = 0; k < (len + 3) / 4; k++) ((ra_u32 *)dst)[k] = ((const ra_u32 *)src)[k];
 }
 
+// Block-shared state of one ring kernel (RA_SHARED): the link ends, the
+// lifecycle and the batch in flight. Thread 0 writes the link ends and the
+// lifecycle; every other thread reads what thread 0 wrote only after a
+// __syncthreads that follows the write, and thread 0 reads what the others
+// wrote (res, t0, t1, ports, otype, staged) only after one too.
+struct ra_loop_shared {
+    ra_link_end ins[RA_MAX_IN_LINKS], outs[RA_MAX_OUT_LINKS], tr;
+    ra_u32 life, ack, n, stop, cur, next, ocap;
+    ra_u32 gaps;  // a dead letter in this batch: set by any thread (ra_block_or)
+    bool drain, sink;
+    ra_u64 deq, clk;
+    int res[RA_BATCH];
+    ra_u64 t0[RA_BATCH], t1[RA_BATCH];
+    int ports[RA_BATCH];     // the port each message's stage call chose
+    ra_u32 otype[RA_BATCH];  // each result's type id
+    // The batch's in-slots, each padded to ra_stage_pitch; or, when a slot
+    // is too large to stage, the batch's slot headers: after head is
+    // published nothing reads an in-slot (the trace records read these).
+    ra_u64 staged[RA_STAGE_BYTES / 8];
+};
+
+// ra_loop is one ring kernel's loop, a phase per method, named as its Go
+// twin's in ringkernel/sim/loop.go: commands, deadLetterQueued, pick,
+// stageIn, process, publishRouted, publish (the results), flush (counters,
+// then the release of the out tails and head), records, finish. Methods
+// that say "thread 0" run on thread 0 alone; the others on every thread of
+// the block, which must all reach the same barriers.
+template <typename STAGE>
+struct ra_loop {
+    ra_loop_shared &s;
+    unsigned char *ctrl;
+    ra_u32 nin, nout, route, key_off, stage;
+    bool routed;
+    const float *params;
+    float *state;
+    unsigned char *sink_buf;
+    // Thread 0's own.
+    ra_u64 processed, dropped, errors, traced;
+    ra_u64 published_tr;  // trace tail last published
+    ra_u64 rr;            // results routed one at a time so far (round-robin's turn)
+    ra_u64 last_beat;
+    ra_u32 iter;
+    ra_u32 dirty;         // out-links given results this step, to publish
+    unsigned ns;
+    // This step's batch, every thread (from s.cur after the barrier).
+    ra_link_end *in;
+    ra_u32 pitch;
+    bool stg;
+
+    __device__ ra_loop(ra_loop_shared &sh, const ra_ring_args &a) : s(sh) {
+        ctrl = ra_arg_ptr(a, RA_ARG_OFF_CTRL);
+        nin = ra_arg_u32(a, RA_ARG_OFF_NUM_IN);
+        nout = ra_arg_u32(a, RA_ARG_OFF_NUM_OUT);
+        route = ra_arg_u32(a, RA_ARG_OFF_ROUTE);
+        key_off = ra_arg_u32(a, RA_ARG_OFF_KEY_OFFSET);
+        routed = route != RA_ROUTE_ONE;
+        params = (const float *)ra_arg_ptr(a, RA_ARG_OFF_PARAMS);
+        state = (float *)ra_arg_ptr(a, RA_ARG_OFF_STATE);
+        sink_buf = ra_arg_ptr(a, RA_ARG_OFF_SINK);
+        stage = ra_load_relaxed_sys32((const ra_u32 *)(ctrl + RA_CB_OFF_STAGE_ID));  // every thread stamps it
+        processed = dropped = errors = traced = published_tr = rr = last_beat = 0;
+        iter = 0;
+        dirty = 0;
+        ns = 0;
+        in = 0;
+        pitch = 0;
+        stg = true;
+    }
+
+    // attach, thread 0: every link checked before the first step; a link no
+    // correct peer leaves as it is faults the kernel at once.
+    __device__ __forceinline__ void attach(const ra_ring_args &a) {
+        s.stop = 0; s.n = 0; s.cur = 0; s.next = 0; s.drain = false; s.sink = nout == 0; s.gaps = 0;
+        s.clk = ra_clock_offset(ctrl);
+        s.tr.q.base = 0;
+        for (ra_u32 k = 0; k < RA_MAX_OUT_LINKS; k++) s.outs[k].q.base = 0;
+        for (ra_u32 k = 0; k < RA_MAX_IN_LINKS; k++) s.ins[k].q.base = 0;
+        s.life = RA_STATE_LAUNCHED;
+        s.ack = ra_load_acquire_sys32((const ra_u32 *)(ctrl + RA_CB_OFF_COMMAND_ACK));
+        const ra_u32 in_sys = ra_arg_u32(a, RA_ARG_OFF_IN_SYS), out_sys = ra_arg_u32(a, RA_ARG_OFF_OUT_SYS);
+        bool ok = nin >= 1 && nin <= RA_MAX_IN_LINKS && nout <= RA_MAX_OUT_LINKS && (nout <= 1 || routed) &&
+                  route <= RA_ROUTE_PORT && ra_attach(ra_arg_ptr(a, RA_ARG_OFF_TRACE), &s.tr, false, true);
+        s.ocap = 0xffffffffu;  // bytes: the least any out-slot holds, so a routed result fits wherever it goes
+        for (ra_u32 k = 0; ok && k < nout; k++) {
+            ok = ra_attach(ra_arg_ptr(a, RA_ARG_OFF_OUT + 8 * k), &s.outs[k], false, (out_sys >> k) & 1u);
+            if (ok) s.ocap = min(s.ocap, s.outs[k].q.slot_size - RA_SLOT_HEADER_SIZE);
+        }
+        for (ra_u32 k = 0; ok && k < nin; k++) ok = ra_attach(ra_arg_ptr(a, RA_ARG_OFF_IN + 8 * k), &s.ins[k], true, (in_sys >> k) & 1u);
+        if (!ok) {
+            s.life = RA_STATE_FAULTED;
+            ra_store_relaxed_sys32((ra_u32 *)(ctrl + RA_CB_OFF_LAST_ERROR), (ra_u32)RA_CODE_CORRUPT_QUEUE);
+            s.stop = 1;
+        }
+        ra_store_release_sys32((ra_u32 *)(ctrl + RA_CB_OFF_STATE), s.life);
+    }
+
+    // commands, thread 0: the heartbeat and the clock offset every
+    // RA_BEAT_NS (the watchdog's scale is milliseconds), the command word
+    // every 8th iteration (a command waits a few µs): words in host memory
+    // cost a PCIe round trip to read and a .sys fence to publish. A command
+    // moves the lifecycle by ringkernel.Next's table.
+    __device__ __forceinline__ void commands() {
+        const ra_u32 it = iter++;
+        const ra_u64 now = ra_globaltimer();
+        if (it == 0 || now - last_beat >= RA_BEAT_NS) {
+            last_beat = now;
+            s.clk = ra_clock_offset(ctrl);
+            ra_store_release_sys((ra_u64 *)(ctrl + RA_CB_OFF_HEARTBEAT), now + s.clk);
+        }
+        const ra_u32 q = (it & 7u) == 0 ? ra_load_acquire_sys32((const ra_u32 *)(ctrl + RA_CB_OFF_COMMAND_SEQ)) : s.ack;
+        if (q == s.ack) return;
+        const ra_u32 c = ra_load_relaxed_sys32((const ra_u32 *)(ctrl + RA_CB_OFF_COMMAND));  // after seq's acquire
+        ra_u32 &life = s.life;
+        if (c == RA_CMD_ACTIVATE && (life == RA_STATE_LAUNCHED || life == RA_STATE_IDLE)) life = RA_STATE_ACTIVE;
+        else if (c == RA_CMD_DEACTIVATE && life == RA_STATE_ACTIVE) life = RA_STATE_IDLE;
+        else if (c == RA_CMD_TERMINATE) { life = RA_STATE_TERMINATING; s.drain = false; }
+        else if (c == RA_CMD_TERMINATE_DRAIN) { life = RA_STATE_TERMINATING; s.drain = true; }
+        s.ack = q;
+        ra_store_release_sys32((ra_u32 *)(ctrl + RA_CB_OFF_STATE), life);
+        ra_store_release_sys32((ra_u32 *)(ctrl + RA_CB_OFF_COMMAND_ACK), q);
+    }
+
+    __device__ __forceinline__ void fault() { ra_fault(ctrl, &s.tr, stage, s.clk, &s.life); }
+
+    // deadLetterQueued, thread 0: terminating without drain, everything
+    // queued on every in-link becomes a dead letter (RA_CODE_SHUTDOWN),
+    // until each link is empty as its tail now reads (the host closes
+    // ingress before it terminates). The records read the slots in place,
+    // then head is released over them.
+    __device__ __forceinline__ void dead_letter_queued() {
+        for (ra_u32 k = 0; k < nin; k++) {
+            for (;;) {
+                const long long av = ra_avail(&s.ins[k]);
+                if (av < 0) { fault(); break; }
+                if (av == 0) break;
+                ra_u64 i = 0;
+                for (; i < (ra_u64)av; i++) {
+                    if (!ra_record(&s.tr, ctrl, s.ack, RA_REC_DEAD_LETTER, ra_q_slot(s.ins[k].q, s.ins[k].own + i), stage, 0,
+                                   ra_globaltimer() + s.clk, RA_CODE_SHUTDOWN)) break;
+                    dropped++;
+                }
+                s.ins[k].own += i;
+                ra_store_release(ra_q_word(s.ins[k].q, RA_Q_OFF_HEAD), s.ins[k].own, s.ins[k].sys);
+                s.ins[k].pub = s.ins[k].own;
+                // The pump stopped: what is left stays queued, the host's to account for.
+                if (i < (ra_u64)av) { s.life = RA_STATE_FAULTED; break; }
+            }
+        }
+        if (s.life != RA_STATE_FAULTED) s.life = RA_STATE_TERMINATED;
+        s.stop = 1;
+    }
+
+    // pick, thread 0: the first in-link with messages, from where the last
+    // batch left off (in-links take turns; a batch comes from one link); all
+    // closed and drained ends the loop. The batch is cut to the room on
+    // every out-link (a routed batch may all go down any one), RA_BATCH,
+    // and what the staging area holds.
+    __device__ __forceinline__ void pick() {
+        bool done = true;
+        for (ra_u32 j = 0; j < nin && s.n == 0 && !s.stop; j++) {
+            const ra_u32 k = (s.next + j) % nin;
+            const long long av = ra_avail(&s.ins[k]);
+            if (av < 0) { fault(); s.stop = 1; break; }
+            if (av == 0) {
+                // closed is set after the last publish: re-read tail after seeing it
+                if (!(ra_closed(&s.ins[k]) && ra_avail(&s.ins[k]) == 0)) done = false;
+                continue;
+            }
+            done = false;
+            long long fr = RA_BATCH;
+            for (ra_u32 o = 0; o < nout && fr > 0; o++) fr = min(fr, ra_free(&s.outs[o], 1));
+            if (fr < 0) { fault(); s.stop = 1; break; }
+            s.n = (ra_u32)min(min(av, fr), (long long)RA_BATCH);
+            const ra_u32 p = ra_stage_pitch(s.ins[k].q.slot_size);
+            if (p <= RA_STAGE_BYTES) s.n = min(s.n, RA_STAGE_BYTES / p);
+            s.cur = k;
+            s.next = (k + 1) % nin;
+        }
+        if (!s.stop && s.n == 0 && done) { s.life = RA_STATE_TERMINATED; s.stop = 1; }
+    }
+
+    // top, thread 0: the part of a step before the block's first barrier:
+    // the last batch's publish (bottom), then commands and the pick, polled
+    // with backoff until there is a batch or the loop ends, while the other
+    // threads wait at the barrier (an idle kernel's other warps issue
+    // nothing). stop is read by the other threads only after that barrier,
+    // and thread 0 writes it only here, so no thread reads it while thread 0
+    // may write it.
+    __device__ __forceinline__ void top() {
+        if (s.n) {
+            bottom();  // the last batch, while the other threads wait
+            s.n = 0;
+        }
+        if (s.stop) return;  // leave with everyone
+        for (;;) {
+            commands();
+            s.n = 0;
+            const bool take = s.life == RA_STATE_ACTIVE || (s.life == RA_STATE_TERMINATING && s.drain);
+            if (s.life == RA_STATE_TERMINATING && !s.drain) dead_letter_queued();
+            else if (take) pick();
+            if (s.n || s.stop) break;
+            ra_backoff(&ns);  // idle: sleep a little, then look at the command word again
+        }
+        ns = 0;
+        s.deq = ra_globaltimer() + s.clk;
+    }
+
+    // A message's bytes (staged, or in place when too large to stage) and
+    // its header (staged, or the header copy): only headers are read after
+    // head is published.
+    __device__ __forceinline__ const unsigned char *slot(ra_u32 i) const {
+        return stg ? (const unsigned char *)s.staged + (size_t)i * pitch : ra_q_slot(in->q, in->own + i);
+    }
+    __device__ __forceinline__ const unsigned char *hdr(ra_u32 i) const {
+        return (const unsigned char *)s.staged + (size_t)i * (stg ? pitch : RA_SLOT_HEADER_SIZE);
+    }
+
+    // stageIn, every thread: the batch's in-slots into shared memory, all
+    // threads at once, 8-byte loads (one round trip over PCIe for a link in
+    // host memory); a slot too large to stage has its header copied. Thread
+    // 0's acquire of tail and the barrier before this order these loads
+    // after the producer's writes.
+    __device__ __forceinline__ void stage_in() {
+        in = &s.ins[s.cur];
+        pitch = ra_stage_pitch(in->q.slot_size);
+        stg = pitch <= RA_STAGE_BYTES;
+        const ra_u32 n = s.n;
+        if (threadIdx.x == 0) s.gaps = 0;  // the other threads read the last one before the step's first barrier
+        const ra_u32 words = stg ? in->q.slot_size / 8 : RA_SLOT_HEADER_SIZE / 8;
+        const ra_u32 pw = stg ? pitch / 8 : words;
+        for (ra_u32 x = threadIdx.x; x < n * words; x += blockDim.x) {
+            const ra_u32 i = x / words, o = x - i * words;
+            s.staged[i * pw + o] = ((const ra_u64 *)ra_q_slot(in->q, in->own + i))[o];
+        }
+        __syncthreads();
+    }
+
+    // process, every thread: the stage, one message per thread; a stage
+    // with state sees its messages one at a time, in order, on thread 0.
+    // Results go straight into outs[0]'s slots (or the sink buffer).
+    __device__ __forceinline__ void process() {
+        const ra_u32 n = s.n;
+        const bool one = state != 0;
+        if (one && threadIdx.x != 0) return;
+        for (ra_u32 i = one ? 0 : threadIdx.x; i < n; i += one ? 1 : blockDim.x) {
+            const unsigned char *h = hdr(i);
+            const ra_u32 len = ra_slot_len(h);
+            unsigned char *o;
+            int cap;
+            if (s.sink) { cap = (int)(in->q.slot_size - RA_SLOT_HEADER_SIZE); o = sink_buf + (size_t)i * cap; }
+            else { o = ra_q_slot(s.outs[0].q, s.outs[0].own + i) + RA_SLOT_HEADER_SIZE; cap = (int)s.ocap; }
+            // Host time as this device estimates it agrees with the enqueue
+            // stamp (the host's, or another device's) only to the
+            // calibrations' error: where this clock reads behind the stamp,
+            // the message's times move later by the gap, so it is never
+            // dequeued before it was enqueued and its service time stays one
+            // clock's difference.
+            const ra_u64 enq = *(const ra_u64 *)(h + RA_SLOT_OFF_ENQUEUED);
+            const ra_u64 now = ra_globaltimer() + s.clk;
+            const ra_u64 gap = enq > now ? enq - now : 0;
+            s.t0[i] = now + gap;
+            if (len > in->q.slot_size - RA_SLOT_HEADER_SIZE) s.res[i] = RA_CODE_CORRUPT_SLOT;
+            else {
+                int port = 0;
+                ra_u32 ot = 0;
+                s.res[i] = STAGE::run(params, state, *(const ra_u32 *)(h + RA_SLOT_OFF_TYPE), slot(i) + RA_SLOT_HEADER_SIZE, (int)len,
+                                      &ot, o, cap, &port);
+                s.ports[i] = port;
+                s.otype[i] = ot;
+            }
+            s.t1[i] = ra_globaltimer() + s.clk + gap;
+            if (s.res[i] < 0) ra_block_or(&s.gaps, 1u);
+        }
+    }
+
+    // A failed message, thread 0: its dead-letter record, the counts, and
+    // the control block's last error (id first, code last; a reader may
+    // still pair one message's code with another's id, docs §3.2).
+    __device__ __forceinline__ void dead_letter(ra_u32 i) {
+        const int code = s.res[i];
+        if (!ra_record(&s.tr, ctrl, s.ack, RA_REC_DEAD_LETTER, hdr(i), stage, s.deq, s.t1[i], code)) { s.life = RA_STATE_FAULTED; s.stop = 1; }
+        dropped++;
+        if (!ra_not_stage_error(code)) errors++;
+        ra_store_relaxed_sys((ra_u64 *)(ctrl + RA_CB_OFF_LAST_ERROR_ID), ra_slot_id(hdr(i)));
+        ra_store_relaxed_sys32((ra_u32 *)(ctrl + RA_CB_OFF_LAST_ERROR), (ra_u32)code);
+    }
+
+    __device__ __forceinline__ void write_out_header(unsigned char *d, ra_u32 i) {
+        const unsigned char *h = hdr(i);
+        const ra_u32 flags = ra_slot_flags(h);
+        ra_write_header(d, ra_slot_id(h), s.otype[i], (ra_u32)s.res[i], flags, stage, (flags & RA_FLAG_SAMPLED) ? s.t1[i] : 0);
+    }
+
+    // headers, every thread: the out-slot headers, one thread each, when no
+    // dead letter left a gap to close and nothing routes (the usual case).
+    __device__ __forceinline__ void headers() {
+        if (s.gaps || s.sink || routed) return;
+        for (ra_u32 i = threadIdx.x; i < s.n; i += blockDim.x) write_out_header(ra_q_slot(s.outs[0].q, s.outs[0].own + i), i);
+        __syncthreads();  // the headers before thread 0 publishes them
+    }
+
+    // publishRouted, thread 0: each result to the out-link(s) its route
+    // picks, in order per link. A result sits in outs[0]'s slot i; outs[0]'s
+    // own results only ever move down to a slot at or below i, and a copy
+    // for every other link is taken first, so no result is overwritten
+    // before it is read. A dead letter takes no round-robin turn.
+    __device__ __forceinline__ void publish_routed() {
+        ra_u32 cnt[RA_MAX_OUT_LINKS];
+        for (ra_u32 d = 0; d < nout; d++) cnt[d] = 0;
+        ra_link_end *outs = s.outs;
+        for (ra_u32 i = 0; i < s.n; i++) {
+            const unsigned char *src = ra_q_slot(outs[0].q, outs[0].own + i) + RA_SLOT_HEADER_SIZE;
+            ra_u32 dst = 0;
+            if (s.res[i] >= 0 && route != RA_ROUTE_ALL) {
+                const int c = ra_route_pick(route, nout, rr, src, (ra_u32)s.res[i], key_off, s.ports[i], &dst);
+                if (c < 0) s.res[i] = c;
+            }
+            if (s.res[i] < 0) { dead_letter(i); continue; }
+            if (route != RA_ROUTE_ALL) rr++;
+            const ra_u32 first = route == RA_ROUTE_ALL ? nout - 1 : dst;
+            for (ra_u32 d = first + 1; d-- > 0;) {  // outs[0] last
+                if (route != RA_ROUTE_ALL && d != dst) break;
+                unsigned char *ds = ra_q_slot(outs[d].q, outs[d].own + cnt[d]);
+                if (!(d == 0 && cnt[0] == i)) ra_copy_payload(ds + RA_SLOT_HEADER_SIZE, src, s.res[i]);
+                write_out_header(ds, i);
+                cnt[d]++;
+            }
+            processed++;
+        }
+        for (ra_u32 d = 0; d < nout; d++) {
+            if (!cnt[d]) continue;
+            outs[d].own += cnt[d];
+            dirty |= 1u << d;
+        }
+    }
+
+    // publish, thread 0: the results of an unrouted batch; with dead
+    // letters, compacted: a record per failed message, later results moved
+    // down over the gap, their headers written.
+    __device__ __forceinline__ void publish() {
+        ra_link_end &out = s.outs[0];
+        if (!s.gaps) {
+            processed += s.n;
+            if (!s.sink && s.n) { out.own += s.n; dirty |= 1u; }
+            return;
+        }
+        ra_u32 j = 0;
+        for (ra_u32 i = 0; i < s.n; i++) {
+            if (s.res[i] < 0) { dead_letter(i); continue; }
+            if (!s.sink) {
+                unsigned char *d = ra_q_slot(out.q, out.own + j);
+                if (j != i)  // close the gap a dead letter left
+                    ra_copy_payload(d + RA_SLOT_HEADER_SIZE, ra_q_slot(out.q, out.own + i) + RA_SLOT_HEADER_SIZE, s.res[i]);
+                write_out_header(d, i);
+                j++;
+            }
+            processed++;
+        }
+        if (!s.sink && j) { out.own += j; dirty |= 1u; }
+    }
+
+    __device__ __forceinline__ void store_counters() {
+        ra_store_relaxed_sys((ra_u64 *)(ctrl + RA_CB_OFF_PROCESSED), processed);
+        ra_store_relaxed_sys((ra_u64 *)(ctrl + RA_CB_OFF_DROPPED), dropped);
+        ra_store_relaxed_sys((ra_u64 *)(ctrl + RA_CB_OFF_ERRORS), errors);
+        ra_store_relaxed_sys((ra_u64 *)(ctrl + RA_CB_OFF_TRACED), traced);
+    }
+
+    // flush, thread 0: the batch's release. The counters first; then one
+    // fence, and relaxed stores of every out tail given results and of the
+    // in-link's head. The fence makes each of those stores a release of
+    // everything before it (PTX §8.8: a fence, then a strong write): the
+    // block's result and header writes (ordered to thread 0 by the
+    // barriers), every in-slot read, and the counters. So a producer that
+    // sees head may overwrite the slots, a consumer that sees a tail finds
+    // its results, and a host that reads head and then the counters finds
+    // every message below head counted (it may count a batch twice while
+    // the next one is in flight; exact once still, §3.2). Nothing reads an
+    // in-slot after this (the records read the staged copies).
+    __device__ __forceinline__ void flush() {
+        store_counters();
+        bool sys = in->sys;
+        for (ra_u32 d = 0; d < nout; d++)
+            if (dirty & (1u << d)) sys |= s.outs[d].sys;
+        ra_fence_acq_rel(sys);
+        for (ra_u32 d = 0; d < nout; d++)
+            if (dirty & (1u << d)) ra_store_fenced(ra_q_word(s.outs[d].q, RA_Q_OFF_TAIL), s.outs[d].own, s.outs[d].sys);
+        dirty = 0;
+        in->own += s.n;
+        ra_store_fenced(ra_q_word(in->q, RA_Q_OFF_HEAD), in->own, in->sys);
+        in->pub = in->own;
+    }
+
+    // records, thread 0: the trace records of sampled messages, after the
+    // results are on their way (a sampled message is not held up by its own
+    // record), then traced, then the trace tail's release: a host that has
+    // seen a record finds it counted.
+    __device__ __forceinline__ void records() {
+        for (ra_u32 i = 0; i < s.n && !s.stop; i++) {
+            const unsigned char *h = hdr(i);
+            if (s.res[i] < 0 || !(ra_slot_flags(h) & RA_FLAG_SAMPLED)) continue;
+            if (ra_record(&s.tr, ctrl, s.ack, RA_REC_TRACE, h, stage, s.t0[i], s.t1[i], 0)) traced++;
+            else { s.life = RA_STATE_FAULTED; s.stop = 1; }
+        }
+        if (s.tr.own != published_tr) {
+            ra_store_relaxed_sys((ra_u64 *)(ctrl + RA_CB_OFF_TRACED), traced);
+            ra_store_release_sys(ra_q_word(s.tr.q, RA_Q_OFF_TAIL), s.tr.own);
+            published_tr = s.tr.own;
+        }
+    }
+
+    // bottom, thread 0: the part of a step after the stage, run at the
+    // start of the next top (a step always has a batch).
+    __device__ __forceinline__ void bottom() {
+        if (routed && !s.sink) publish_routed();
+        else publish();
+        flush();
+        records();
+    }
+
+    // finish, thread 0: heads not yet published (never on a fault: a
+    // corrupt link is left as it was found), the final counters, the
+    // out-links closed after their last publish, the trace tail, the state,
+    // and the trace ring closed last, so a drained pump means the kernel's
+    // account is complete.
+    __device__ __forceinline__ void finish() {
+        for (ra_u32 k = 0; s.life != RA_STATE_FAULTED && k < nin && k < RA_MAX_IN_LINKS; k++) {
+            if (s.ins[k].q.base && s.ins[k].own != s.ins[k].pub) ra_store_release(ra_q_word(s.ins[k].q, RA_Q_OFF_HEAD), s.ins[k].own, s.ins[k].sys);
+        }
+        store_counters();
+        for (ra_u32 d = 0; d < nout && d < RA_MAX_OUT_LINKS; d++)
+            if (s.outs[d].q.base) ra_store_release_sys32((ra_u32 *)(s.outs[d].q.base + RA_Q_OFF_CLOSED), 1);
+        if (s.tr.q.base) ra_store_release_sys(ra_q_word(s.tr.q, RA_Q_OFF_TAIL), s.tr.own);
+        ra_store_release_sys32((ra_u32 *)(ctrl + RA_CB_OFF_STATE), s.life);
+        if (s.tr.q.base) ra_store_release_sys32((ra_u32 *)(s.tr.q.base + RA_Q_OFF_CLOSED), 1);
+    }
+};
+
+// ra_ring_loop is the persistent loop: one step per batch, every thread of
+// the block through the same barriers.
 template <typename STAGE>
 __device__ void ra_ring_loop(const ra_ring_args &a) {
-    __shared__ ra_link_end ins[RA_MAX_IN_LINKS], outs[RA_MAX_OUT_LINKS], tr;
-    __shared__ ra_u32 life, ack, n, stop, cur, next, ocap;
-    __shared__ bool drain, sink;
-    __shared__ ra_u64 deq, clk;
-    __shared__ int res[RA_BATCH];
-    __shared__ ra_u64 t0[RA_BATCH], t1[RA_BATCH];
-    __shared__ ra_u64 staged[RA_STAGE_BYTES / 8];
-    __shared__ int ports[RA_BATCH];     // the port each message's stage call chose
-    __shared__ ra_u32 otype[RA_BATCH];  // each result's type id
-    __shared__ bool gaps;
-    unsigned char *ctrl = ra_arg_ptr(a, RA_ARG_OFF_CTRL);
-    // Out-links: results go down outs[0] unless the stage routes
-    // (ra_route_pick); a routed result is written into outs[0]'s slot
-    // first, as scratch, and copied to where its route sends it.
-    const ra_u32 nout = ra_arg_u32(a, RA_ARG_OFF_NUM_OUT);
-    const ra_u32 route = ra_arg_u32(a, RA_ARG_OFF_ROUTE);
-    const ra_u32 key_off = ra_arg_u32(a, RA_ARG_OFF_KEY_OFFSET);
-    const bool routed = route != RA_ROUTE_ONE;
-    ra_link_end &out = outs[0];
-    const float *params = (const float *)ra_arg_ptr(a, RA_ARG_OFF_PARAMS);
-    float *state = (float *)ra_arg_ptr(a, RA_ARG_OFF_STATE);
-    unsigned char *sink_buf = ra_arg_ptr(a, RA_ARG_OFF_SINK);
-    ra_u32 nin = ra_arg_u32(a, RA_ARG_OFF_NUM_IN);
-    ra_u32 in_sys = ra_arg_u32(a, RA_ARG_OFF_IN_SYS);
-    ra_u32 *cmd = (ra_u32 *)(ctrl + RA_CB_OFF_COMMAND);
-    ra_u32 *seq = (ra_u32 *)(ctrl + RA_CB_OFF_COMMAND_SEQ);
-    ra_u32 stage = *(const volatile ra_u32 *)(ctrl + RA_CB_OFF_STAGE_ID);
-    ra_u64 processed = 0, dropped = 0, errors = 0, traced = 0;
-    ra_u64 published_tr = 0;  // trace tail last published
-    ra_u64 rr = 0;            // results routed one at a time so far (round-robin's turn)
-    ra_u32 iter = 0;
-    ra_u64 last_beat = 0;
-    unsigned ns = 0;
-    if (threadIdx.x == 0) {
-        stop = 0; n = 0; cur = 0; next = 0; drain = false; sink = nout == 0;
-        clk = ra_clock_offset(ctrl);
-        tr.q.base = 0;
-        for (ra_u32 k = 0; k < RA_MAX_OUT_LINKS; k++) outs[k].q.base = 0;
-        for (ra_u32 k = 0; k < RA_MAX_IN_LINKS; k++) ins[k].q.base = 0;
-        life = RA_STATE_LAUNCHED;
-        ack = ra_load_acquire_sys32((const ra_u32 *)(ctrl + RA_CB_OFF_COMMAND_ACK));
-        const ra_u32 out_sys = ra_arg_u32(a, RA_ARG_OFF_OUT_SYS);
-        bool ok = nin >= 1 && nin <= RA_MAX_IN_LINKS && nout <= RA_MAX_OUT_LINKS && (nout <= 1 || routed) &&
-                  route <= RA_ROUTE_PORT && ra_attach(ra_arg_ptr(a, RA_ARG_OFF_TRACE), &tr, false, true);
-        ocap = 0xffffffffu;  // bytes: the least any out-slot holds, so a routed result fits wherever it goes
-        for (ra_u32 k = 0; ok && k < nout; k++) {
-            ok = ra_attach(ra_arg_ptr(a, RA_ARG_OFF_OUT + 8 * k), &outs[k], false, (out_sys >> k) & 1u);
-            if (ok) ocap = min(ocap, outs[k].q.slot_size - RA_SLOT_HEADER_SIZE);
-        }
-        for (ra_u32 k = 0; ok && k < nin; k++) ok = ra_attach(ra_arg_ptr(a, RA_ARG_OFF_IN + 8 * k), &ins[k], true, (in_sys >> k) & 1u);
-        if (!ok) {
-            life = RA_STATE_FAULTED;
-            *(int *)(ctrl + RA_CB_OFF_LAST_ERROR) = RA_CODE_CORRUPT_QUEUE;
-            stop = 1;
-        }
-        ra_store_release_sys32((ra_u32 *)(ctrl + RA_CB_OFF_STATE), life);
-    }
-    __syncthreads();
-    // Every thread leaves through the `if (stop) break` after a barrier, so
-    // no warp reads stop while thread 0 may write it.
+    RA_SHARED(ra_loop_shared, sh);
+    ra_loop<STAGE> L(sh, a);
+    if (threadIdx.x == 0) L.attach(a);
     for (;;) {
-        if (stop) break;
-        if (threadIdx.x == 0) {
-            // Words in host memory cost a PCIe round trip to read and a
-            // .sys fence to publish: the heartbeat and the clock offset
-            // every RA_BEAT_NS (the watchdog's scale is milliseconds), the
-            // command word every 8th iteration (a command waits a few us).
-            ra_u32 it = iter++;
-            ra_u64 now = ra_globaltimer();
-            if (it == 0 || now - last_beat >= RA_BEAT_NS) {
-                last_beat = now;
-                clk = ra_clock_offset(ctrl);
-                ra_store_release_sys((ra_u64 *)(ctrl + RA_CB_OFF_HEARTBEAT), now + clk);
-            }
-            ra_u32 s = (it & 7u) == 0 ? ra_load_acquire_sys32(seq) : ack;
-            // Commands: the lifecycle table of ringkernel.Next.
-            if (s != ack) {
-                ra_u32 c = *(volatile ra_u32 *)cmd;
-                if (c == RA_CMD_ACTIVATE && (life == RA_STATE_LAUNCHED || life == RA_STATE_IDLE)) life = RA_STATE_ACTIVE;
-                else if (c == RA_CMD_DEACTIVATE && life == RA_STATE_ACTIVE) life = RA_STATE_IDLE;
-                else if (c == RA_CMD_TERMINATE) { life = RA_STATE_TERMINATING; drain = false; }
-                else if (c == RA_CMD_TERMINATE_DRAIN) { life = RA_STATE_TERMINATING; drain = true; }
-                ack = s;
-                ra_store_release_sys32((ra_u32 *)(ctrl + RA_CB_OFF_STATE), life);
-                ra_store_release_sys32((ra_u32 *)(ctrl + RA_CB_OFF_COMMAND_ACK), s);
-            }
-            n = 0;
-            bool take = life == RA_STATE_ACTIVE || (life == RA_STATE_TERMINATING && drain);
-            if (life == RA_STATE_TERMINATING && !drain) {
-                // Dead-letter what is queued on every in-link, then stop.
-                for (ra_u32 k = 0; k < nin; k++) {
-                    // Until the link is empty as its tail now reads (ra_avail
-                    // re-reads it once the cached count is used up): the
-                    // host closes ingress before it terminates.
-                    for (;;) {
-                        long long av = ra_avail(&ins[k]);
-                        if (av < 0) { ra_fault(ctrl, &tr, stage, clk, &life); break; }
-                        if (av == 0) break;
-                        ra_u64 i = 0;
-                        for (; i < (ra_u64)av; i++) {
-                            if (!ra_record(&tr, ctrl, ack, RA_REC_DEAD_LETTER, ra_q_slot(ins[k].q, ins[k].own + i), stage, 0, ra_globaltimer() + clk, RA_CODE_SHUTDOWN)) break;
-                            dropped++;
-                        }
-                        ins[k].own += i;
-                        ra_store_release(ra_q_word(ins[k].q, RA_Q_OFF_HEAD), ins[k].own, ins[k].sys);
-                        // The pump stopped: what is left stays queued, the host's to account for.
-                        if (i < (ra_u64)av) { life = RA_STATE_FAULTED; break; }
-                    }
-                }
-                if (life != RA_STATE_FAULTED) life = RA_STATE_TERMINATED;
-                stop = 1;
-            } else if (take) {
-                // The first in-link with messages, from where the last batch
-                // left off; all closed and drained ends the loop.
-                bool done = true;
-                for (ra_u32 j = 0; j < nin && n == 0 && !stop; j++) {
-                    ra_u32 k = (next + j) % nin;
-                    long long av = ra_avail(&ins[k]);
-                    if (av < 0) { ra_fault(ctrl, &tr, stage, clk, &life); stop = 1; break; }
-                    if (av == 0) {
-                        // closed is set after the last publish: re-read tail after seeing it
-                        if (!(ra_closed(&ins[k]) && ra_avail(&ins[k]) == 0)) done = false;
-                        continue;
-                    }
-                    done = false;
-                    // Room for the whole batch on every out-link: a routed
-                    // batch may send all of it down any one.
-                    long long fr = RA_BATCH;
-                    for (ra_u32 o = 0; o < nout && fr > 0; o++) fr = min(fr, ra_free(&outs[o], 1));
-                    if (fr < 0) { ra_fault(ctrl, &tr, stage, clk, &life); stop = 1; break; }
-                    n = (ra_u32)min(min(av, fr), (long long)RA_BATCH);
-                    if (ra_stage_pitch(ins[k].q.slot_size) <= RA_STAGE_BYTES) n = min(n, RA_STAGE_BYTES / ra_stage_pitch(ins[k].q.slot_size));
-                    cur = k;
-                    next = (k + 1) % nin;
-                }
-                if (!stop && n == 0 && done) { life = RA_STATE_TERMINATED; stop = 1; }
-            }
-            deq = ra_globaltimer() + clk;
-        }
+        if (threadIdx.x == 0) L.top();  // publishes the last batch, then waits for the next
         __syncthreads();
-        if (stop) break;
-        ra_link_end *in = &ins[cur];
-        // In-slots into shared memory, all threads at once; the batch was
-        // cut to fit, so this is all or nothing. Thread 0's acquire of tail
-        // and the barrier above order these loads after the producer's
-        // writes.
-        const ra_u32 pitch = ra_stage_pitch(in->q.slot_size);
-        const bool stg = pitch <= RA_STAGE_BYTES;
-        if (stg && n) {
-            ra_u32 words = in->q.slot_size / 8, pw = pitch / 8;
-            for (ra_u32 x = threadIdx.x; x < n * words; x += blockDim.x) {
-                ra_u32 i = x / words, o = x - i * words;
-                staged[i * pw + o] = ((const ra_u64 *)ra_q_slot(in->q, in->own + i))[o];
-            }
-            __syncthreads();
-        }
-#define RA_IN_SLOT(i) (stg ? (const unsigned char *)staged + (size_t)(i) * pitch : ra_q_slot(in->q, in->own + (i)))
-        // The stage: one message per thread. A stage with state sees its
-        // messages one at a time, in order, on thread 0.
-        const bool one = state != 0;
-        if (!one || threadIdx.x == 0) {
-            for (ra_u32 i = one ? 0 : threadIdx.x; i < n; i += one ? 1 : blockDim.x) {
-                const unsigned char *m = RA_IN_SLOT(i);
-                ra_u32 len = ra_slot_len(m);
-                unsigned char *o; int cap;
-                if (sink) { cap = (int)(in->q.slot_size - RA_SLOT_HEADER_SIZE); o = sink_buf + (size_t)i * cap; }
-                else { o = ra_q_slot(out.q, out.own + i) + RA_SLOT_HEADER_SIZE; cap = (int)ocap; }
-                // Host time as this device estimates it agrees with the
-                // enqueue stamp (the host's, or another device's) only to
-                // the calibrations' error: where this clock reads behind
-                // the stamp, the message's times move later by the gap,
-                // so it is never dequeued before it was enqueued and its
-                // service time stays one clock's difference.
-                const ra_u64 enq = *(const ra_u64 *)(m + RA_SLOT_OFF_ENQUEUED);
-                const ra_u64 now = ra_globaltimer() + clk;
-                const ra_u64 gap = enq > now ? enq - now : 0;
-                t0[i] = now + gap;
-                if (len > in->q.slot_size - RA_SLOT_HEADER_SIZE) res[i] = RA_CODE_CORRUPT_SLOT;
-                else {
-                    int port = 0;
-                    ra_u32 ot = 0;
-                    res[i] = STAGE::run(params, state, *(const ra_u32 *)(m + RA_SLOT_OFF_TYPE), m + RA_SLOT_HEADER_SIZE, (int)len, &ot, o, cap, &port);
-                    ports[i] = port;
-                    otype[i] = ot;
-                }
-                t1[i] = ra_globaltimer() + clk + gap;
-            }
-        }
+        if (sh.stop) break;
+        L.stage_in();  // ends with a barrier
+        L.process();
         __syncthreads();
-        // Out-slot headers, one thread each, when no dead letter left a gap
-        // to close (the usual case); otherwise thread 0 compacts below.
-        if (threadIdx.x == 0) {
-            bool g = false;
-            for (ra_u32 i = 0; i < n; i++) g |= res[i] < 0;
-            gaps = g;
-        }
-        __syncthreads();
-        if (!gaps && !sink && !routed) {
-            for (ra_u32 i = threadIdx.x; i < n; i += blockDim.x) {
-                const unsigned char *m = RA_IN_SLOT(i);
-                ra_u32 flags = ra_slot_flags(m);
-                ra_write_header(ra_q_slot(out.q, out.own + i), ra_slot_id(m), otype[i], (ra_u32)res[i], flags, stage,
-                                (flags & RA_FLAG_SAMPLED) ? t1[i] : 0);
-            }
-            __syncthreads();  // the headers before thread 0 publishes them
-        }
-        bool sys_fenced = false;  // thread 0: a .sys release done this step
-        if (threadIdx.x == 0 && routed && !sink) {
-            // Each result to the out-link(s) its route picks, in order per
-            // link. A result sits in outs[0]'s slot i; outs[0]'s own
-            // results only ever move down to a slot at or below i, and a
-            // copy for every other link is taken first, so no result is
-            // overwritten before it is read.
-            ra_u32 cnt[RA_MAX_OUT_LINKS];
-            for (ra_u32 d = 0; d < nout; d++) cnt[d] = 0;
-            for (ra_u32 i = 0; i < n; i++) {
-                const unsigned char *m = RA_IN_SLOT(i);
-                const unsigned char *src = ra_q_slot(out.q, out.own + i) + RA_SLOT_HEADER_SIZE;
-                ra_u32 dst = 0;
-                if (res[i] >= 0 && route != RA_ROUTE_ALL) {
-                    int c = ra_route_pick(route, nout, rr, src, (ra_u32)res[i], key_off, ports[i], &dst);
-                    if (c < 0) res[i] = c;
-                }
-                if (res[i] < 0) {
-                    if (!ra_record(&tr, ctrl, ack, RA_REC_DEAD_LETTER, m, stage, deq, t1[i], res[i])) { life = RA_STATE_FAULTED; stop = 1; }
-                    dropped++;
-                    if (!ra_not_stage_error(res[i])) errors++;
-                    *(int *)(ctrl + RA_CB_OFF_LAST_ERROR) = res[i];
-                    *(ra_u64 *)(ctrl + RA_CB_OFF_LAST_ERROR_ID) = ra_slot_id(m);
-                    continue;
-                }
-                if (route != RA_ROUTE_ALL) rr++;
-                const ra_u32 flags = ra_slot_flags(m);
-                const ra_u32 first = route == RA_ROUTE_ALL ? nout - 1 : dst;
-                for (ra_u32 d = first + 1; d-- > 0;) {  // outs[0] last
-                    if (route != RA_ROUTE_ALL && d != dst) break;
-                    unsigned char *ds = ra_q_slot(outs[d].q, outs[d].own + cnt[d]);
-                    if (!(d == 0 && cnt[0] == i)) ra_copy_payload(ds + RA_SLOT_HEADER_SIZE, src, res[i]);
-                    ra_write_header(ds, ra_slot_id(m), otype[i], (ra_u32)res[i], flags, stage, (flags & RA_FLAG_SAMPLED) ? t1[i] : 0);
-                    cnt[d]++;
-                }
-                processed++;
-            }
-            for (ra_u32 d = 0; d < nout; d++) {
-                if (!cnt[d]) continue;
-                outs[d].own += cnt[d];
-                ra_store_release(ra_q_word(outs[d].q, RA_Q_OFF_TAIL), outs[d].own, outs[d].sys);  // the slots above first
-                sys_fenced |= outs[d].sys;
-            }
-        } else if (threadIdx.x == 0 && !gaps) {
-            processed += n;
-            if (!sink && n) {
-                out.own += n;
-                ra_store_release(ra_q_word(out.q, RA_Q_OFF_TAIL), out.own, out.sys);  // every thread's slots above first
-                sys_fenced = out.sys;
-            }
-        } else if (threadIdx.x == 0) {
-            ra_u32 j = 0;
-            for (ra_u32 i = 0; i < n; i++) {
-                const unsigned char *m = RA_IN_SLOT(i);
-                if (res[i] < 0) {
-                    if (!ra_record(&tr, ctrl, ack, RA_REC_DEAD_LETTER, m, stage, deq, t1[i], res[i])) { life = RA_STATE_FAULTED; stop = 1; }
-                    dropped++;
-                    if (!ra_not_stage_error(res[i])) errors++;
-                    *(int *)(ctrl + RA_CB_OFF_LAST_ERROR) = res[i];
-                    *(ra_u64 *)(ctrl + RA_CB_OFF_LAST_ERROR_ID) = ra_slot_id(m);
-                    continue;
-                }
-                ra_u32 flags = ra_slot_flags(m);
-                if (!sink) {
-                    unsigned char *d = ra_q_slot(out.q, out.own + j);
-                    if (j != i)  // close the gap a dead letter left
-                        ra_copy_payload(d + RA_SLOT_HEADER_SIZE, ra_q_slot(out.q, out.own + i) + RA_SLOT_HEADER_SIZE, res[i]);
-                    ra_write_header(d, ra_slot_id(m), otype[i], (ra_u32)res[i], flags, stage, (flags & RA_FLAG_SAMPLED) ? t1[i] : 0);
-                    j++;
-                }
-                processed++;
-            }
-            if (!sink && j) {
-                out.own += j;
-                ra_store_release(ra_q_word(out.q, RA_Q_OFF_TAIL), out.own, out.sys);  // the slots above first
-                sys_fenced = out.sys;
-            }
-        }
-        if (threadIdx.x == 0) {
-            // Trace records after the results are on their way: a sampled
-            // message is not held up by its own record.
-            for (ra_u32 i = 0; i < n && !stop; i++) {
-                const unsigned char *m = RA_IN_SLOT(i);
-                if (res[i] < 0 || !(ra_slot_flags(m) & RA_FLAG_SAMPLED)) continue;
-                if (ra_record(&tr, ctrl, ack, RA_REC_TRACE, m, stage, t0[i], t1[i], 0)) traced++;
-                else { life = RA_STATE_FAULTED; stop = 1; }
-            }
-            // Head, then the counters, then the trace tail: a host that
-            // has seen a dead letter finds it counted (the trace pump reads
-            // the tail, then the records), and a host reading the counters
-            // and the link together sees each message once.
-            if (n) {
-                in->own += n;
-                // Done reading the slots. The out-link's .sys release just
-                // above already ordered those reads before anything later,
-                // so then a plain store publishes head as well as a second
-                // fence would.
-                if (sys_fenced) *(volatile ra_u64 *)ra_q_word(in->q, RA_Q_OFF_HEAD) = in->own;
-                else ra_store_release(ra_q_word(in->q, RA_Q_OFF_HEAD), in->own, in->sys);
-                in->pub = in->own;
-                ns = 0;
-                *(volatile ra_u64 *)(ctrl + RA_CB_OFF_PROCESSED) = processed;
-                *(volatile ra_u64 *)(ctrl + RA_CB_OFF_DROPPED) = dropped;
-                *(volatile ra_u64 *)(ctrl + RA_CB_OFF_ERRORS) = errors;
-                *(volatile ra_u64 *)(ctrl + RA_CB_OFF_TRACED) = traced;
-                if (tr.own != published_tr) {
-                    ra_store_release_sys(ra_q_word(tr.q, RA_Q_OFF_TAIL), tr.own);
-                    published_tr = tr.own;
-                }
-            } else {
-                ra_backoff(&ns);  // idle: sleep a little, then look at the command word again
-            }
-        }
-        __syncthreads();
-#undef RA_IN_SLOT
+        L.headers();  // ends with a barrier when it writes any
     }
-    if (threadIdx.x == 0) {
-        // Heads not yet published (never on a fault: a corrupt link is
-        // left as it was found).
-        for (ra_u32 k = 0; life != RA_STATE_FAULTED && k < nin && k < RA_MAX_IN_LINKS; k++) {
-            if (ins[k].q.base && ins[k].own != ins[k].pub) ra_store_release(ra_q_word(ins[k].q, RA_Q_OFF_HEAD), ins[k].own, ins[k].sys);
-        }
-        // Close the out-link after its last publish and the trace ring last,
-        // so a drained pump means the kernel's account is complete.
-        *(volatile ra_u64 *)(ctrl + RA_CB_OFF_PROCESSED) = processed;
-        *(volatile ra_u64 *)(ctrl + RA_CB_OFF_DROPPED) = dropped;
-        *(volatile ra_u64 *)(ctrl + RA_CB_OFF_ERRORS) = errors;
-        *(volatile ra_u64 *)(ctrl + RA_CB_OFF_TRACED) = traced;
-        for (ra_u32 d = 0; d < nout && d < RA_MAX_OUT_LINKS; d++)
-            if (outs[d].q.base) ra_store_release_sys32((ra_u32 *)(outs[d].q.base + RA_Q_OFF_CLOSED), 1);
-        if (tr.q.base) ra_store_release_sys(ra_q_word(tr.q, RA_Q_OFF_TAIL), tr.own);
-        ra_store_release_sys32((ra_u32 *)(ctrl + RA_CB_OFF_STATE), life);
-        if (tr.q.base) ra_store_release_sys32((ra_u32 *)(tr.q.base + RA_Q_OFF_CLOSED), 1);
-    }
+    if (threadIdx.x == 0) L.finish();
 }
 
 // RA_RING_KERNEL defines the persistent ring kernel <name>_ring for a stage,

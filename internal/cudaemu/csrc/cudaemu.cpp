@@ -17,9 +17,11 @@
 //     build (the table the build generates, cudaemu_kernels); PTX with a
 //     kernel that has none (a user stage) fails with CUDA_ERROR_INVALID_PTX
 //     and says so in the JIT error log.
-//   - cuLaunchKernel copies the arguments and runs the kernel on a thread of
-//     its own as a block of one thread (ra_host.h says why that is the same
-//     program). A stream is NOT_READY while a kernel launched on it runs.
+//   - cuLaunchKernel copies the arguments and runs the kernel's grid on
+//     threads of its own: every block, each of blockDim.x threads (capped at
+//     RINGACTOR_EMU_THREADS, default 32), with per-block shared memory and a
+//     real __syncthreads (ra_host.h). A stream is NOT_READY while a kernel
+//     launched on it runs.
 //
 // The rules a real driver punishes are enforced loudly: the call fails with
 // CUDA_ERROR_NOT_PERMITTED (or CUDA_ERROR_INVALID_CONTEXT), one line goes
@@ -138,6 +140,7 @@ struct Launch {
     std::vector<std::vector<unsigned char>> args;
     std::atomic<bool> done{false};
     unsigned long long end_ns = 0;
+    ra_host_dim3 grid{1, 1, 1}, block{1, 1, 1};  // the launch's shape (ra_host_run_grid caps the threads)
 };
 
 struct Stream;
@@ -785,6 +788,8 @@ static CUresult launch(const char *call, void *f, unsigned gx, unsigned gy, unsi
     auto l = std::make_shared<Launch>();
     l->k = fn->k;
     l->ctx = current;
+    l->grid = {gx, gy, gz};
+    l->block = {bx, by, bz};
     for (int i = 0; i < fn->k->nparams; i++) {
         const unsigned char *p = (const unsigned char *)params[i];
         l->args.emplace_back(p, p + fn->k->param_size[i]);
@@ -801,7 +806,7 @@ static CUresult launch(const char *call, void *f, unsigned gx, unsigned gy, unsi
     std::thread([l] {
         std::vector<void *> ps;
         for (auto &a : l->args) ps.push_back(a.data());
-        l->k->run(ps.data());
+        ra_host_run_grid(l->grid, l->block, l->k->run, ps.data(), l.get());
         l->end_ns = now_ns();
         l->done.store(true, std::memory_order_release);
     }).detach();
@@ -936,3 +941,7 @@ CUresult cuEventDestroy_v2(void *e) {
 }
 
 }  // extern "C"
+
+// The device code's seam hook (ra_host.h): every cross-agent access of a
+// kernel thread calls it with its address and scope.
+extern "C" void ra_host_seam(const void *, int) {}

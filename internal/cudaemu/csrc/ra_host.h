@@ -1,16 +1,28 @@
 // ra_host.h: the one shim that lets the system C++ compiler build the device
 // code (kernels/cuda/ringactor.cuh and the stage .cu files, the same text
-// NVRTC compiles) for the emulated driver. It is force-included (-include)
-// before that code and defines RA_HOST, which selects ringactor.cuh's host
-// seam: C++ acquire/release atomics, CLOCK_REALTIME for %globaltimer, and
+// NVRTC compiles) for the emulated driver and for the ThreadSanitizer
+// harness. It is force-included (-include) before that code and defines
+// RA_HOST, which selects ringactor.cuh's host seam: C++ atomics at the
+// orders the GPU is promised, CLOCK_REALTIME for %globaltimer, and
 // nanosleep for __nanosleep.
 //
-// A kernel runs as a block of ONE thread: threadIdx.x == 0, blockDim.x == 1.
-// The loop is written for any block size: every per-thread loop strides by
-// blockDim.x from threadIdx.x, and work only thread 0 does is guarded by
-// threadIdx.x == 0, so one thread does all of it, in the same order a GPU's
-// thread 0 and its strides would. Barriers (__syncthreads) then have nothing
-// to wait for, and __shared__ variables are the thread's own locals.
+// A launch runs as CPU threads: ra_host_run_grid starts gridDim blocks of
+// blockDim threads each (blockDim.x capped at RINGACTOR_EMU_THREADS,
+// default 32; the capped count is what the code sees as blockDim.x, so its
+// strided loops cover every index). Each thread has its own threadIdx and
+// blockIdx; each block has its own shared memory (RA_SHARED: one struct per
+// kernel, in the block's arena) and its own barrier. __syncthreads is a
+// real barrier at which a thread that has returned from the kernel counts
+// as arrived, as bar.sync treats an exited warp on sm_70 and later.
+// Waiting threads park on a futex, never spin: 32 threads per
+// block on several emulated devices must not load a 2-core host.
+//
+// What the threads share goes through the seam (ringactor.cuh): every
+// cross-agent load and store is a C++ atomic at the order its PTX form
+// promises, and calls ra_host_seam first (the emulated driver's scope
+// checker and jitter; a harness defines its own). Plain loads and stores of
+// slot bytes stay plain, so ThreadSanitizer sees exactly the races a GPU
+// would have.
 #ifndef RA_HOST_H
 #define RA_HOST_H
 
@@ -18,21 +30,147 @@
 
 #include <math.h>
 #include <stdint.h>
+#include <stdlib.h>
 #include <string.h>
 #include <time.h>
+
+#ifdef __cplusplus
+#include <atomic>
+#include <memory>
+#include <thread>
+#include <vector>
+
+#include <limits.h>
+#include <linux/futex.h>
+#include <sys/syscall.h>
+#include <unistd.h>
 
 #define __global__
 #define __device__ inline
 #define __forceinline__
-#define __shared__
+// Shared memory is per block: declare it with RA_SHARED(type, name), which
+// the host build places in the block's arena. A bare __shared__ would be a
+// per-thread local here, silently wrong with more than one thread.
+#define __shared__ _Pragma("GCC error \"__shared__ is not supported by the host build (internal/cudaemu): declare block-shared data with RA_SHARED(type, name)\"")
 
 struct ra_host_dim3 {
     unsigned x, y, z;
 };
-static const ra_host_dim3 threadIdx = {0, 0, 0}, blockIdx = {0, 0, 0};
-static const ra_host_dim3 blockDim = {1, 1, 1}, gridDim = {1, 1, 1};
 
-inline void __syncthreads() {}
+// Every cross-agent access of the device code calls this first, with its
+// address and scope (1 .sys, 0 .gpu). Defined by the emulated driver
+// (cudaemu.cpp: scope checker, jitter) or by a harness.
+extern "C" void ra_host_seam(const void *p, int sys);
+
+// The block a thread belongs to: its barrier and its shared arena.
+#define RA_HOST_SHARED_BYTES (64 * 1024)
+struct ra_host_block {
+    unsigned size = 1;  // threads in the block
+    // Low 32 bits: threads arrived at the current barrier; high 32 bits:
+    // threads returned from the kernel, which count as arrived.
+    std::atomic<unsigned long long> count{0};
+    std::atomic<unsigned> gen{0};  // barriers passed; waiters park on it
+    alignas(64) unsigned char shared[RA_HOST_SHARED_BYTES];
+};
+
+inline thread_local ra_host_dim3 threadIdx = {0, 0, 0}, blockIdx = {0, 0, 0};
+inline thread_local ra_host_dim3 blockDim = {1, 1, 1}, gridDim = {1, 1, 1};
+inline thread_local ra_host_block *ra_host_blk = nullptr;
+// The launch a thread runs for (the emulated driver's Launch*): set on
+// every thread of the grid from the launching thread's value.
+inline thread_local void *ra_host_tag = nullptr;
+
+// Ends the current barrier if c (the count after this thread's change)
+// says every thread has arrived or exited: the arrivals go back to 0,
+// then the generation moves (a release, which every waiter acquires) and
+// the waiters are woken.
+inline void ra_host_release_if_all(ra_host_block *b, unsigned long long c) {
+    const unsigned arrived = (unsigned)c, exited = (unsigned)(c >> 32);
+    if (arrived == 0 || arrived + exited < b->size) return;
+    b->count.fetch_sub(arrived, std::memory_order_relaxed);
+    b->gen.fetch_add(1, std::memory_order_release);
+    syscall(SYS_futex, (unsigned *)&b->gen, FUTEX_WAKE_PRIVATE, INT_MAX, nullptr, nullptr, 0);
+}
+
+// __syncthreads: arrive, then park on the generation until the last
+// thread moves it (a futex: no spinning, no lock to re-take on wake-up).
+inline void __syncthreads() {
+    ra_host_block *b = ra_host_blk;
+    if (b == nullptr || b->size == 1) return;
+    const unsigned g = b->gen.load(std::memory_order_acquire);
+    const unsigned long long c = b->count.fetch_add(1, std::memory_order_acq_rel) + 1;
+    if ((unsigned)c + (unsigned)(c >> 32) >= b->size) {
+        ra_host_release_if_all(b, c);
+        return;
+    }
+    while (b->gen.load(std::memory_order_acquire) == g)
+        syscall(SYS_futex, (unsigned *)&b->gen, FUTEX_WAIT_PRIVATE, g, nullptr, nullptr, 0);
+}
+
+// A thread returned from the kernel: it counts as arrived at every later
+// barrier of its block, as an exited warp does at bar.sync (sm_70+).
+inline void ra_host_exit_block(ra_host_block *b) {
+    const unsigned long long c = b->count.fetch_add(1ull << 32, std::memory_order_acq_rel) + (1ull << 32);
+    ra_host_release_if_all(b, c);
+}
+
+// The block's shared memory, seen as one T (a kernel has one such struct).
+template <class T>
+inline T &ra_host_shared() {
+    static_assert(sizeof(T) <= RA_HOST_SHARED_BYTES, "a kernel's shared struct exceeds the host build's shared arena");
+    return *(T *)ra_host_blk->shared;
+}
+
+// Threads per block the host build runs: RINGACTOR_EMU_THREADS (1 to
+// 1024), default 32. A launch of more threads runs this many, and its code
+// sees blockDim.x this large.
+inline unsigned ra_host_thread_cap() {
+    static const unsigned cap = [] {
+        const char *s = getenv("RINGACTOR_EMU_THREADS");
+        long v = s && *s ? strtol(s, 0, 10) : 32;
+        return (unsigned)(v < 1 ? 1 : v > 1024 ? 1024 : v);
+    }();
+    return cap;
+}
+
+// ra_host_run_grid runs fn(params) as a grid: every thread of every block,
+// concurrently, the calling thread as block 0's thread 0, and returns when
+// all have returned. A block of more than one dimension runs as one thread
+// (the device code here is one-dimensional).
+typedef void (*ra_host_kernel)(void **params);
+inline void ra_host_run_grid(ra_host_dim3 grid, ra_host_dim3 block, ra_host_kernel fn, void **params, void *tag) {
+    unsigned threads = block.y == 1 && block.z == 1 ? block.x : 1;
+    if (threads > ra_host_thread_cap()) threads = ra_host_thread_cap();
+    if (threads == 0) threads = 1;
+    const unsigned nblocks = grid.x * grid.y * grid.z;
+    const ra_host_dim3 gdim = grid, bdim = {threads, 1, 1};
+    std::vector<std::unique_ptr<ra_host_block> > blocks;
+    for (unsigned b = 0; b < nblocks; b++) {
+        blocks.emplace_back(new ra_host_block);
+        blocks.back()->size = threads;
+    }
+    auto body = [=](ra_host_block *blk, unsigned b, unsigned t) {
+        threadIdx = {t, 0, 0};
+        blockIdx = {b % gdim.x, (b / gdim.x) % gdim.y, b / (gdim.x * gdim.y)};
+        blockDim = bdim;
+        gridDim = gdim;
+        ra_host_blk = blk;
+        ra_host_tag = tag;
+        fn(params);
+        ra_host_exit_block(blk);
+        ra_host_blk = nullptr;
+    };
+    std::vector<std::thread> ts;
+    for (unsigned b = 0; b < nblocks; b++)
+        for (unsigned t = 0; t < threads; t++)
+            if (b || t) ts.emplace_back(body, blocks[b].get(), b, t);
+    body(blocks[0].get(), 0, 0);
+    for (auto &t : ts) t.join();
+    threadIdx = {0, 0, 0};
+    blockIdx = {0, 0, 0};
+    blockDim = {1, 1, 1};
+    gridDim = {1, 1, 1};
+}
 
 template <class T>
 inline T min(T a, T b) { return b < a ? b : a; }
@@ -66,5 +204,6 @@ inline void ra_host_sleep_ns(unsigned ns) {
     struct timespec ts = {0, (long)ns};
     nanosleep(&ts, 0);
 }
+#endif  // __cplusplus
 
 #endif  // RA_HOST_H
