@@ -69,18 +69,16 @@ func (s Status) Queued() uint64 {
 	return n
 }
 
-// Status reads the kernel's status.
+// Status reads the kernel's status. It reads the in-links (head, then
+// what is queued) before the counters: a device loop stores its counters
+// before it releases head (docs/ARCHITECTURE.md §4.1), so every message a
+// reading of head shows consumed is in the counters read after it. While
+// the kernel runs, a batch consumed between the two readings may be
+// counted twice (in Processed and in InQueued); once it is still, the
+// reading is exact.
 func (k *Kernel) Status() Status {
-	c := k.Counters()
-	st := Status{
-		Stage: k.spec.Stage.Name, State: k.state(),
-		Processed: c.Processed, Dropped: c.Dropped, Errors: c.Errors, Traced: c.Traced, Stolen: c.Stolen,
-		Busy: time.Duration(c.Busy),
-	}
-	if c.Heartbeat != 0 {
-		st.Heartbeat = k.loop.HostTime(c.Heartbeat)
-		st.HeartbeatAge = max(time.Since(st.Heartbeat), 0)
-	}
+	// The state first: a reading of Terminated then finds the final counts.
+	st := Status{Stage: k.spec.Stage.Name, State: k.state()}
 	if f := k.finalLinks(); f != nil {
 		st.InQueued = append([]int(nil), f.inQueued...)
 		st.InPublished = append([]uint64(nil), f.inPublished...)
@@ -94,6 +92,13 @@ func (k *Kernel) Status() Status {
 		for _, l := range k.spec.Out {
 			st.OutQueued += l.Len()
 		}
+	}
+	c := k.Counters()
+	st.Processed, st.Dropped, st.Errors, st.Traced, st.Stolen = c.Processed, c.Dropped, c.Errors, c.Traced, c.Stolen
+	st.Busy = time.Duration(c.Busy)
+	if c.Heartbeat != 0 {
+		st.Heartbeat = k.loop.HostTime(c.Heartbeat)
+		st.HeartbeatAge = max(time.Since(st.Heartbeat), 0)
 	}
 	if c.LastError != CodeNone {
 		st.LastError = &KernelError{Code: c.LastError, MessageID: c.LastErrorID}

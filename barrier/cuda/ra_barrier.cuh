@@ -32,8 +32,8 @@ __device__ __forceinline__ ra_u64 *ra_barrier_word(unsigned char *flags, ra_u32 
 // n participants. Check once at launch; a kernel must not trust memory.
 __device__ __forceinline__ bool ra_barrier_check(const unsigned char *flags, ra_u32 n) {
     return ra_load_acquire_sys32((const ra_u32 *)(flags + RA_BAR_OFF_MAGIC)) == RA_BAR_MAGIC &&
-           *(const volatile unsigned short *)(flags + RA_BAR_OFF_VERSION) == RA_BAR_VERSION &&
-           *(const volatile ra_u32 *)(flags + RA_BAR_OFF_PARTICIPANTS) == n &&
+           (ra_load_relaxed_sys32((const ra_u32 *)(flags + (RA_BAR_OFF_VERSION & ~3u))) >> (8 * (RA_BAR_OFF_VERSION & 3u)) & 0xffffu) == RA_BAR_VERSION &&
+           ra_load_relaxed_sys32((const ra_u32 *)(flags + RA_BAR_OFF_PARTICIPANTS)) == n &&
            n >= 1 && n <= RA_BAR_MAX_PARTICIPANTS;
 }
 
@@ -73,7 +73,7 @@ __device__ int ra_barrier_wait(unsigned char *flags, ra_u32 n, ra_u64 gen, const
 // generation gen and waits (see ra_barrier_wait). Every thread of the block
 // must call it; all get the same result.
 __device__ int ra_barrier_sync_block(unsigned char *flags, ra_u32 n, ra_u32 me, ra_u64 gen, const volatile ra_u32 *stop) {
-    __shared__ int ok;
+    RA_SHARED(int, ok);
     __syncthreads();
     if (threadIdx.x == 0 && threadIdx.y == 0 && threadIdx.z == 0) {
         ra_barrier_arrive(flags, me, gen);

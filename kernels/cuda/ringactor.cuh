@@ -148,7 +148,9 @@ __device__ __forceinline__ void ra_block_or(ra_u32 *p, ra_u32 v) { atomicOr(p, v
 // Block-shared data: __shared__ on a GPU; the host build places it in the
 // block's arena (ra_host.h), so every thread of one block sees one copy.
 #if defined(RA_HOST)
-#define RA_SHARED(type, name) type &name = ra_host_shared<type>()
+#define RA_SHARED(type, name) \
+    static const char ra_shared_key_##name = 0; \
+    type &name = ra_host_shared<type>(&ra_shared_key_##name)
 #else
 #define RA_SHARED(type, name) __shared__ type name
 #endif

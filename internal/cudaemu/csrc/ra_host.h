@@ -10,8 +10,8 @@
 // blockDim threads each (blockDim.x capped at RINGACTOR_EMU_THREADS,
 // default 32; the capped count is what the code sees as blockDim.x, so its
 // strided loops cover every index). Each thread has its own threadIdx and
-// blockIdx; each block has its own shared memory (RA_SHARED: one struct per
-// kernel, in the block's arena) and its own barrier. __syncthreads is a
+// blockIdx; each block has its own shared memory (each RA_SHARED object in
+// the block's arena) and its own barrier. __syncthreads is a
 // real barrier at which a thread that has returned from the kernel counts
 // as arrived, as bar.sync treats an exited warp on sm_70 and later.
 // Waiting threads park on a futex, never spin: 32 threads per
@@ -37,6 +37,7 @@
 #ifdef __cplusplus
 #include <atomic>
 #include <memory>
+#include <mutex>
 #include <thread>
 #include <vector>
 
@@ -48,8 +49,8 @@
 #define __global__
 #define __device__ inline
 #define __forceinline__
-// Shared memory is per block: declare it with RA_SHARED(type, name), which
-// the host build places in the block's arena. A bare __shared__ would be a
+// Shared memory is per block: declare it with RA_SHARED(type, name)
+// (ringactor.cuh), which the host build places in the block's arena. A bare __shared__ would be a
 // per-thread local here, silently wrong with more than one thread.
 #define __shared__ _Pragma("GCC error \"__shared__ is not supported by the host build (internal/cudaemu): declare block-shared data with RA_SHARED(type, name)\"")
 
@@ -64,12 +65,17 @@ extern "C" void ra_host_seam(const void *p, int sys);
 
 // The block a thread belongs to: its barrier and its shared arena.
 #define RA_HOST_SHARED_BYTES (64 * 1024)
+#define RA_HOST_SHARED_OBJECTS 16
 struct ra_host_block {
     unsigned size = 1;  // threads in the block
     // Low 32 bits: threads arrived at the current barrier; high 32 bits:
     // threads returned from the kernel, which count as arrived.
     std::atomic<unsigned long long> count{0};
     std::atomic<unsigned> gen{0};  // barriers passed; waiters park on it
+    std::mutex shared_mu;          // the arena's table
+    unsigned nshared = 0;
+    const void *shared_key[RA_HOST_SHARED_OBJECTS];
+    size_t shared_off[RA_HOST_SHARED_OBJECTS], shared_used = 0;
     alignas(64) unsigned char shared[RA_HOST_SHARED_BYTES];
 };
 
@@ -114,11 +120,22 @@ inline void ra_host_exit_block(ra_host_block *b) {
     ra_host_release_if_all(b, c);
 }
 
-// The block's shared memory, seen as one T (a kernel has one such struct).
+// The block's shared memory: the object a RA_SHARED declaration names
+// (key: a static of that declaration), placed in the block's arena the
+// first time any thread of the block reaches it, the same object for
+// every thread of the block after that.
 template <class T>
-inline T &ra_host_shared() {
-    static_assert(sizeof(T) <= RA_HOST_SHARED_BYTES, "a kernel's shared struct exceeds the host build's shared arena");
-    return *(T *)ra_host_blk->shared;
+inline T &ra_host_shared(const void *key) {
+    ra_host_block *b = ra_host_blk;
+    std::lock_guard<std::mutex> g(b->shared_mu);
+    for (unsigned i = 0; i < b->nshared; i++)
+        if (b->shared_key[i] == key) return *(T *)(b->shared + b->shared_off[i]);
+    const size_t off = (b->shared_used + 63) & ~(size_t)63;
+    if (b->nshared == RA_HOST_SHARED_OBJECTS || off + sizeof(T) > RA_HOST_SHARED_BYTES) abort();  // a GPU would refuse the launch
+    b->shared_key[b->nshared] = key;
+    b->shared_off[b->nshared++] = off;
+    b->shared_used = off + sizeof(T);
+    return *(T *)(b->shared + off);
 }
 
 // Threads per block the host build runs: RINGACTOR_EMU_THREADS (1 to
