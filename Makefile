@@ -33,7 +33,11 @@ run:
 # the CPU, loaded as libcuda through RINGACTOR_LIBCUDA.
 EMU_DIR  ?= .emu
 EMU_LIB   = $(abspath $(EMU_DIR))/libcudaemu.so
-EMU_ENV   = RINGACTOR_LIBCUDA=$(EMU_LIB) RINGACTOR_TEST_BACKEND=cuda RINGACTOR_REQUIRE_GPU=1
+# EMU_THREADS: threads per block the emulated driver runs (the launch's
+# blockDim.x, capped): 32, a warp, is what a stateful stage is launched with
+# and enough to show every barrier and strided loop of the device code.
+EMU_THREADS ?= 32
+EMU_ENV   = RINGACTOR_LIBCUDA=$(EMU_LIB) RINGACTOR_TEST_BACKEND=cuda RINGACTOR_REQUIRE_GPU=1 RINGACTOR_EMU_THREADS=$(EMU_THREADS)
 EMU_PKGS ?= ./cuda ./ringkernel/... ./runtime ./examples/pipeline ./examples/graph
 # The bench rows that go through the CUDA backend (the rest are sim's).
 EMU_BENCH_TESTS ?= P2PRowsOnTheGPUs|PipelineRowOnTheGPUs

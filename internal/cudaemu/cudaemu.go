@@ -4,18 +4,22 @@
 // a second copy: the library is compiled from the text NVRTC compiles (each
 // built-in op's kernels.RingSource and the headers of kernels.Headers),
 // through one shim header (csrc/ra_host.h) that selects ringactor.cuh's host
-// seam (C++ acquire/release, CLOCK_REALTIME, nanosleep) and runs a kernel as
-// a block of one thread. csrc/cudaemu.cpp is the driver: devices, contexts,
-// memory, modules resolved to the host builds, launches on threads, streams,
-// events, occupancy, peers, and the rules a real driver punishes, enforced
-// loudly (see its header comment).
+// seam (C++ atomics at the orders the GPU is promised, CLOCK_REALTIME,
+// nanosleep) and runs a launch as real threads: blockDim.x threads per block
+// (capped by RINGACTOR_EMU_THREADS, default 32), each block with its own
+// shared memory and a __syncthreads that parks its threads. csrc/cudaemu.cpp
+// is the driver: devices, contexts, memory, modules resolved to the host
+// builds, launches on threads, streams, events, occupancy, peers, and the
+// rules a real driver punishes, enforced loudly (see its header comment).
 //
 // What it proves: the ring-kernel loop and the Go CUDA backend run end to
-// end, with results checked, on machines without a GPU; a call that would
-// hang a real driver under a persistent kernel fails instead of passing.
-// What it cannot show: the real driver, PTX code generation, the GPU memory
-// model (the host is x86's, stronger than a GPU's), more than one thread per
-// block, and timings. Those need the GPU bundle (make gpu-bundle).
+// end, with results checked, with the block shapes a GPU runs, on machines
+// without a GPU; a call that would hang a real driver under a persistent
+// kernel fails instead of passing. What it cannot show: the real driver,
+// PTX code generation, the GPU memory model beyond what the C++ atomics of
+// the seam express (the host is x86, stronger than a GPU: the
+// ThreadSanitizer target and the Relacy models check the orders instead),
+// and timings. Those need the GPU bundle (make gpu-bundle).
 //
 // make emu builds it into .emu/; the test targets run the CUDA-backend
 // suites over it.
