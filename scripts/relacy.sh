@@ -54,10 +54,18 @@ for p in ${pids[@]+"${pids[@]}"}; do
 done
 [ "$fail" = 0 ] || exit 1
 
-# Run them. Each prints its lines and exits 1 on a mismatch.
+# Run them, in parallel; each prints its lines (shown in order) and exits 1
+# on a mismatch.
+pids=()
 for m in "${models[@]}"; do
-  RELACY_LOG_DIR="$out/logs" "$out/$m"
+  RELACY_LOG_DIR="$out/logs" "$out/$m" >"$out/logs/$m.out" 2>&1 &
+  pids+=("$!:$m")
+done
+for p in "${pids[@]}"; do
+  m=${p#*:}
+  wait "${p%%:*}"
   rc=$?
+  cat "$out/logs/$m.out"
   if [ "$rc" != 0 ]; then
     [ "$rc" = 1 ] || echo "relacy: model $m exited with status $rc (a crash?)" >&2
     fail=1

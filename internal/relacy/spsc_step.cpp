@@ -38,6 +38,8 @@ enum variant {
     d4_read_after,     // the fix, but thread 0 reads in-slots (trace records) after the fence
     d5_counters_after, // the fix, but the counters stored after head (today's :719-722)
     tail_relaxed,      // the producer publishes tail relaxed (no release)
+    status_counters_first, // the fix, but Status reads the counters before head
+                           // (ringkernel/status.go Kernel.Status today: Counters, then Link.Stats)
 };
 
 template <int V>
@@ -127,13 +129,23 @@ struct spsc_step : rl::test_suite<spsc_step<V>, 4> {
         }
     }
 
-    // Status: head first (acquire), then the counters (relaxed, as the
-    // host's loads are ordered after the acquire anyway).
+    // Status: head first (acquire), then the counters (relaxed: the
+    // host's loads are ordered after the acquire anyway). The kernel's
+    // counters-then-head order needs the reader's head-then-counters order;
+    // the status_counters_first variant reads them the other way round
+    // (each load an acquire, as Go's are) and misses a batch.
     void status() {
         for (int k = 0; k < 2; k++) {
-            unsigned h = in_head.load(rl::memory_order_acquire);
-            unsigned p = processed.load(rl::memory_order_relaxed);
-            unsigned d = dropped.load(rl::memory_order_relaxed);
+            unsigned h, p, d;
+            if (V == status_counters_first) {
+                p = processed.load(rl::memory_order_acquire);
+                d = dropped.load(rl::memory_order_acquire);
+                h = in_head.load(rl::memory_order_acquire);
+            } else {
+                h = in_head.load(rl::memory_order_acquire);
+                p = processed.load(rl::memory_order_relaxed);
+                d = dropped.load(rl::memory_order_relaxed);
+            }
             RL_ASSERT(p + d >= h);  // every freed message is counted
         }
     }
@@ -147,5 +159,6 @@ int main() {
     check<spsc_step<d4_read_after> >("spsc", "D4 slot read after the fence", rl::test_result_data_race, iters);
     check<spsc_step<d5_counters_after> >("spsc", "D5 counters after head", rl::test_result_user_assert_failed, iters);
     check<spsc_step<tail_relaxed> >("spsc", "producer tail relaxed", rl::test_result_data_race, iters);
+    check<spsc_step<status_counters_first> >("spsc", "Status reads counters before head", rl::test_result_user_assert_failed, iters);
     return result();
 }
