@@ -28,7 +28,7 @@ fi
 command -v "$cxx" >/dev/null || { echo "relacy: the C++ compiler $cxx was not found (install g++)" >&2; exit 1; }
 
 mkdir -p "$out/logs" || exit 1
-rm -f "$out"/logs/*.log
+rm -f "$out"/logs/*
 
 # Build the stale models in parallel. -O1: the models run in about a
 # second each; -O2 only makes the compile slower.
