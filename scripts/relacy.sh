@@ -30,8 +30,8 @@ command -v "$cxx" >/dev/null || { echo "relacy: the C++ compiler $cxx was not fo
 mkdir -p "$out/logs" || exit 1
 rm -f "$out"/logs/*
 
-# Build the stale models in parallel. -O1: the models run in about a
-# second each; -O2 only makes the compile slower.
+# Build the stale models in parallel. -Og: compiles in half the time of
+# -O1, and the models run nearly as fast.
 models=()
 pids=()
 for f in "$src"/*.cpp; do
@@ -39,7 +39,7 @@ for f in "$src"/*.cpp; do
   models+=("$m")
   bin="$out/$m"
   if [ ! -x "$bin" ] || [ "$f" -nt "$bin" ] || [ "$src/model.hpp" -nt "$bin" ]; then
-    "$cxx" -std=c++14 -O1 -w -I"$inc" -I"$src" -o "$bin.tmp" "$f" >"$out/logs/$m.build" 2>&1 &&
+    "$cxx" -std=c++14 -Og -w -I"$inc" -I"$src" -o "$bin.tmp" "$f" >"$out/logs/$m.build" 2>&1 &&
       mv "$bin.tmp" "$bin" &
     pids+=("$!:$m")
   fi

@@ -61,8 +61,8 @@ struct doorbell : rl::test_suite<doorbell<V>, 2> {
 int main() {
     using namespace ramodel;
     const unsigned iters = 100000;
-    check<doorbell<fixed> >("doorbell", "fixed (seq_cst stores and loads)", rl::test_result_success, iters);
-    check<doorbell<release_only> >("doorbell", "release stores, acquire loads", rl::test_result_user_assert_failed, iters);
-    check<doorbell<tail_release> >("doorbell", "producer tail by a release store", rl::test_result_user_assert_failed, iters);
+    clean<doorbell<fixed> >("doorbell", "fixed (seq_cst stores and loads)", iters);
+    fails<doorbell<release_only> >("doorbell", "release stores, acquire loads", rl::test_result_user_assert_failed);
+    fails<doorbell<tail_release> >("doorbell", "producer tail by a release store", rl::test_result_user_assert_failed);
     return result();
 }
