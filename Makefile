@@ -6,14 +6,15 @@ TEST_TIMEOUT ?= 15m
 FUZZTIME  ?= 10s
 BENCHTIME ?= 1s
 
-.PHONY: help run run-emulated emu build test flake flake-load vet generate check-generate ptx check-ptx fuzz bench bench-go stress gpu-bundle
+.PHONY: help run run-emulated emu build test relacy flake flake-load vet generate check-generate ptx check-ptx fuzz bench bench-go stress gpu-bundle
 
 help:
 	@echo "make run             the main job: x*2 -> sqrt -> +1 on devices 0,1,2 (simulated without a GPU)"
 	@echo "make run-emulated    the main job on the CUDA backend over the emulated driver (3 emulated GPUs, no GPU needed)"
 	@echo "make emu             build the emulated CUDA driver into $(EMU_DIR)/ (the device code compiled for the CPU)"
 	@echo "make build           compile every package and command"
-	@echo "make test            go vet, then go test -race over every package (the two-process tests without -race), then the CUDA-backend suites over the emulated driver (bounded by $(TEST_TIMEOUT))"
+	@echo "make test            go vet, the Relacy models, then go test -race over every package (the two-process tests without -race), then the CUDA-backend suites over the emulated driver (bounded by $(TEST_TIMEOUT))"
+	@echo "make relacy          the Relacy models of the link queue, drain, command and barrier protocols (internal/relacy; needs relacy-dev), seconds"
 	@echo "make flake           every package's tests FLAKE_N times (default 10) with -race and -short, in one process each, and the emulated CUDA suites: hunts flaky tests (not part of CI)"
 	@echo "make flake-load      make flake beside a heavy load (a go build -a -race loop, LOAD_SPINNERS busy threads), all stopped when it ends: hunts tests that fail on a busy machine"
 	@echo "make bench           ringactor bench: every benchmark beside its baseline, one table (BENCHFLAGS=-quick, -json, -only PREFIX)"
@@ -63,7 +64,12 @@ vet:
 REMOTE_TESTS ?= Remote
 REMOTE_PKGS  ?= ./internal/nodeproc ./examples/pipeline ./internal/bench ./cmd/ringactor
 
-test: vet emu
+# Relacy models of the device/host memory-order protocols (internal/relacy/README.md):
+# each runs clean with the orders the code uses, and each broken variant must be reported.
+relacy:
+	bash scripts/relacy.sh
+
+test: vet emu relacy
 	$(GO) test -race -timeout $(TEST_TIMEOUT) $(PKGS)
 	$(GO) test -timeout $(TEST_TIMEOUT) -run '$(REMOTE_TESTS)' $(REMOTE_PKGS)
 	$(EMU_ENV) $(GO) test -race -count=1 -timeout $(TEST_TIMEOUT) $(EMU_PKGS)
