@@ -6,15 +6,16 @@ TEST_TIMEOUT ?= 15m
 FUZZTIME  ?= 10s
 BENCHTIME ?= 1s
 
-.PHONY: help run run-emulated emu build test relacy flake flake-load vet generate check-generate ptx check-ptx fuzz bench bench-go stress gpu-bundle
+.PHONY: help run run-emulated emu tsan build test relacy flake flake-load vet generate check-generate ptx check-ptx fuzz bench bench-go stress gpu-bundle
 
 help:
 	@echo "make run             the main job: x*2 -> sqrt -> +1 on devices 0,1,2 (simulated without a GPU)"
 	@echo "make run-emulated    the main job on the CUDA backend over the emulated driver (3 emulated GPUs, no GPU needed)"
 	@echo "make emu             build the emulated CUDA driver into $(EMU_DIR)/ (the device code compiled for the CPU)"
+	@echo "make tsan            the device loop under ThreadSanitizer: each case at 1, 4 and 32 threads per block, host threads as the Go side (TSAN_N=1,4,32, TSAN_RUN=regexp)"
 	@echo "make build           compile every package and command"
-	@echo "make test            go vet, the Relacy models, then go test -race over every package (the two-process tests without -race), then the CUDA-backend suites over the emulated driver (bounded by $(TEST_TIMEOUT))"
-	@echo "make relacy          the Relacy models of the link queue, drain, command and barrier protocols (internal/relacy; needs relacy-dev), seconds"
+	@echo "make test            go vet, the Relacy models, make tsan, then go test -race over every package (the two-process tests without -race), then the CUDA-backend suites over the emulated driver at $(EMU_THREADS) threads per block (bounded by $(TEST_TIMEOUT))"
+	@echo "make relacy          the Relacy models of the link queue, drain, command, barrier and doorbell protocols (internal/relacy; needs relacy-dev), seconds"
 	@echo "make flake           every package's tests FLAKE_N times (default 10) with -race and -short, in one process each, and the emulated CUDA suites: hunts flaky tests (not part of CI)"
 	@echo "make flake-load      make flake beside a heavy load (a go build -a -race loop, LOAD_SPINNERS busy threads), all stopped when it ends: hunts tests that fail on a busy machine"
 	@echo "make bench           ringactor bench: every benchmark beside its baseline, one table (BENCHFLAGS=-quick, -json, -only PREFIX)"
@@ -50,6 +51,17 @@ emu:
 run-emulated: emu
 	RINGACTOR_LIBCUDA=$(EMU_LIB) RINGACTOR_EMU_DEVICES=3 $(GO) run ./examples/pipeline -backend cuda -devices 0,1,2 $(ARGS)
 
+# ThreadSanitizer on the device loop (internal/cudaemu/tsan): the ring
+# kernels built for the host with -fsanitize=thread, run as N real threads
+# per block beside host threads playing the Go side, every result checked.
+# TSAN_FLAGS adds flags (-headers DIR runs it over a modified ringactor.cuh).
+TSAN_DIR ?= .tsan
+TSAN_N   ?= 1,4,32
+TSAN_RUN ?=
+TSAN_FLAGS ?=
+tsan:
+	$(GO) run ./internal/cudaemu/tsan -dir $(TSAN_DIR) -n $(TSAN_N) -run '$(TSAN_RUN)' $(TSAN_FLAGS)
+
 build:
 	$(GO) build $(PKGS)
 
@@ -69,7 +81,7 @@ REMOTE_PKGS  ?= ./internal/nodeproc ./examples/pipeline ./internal/bench ./cmd/r
 relacy:
 	bash scripts/relacy.sh
 
-test: vet emu relacy
+test: vet emu relacy tsan
 	$(GO) test -race -timeout $(TEST_TIMEOUT) $(PKGS)
 	$(GO) test -timeout $(TEST_TIMEOUT) -run '$(REMOTE_TESTS)' $(REMOTE_PKGS)
 	$(EMU_ENV) $(GO) test -race -count=1 -timeout $(TEST_TIMEOUT) $(EMU_PKGS)

@@ -93,6 +93,17 @@ func KernelsSource() (string, error) {
 	return b.String(), nil
 }
 
+// HostShim is csrc/ra_host.h, the shim that builds the device code for the
+// host (force-included before it); internal/cudaemu/tsan compiles its
+// ThreadSanitizer harness with it.
+func HostShim() string {
+	b, err := csrc.ReadFile("csrc/ra_host.h")
+	if err != nil {
+		panic("cudaemu: csrc/ra_host.h is not embedded: " + err.Error())
+	}
+	return string(b)
+}
+
 // Compiler is the C++ compiler Build runs: $CXX, else c++, else g++.
 func Compiler() (string, error) {
 	if cxx := os.Getenv("CXX"); cxx != "" {

@@ -1,0 +1,798 @@
+// harness.cpp: ThreadSanitizer harness for the device loop (ra_ring_loop in
+// kernels/cuda/ringactor.cuh), built for the host through csrc/ra_host.h.
+// internal/cudaemu/tsan (the Go command behind make tsan) writes it next to
+// ops.cpp (the ring kernels of a few built-in ops, the text NVRTC compiles,
+// and the table tsan_ops) and compiles both with -fsanitize=thread.
+//
+// One run is one case at N threads per block: harness CASE N. The links, the
+// control block and the trace ring are formatted in ordinary host memory as
+// p2pqueue.Init and ringkernel.InitControlBlock lay them out (magic last),
+// the launch arguments are filled as ringkernel/cuda's args does, and the
+// op's ring kernel runs through ra_host_run_grid({1,1,1}, {N,1,1}) on its own
+// thread, while host threads play the Go side, with __atomic acquire and
+// release exactly where the Go code uses order.LoadAcquire*/StoreRelease*:
+//
+//   ingress   p2pqueue.Producer: Reserve (head re-read only when short of
+//             room), slots written plain, bytes-in and publishes, then tail
+//             released; Close stores closed after the last tail.
+//   egress    p2pqueue.Consumer, one per out-link: tail re-read only when
+//             empty, closed then tail again, slots read plain, bytes-out and
+//             releases, then head released. Every result is checked.
+//   pump      ringkernel's trace pump: a Consumer on the trace ring, 64
+//             records at a time, slowed a little so the ring fills and the
+//             kernel waits in ra_record.
+//   status    ringkernel.Status in a loop: the counters, last_error and
+//             last_error_id, state and heartbeat, the links' head and tail.
+//   commander ringkernel.ControlBlock.PostArg (argument, command, then seq
+//             released) and the wait for ack, the clock offset rewritten as
+//             the backend's recalibration does.
+//
+// Stdout gets one line, "ok ..." with the counts; a failed check prints
+// "FAIL ..." lines to stderr and exits 1; ThreadSanitizer's reports exit
+// with TSAN_OPTIONS' exitcode (the Go command sets 66); a run that does not
+// end prints "HUNG" and exits 3.
+#include "ringactor_layout.h"
+#include "ringactor_types.h"
+
+#include <atomic>
+#include <chrono>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include <stdarg.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+// The generated table (ops.cpp): each op's ring kernel in the launch shape
+// ra_host_run_grid takes (p[0] points at the argument block).
+struct tsan_op {
+    const char *name;
+    void (*fn)(void **);
+};
+extern "C" const tsan_op tsan_ops[];
+
+// The seam: every cross-agent access of the device code calls it first. The
+// harness has nothing to add (the emulated driver checks scopes here).
+extern "C" void ra_host_seam(const void *, int) {}
+
+// ---- the Go side's orders (internal/order) ---------------------------------
+static inline uint64_t ld_acq64(const unsigned char *b, unsigned off) { return __atomic_load_n((const uint64_t *)(b + off), __ATOMIC_ACQUIRE); }
+static inline uint32_t ld_acq32(const unsigned char *b, unsigned off) { return __atomic_load_n((const uint32_t *)(b + off), __ATOMIC_ACQUIRE); }
+static inline void st_rel64(unsigned char *b, unsigned off, uint64_t v) { __atomic_store_n((uint64_t *)(b + off), v, __ATOMIC_RELEASE); }
+static inline void st_rel32(unsigned char *b, unsigned off, uint32_t v) { __atomic_store_n((uint32_t *)(b + off), v, __ATOMIC_RELEASE); }
+// atomic.LoadInt32 (ControlBlock.Counters' read of last_error).
+static inline int32_t ld_seqcst_i32(const unsigned char *b, unsigned off) { return __atomic_load_n((const int32_t *)(b + off), __ATOMIC_SEQ_CST); }
+// Plain little-endian words (binary.LittleEndian on slot bytes).
+static inline uint64_t get64(const unsigned char *p) { uint64_t v; memcpy(&v, p, 8); return v; }
+static inline uint32_t get32(const unsigned char *p) { uint32_t v; memcpy(&v, p, 4); return v; }
+static inline void put64(unsigned char *p, uint64_t v) { memcpy(p, &v, 8); }
+static inline void put32(unsigned char *p, uint32_t v) { memcpy(p, &v, 4); }
+
+static uint64_t now_ns() {
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+static void sleep_us(unsigned us) { std::this_thread::sleep_for(std::chrono::microseconds(us)); }
+
+// ---- failures ----------------------------------------------------------------
+static std::mutex fail_mu;
+static int fail_count;
+static void fail(const char *fmt, ...) {
+    std::lock_guard<std::mutex> g(fail_mu);
+    if (++fail_count > 20) return;
+    va_list ap;
+    va_start(ap, fmt);
+    fputs("FAIL ", stderr);
+    vfprintf(stderr, fmt, ap);
+    fputc('\n', stderr);
+    va_end(ap);
+}
+static bool failed() {
+    std::lock_guard<std::mutex> g(fail_mu);
+    return fail_count > 0;
+}
+
+// ---- a link region (p2pqueue.Init) --------------------------------------------
+struct region {
+    unsigned char *base = nullptr;
+    uint32_t cap = 0, slot = 0;
+    unsigned char *slot_at(uint64_t i) const { return base + RA_Q_OFF_SLOTS + (size_t)(i & (cap - 1)) * slot; }
+    uint32_t payload_cap() const { return slot - RA_SLOT_HEADER_SIZE; }
+};
+
+static unsigned char *alloc_region(size_t n) {
+    n = (n + RA_Q_REGION_ALIGN - 1) / RA_Q_REGION_ALIGN * RA_Q_REGION_ALIGN;
+    unsigned char *b = (unsigned char *)aligned_alloc(RA_Q_REGION_ALIGN, n);
+    if (!b) {
+        fprintf(stderr, "out of memory\n");
+        exit(2);
+    }
+    memset(b, 0xA5, n);  // as the emulated driver's fresh memory
+    return b;
+}
+
+// init_link is p2pqueue's initAt/format at start 0: magic invalidated first,
+// the header cleared and written, tail and head released, magic last.
+static region init_link(uint32_t cap, uint32_t slot, uint64_t id) {
+    region r;
+    r.cap = cap;
+    r.slot = slot;
+    r.base = alloc_region((size_t)RA_Q_OFF_SLOTS + (size_t)cap * slot);
+    unsigned char *b = r.base;
+    st_rel32(b, RA_Q_OFF_MAGIC, 0);
+    memset(b + 4, 0, RA_Q_OFF_SLOTS - 4);
+    uint16_t ver = RA_Q_VERSION;
+    memcpy(b + RA_Q_OFF_VERSION, &ver, 2);
+    put32(b + RA_Q_OFF_CAPACITY, cap);
+    put32(b + RA_Q_OFF_SLOT_SIZE, slot);
+    put64(b + RA_Q_OFF_LINK_ID, id);
+    st_rel64(b, RA_Q_OFF_TAIL, 0);
+    st_rel64(b, RA_Q_OFF_HEAD, 0);
+    st_rel32(b, RA_Q_OFF_MAGIC, RA_Q_MAGIC);
+    return r;
+}
+
+// ---- p2pqueue.Producer ------------------------------------------------------------
+struct producer {
+    region l;
+    uint64_t tail = 0, head_cache = 0, bytes_in = 0, publishes = 0, full_waits = 0;
+
+    // free: room for want, head re-read only when fewer look free.
+    long long free_slots(uint32_t want) {
+        uint64_t used = tail - head_cache;
+        if (l.cap - used >= want) return (long long)(l.cap - used);
+        uint64_t h = ld_acq64(l.base, RA_Q_OFF_HEAD);
+        used = tail - h;
+        if (used > l.cap) {
+            fail("ingress: corrupt head %llu with tail %llu", (unsigned long long)h, (unsigned long long)tail);
+            return -1;
+        }
+        head_cache = h;
+        return (long long)(l.cap - used);
+    }
+    long long reserve(uint32_t n) {
+        long long f = free_slots(n);
+        if (f == 0) {
+            full_waits++;
+            st_rel64(l.base, RA_Q_OFF_FULL_WAITS, full_waits);
+        }
+        return f < (long long)n ? f : (long long)n;
+    }
+    unsigned char *slot(uint32_t i) { return l.slot_at(tail + i); }
+    void publish(uint32_t k, uint64_t bytes) {
+        tail += k;
+        bytes_in += bytes;
+        publishes++;
+        st_rel64(l.base, RA_Q_OFF_BYTES_IN, bytes_in);
+        st_rel64(l.base, RA_Q_OFF_PUBLISHES, publishes);
+        st_rel64(l.base, RA_Q_OFF_TAIL, tail);  // release: the slots above are visible before tail
+    }
+    void close() { st_rel32(l.base, RA_Q_OFF_CLOSED, 1); }
+};
+
+// ---- p2pqueue.Consumer ------------------------------------------------------------
+struct consumer {
+    region l;
+    const char *name = "";
+    uint64_t head = 0, tail_cache = 0, bytes_out = 0, empty_polls = 0, releases = 0;
+    bool corrupt = false;
+
+    long long avail() {
+        if (tail_cache != head) return (long long)(tail_cache - head);
+        uint64_t t = ld_acq64(l.base, RA_Q_OFF_TAIL);  // acquire: slots up to tail are visible
+        if (t - head > l.cap) {
+            fail("%s: corrupt tail %llu with head %llu", name, (unsigned long long)t, (unsigned long long)head);
+            corrupt = true;
+            return -1;
+        }
+        tail_cache = t;
+        return (long long)(t - head);
+    }
+    // peek: >0 messages, 0 empty, -1 closed and drained (or corrupt).
+    long long peek(uint32_t n) {
+        long long a = avail();
+        if (a < 0) return -1;
+        if (a == 0) {
+            uint32_t c = ld_acq32(l.base, RA_Q_OFF_CLOSED);
+            if (c == 0) {
+                empty_polls++;
+                st_rel64(l.base, RA_Q_OFF_EMPTY_POLLS, empty_polls);
+                return 0;
+            }
+            if (c != 1) {
+                fail("%s: closed flag %u", name, c);
+                corrupt = true;
+                return -1;
+            }
+            a = avail();
+            if (a <= 0) return -1;
+        }
+        return a < (long long)n ? a : (long long)n;
+    }
+    const unsigned char *slot(uint32_t i) const { return l.slot_at(head + i); }
+    void release(uint32_t k) {
+        uint64_t bytes = 0;
+        for (uint32_t i = 0; i < k; i++) {
+            uint32_t n = get32(slot(i) + RA_SLOT_OFF_LEN);
+            bytes += n < l.payload_cap() ? n : l.payload_cap();
+        }
+        bytes_out += bytes;
+        head += k;
+        releases++;
+        st_rel64(l.base, RA_Q_OFF_BYTES_OUT, bytes_out);
+        st_rel64(l.base, RA_Q_OFF_RELEASES, releases);
+        st_rel64(l.base, RA_Q_OFF_HEAD, head);  // release: done reading those slots
+    }
+};
+
+// ---- cases -----------------------------------------------------------------------
+enum end_mode { END_CLOSE, END_DRAIN, END_NODRAIN };
+
+struct tcase {
+    const char *name, *op, *what;
+    uint32_t nout, route;
+    uint32_t in_slot, out_slot, in_cap, out_cap, trace_cap;
+    int messages;
+    int sample_every;  // id % k == 0: sampled (trace records)
+    int bad_every;     // id % k == 0: not whole floats (float ops) or a float vector (typed ops)
+    int big_every;     // id % k == 0: more floats than the out-slot holds (a stage error)
+    end_mode end;
+    float param;
+    int state_floats;
+    bool keyed;
+};
+
+static const tcase cases[] = {
+    {"scale", "scale", "plain float op, sampled, dead letters (not floats, output too small), ingress closed", 1, RA_ROUTE_ONE,
+     128, 64, 64, 64, 16, 3000, 7, 23, 31, END_CLOSE, 2.0f, 0, false},
+    {"branch", "branch", "ported op, two out-links by RoutePort, sampled, not-floats dead letters", 2, RA_ROUTE_PORT,
+     128, 128, 64, 32, 16, 3000, 5, 19, 0, END_CLOSE, 0.0f, 0, false},
+    {"round-robin", "scale", "two out-links round-robin, dead letters take no turn", 2, RA_ROUTE_ROUND_ROBIN,
+     128, 128, 32, 64, 32, 3000, 11, 13, 0, END_CLOSE, -0.5f, 0, false},
+    {"keyed-scale", "keyed_scale", "typed op, wrong-type dead letters, sampled", 1, RA_ROUTE_ONE,
+     128, 128, 64, 64, 32, 3000, 9, 17, 0, END_CLOSE, 3.0f, 0, true},
+    {"keyed-count", "keyed_count", "stateful op (thread 0 only), counts checked in order", 1, RA_ROUTE_ONE,
+     128, 128, 64, 64, 32, 3000, 13, 29, 0, END_CLOSE, 0.0f, 256, true},
+    {"big-slot", "scale", "32 KiB+ slots (read in place, headers staged), sampled, dead letters", 1, RA_ROUTE_ONE,
+     32832, 32832, 4, 8, 16, 300, 5, 7, 0, END_CLOSE, 0.25f, 0, false},
+    {"drain", "scale", "TerminateDrain mid-stream, then ingress closed", 1, RA_ROUTE_ONE,
+     128, 128, 64, 64, 1024, 3000, 7, 37, 0, END_DRAIN, 1.5f, 0, false},
+    {"no-drain", "scale", "Deactivate, more queued, ingress closed, Terminate: shutdown dead letters", 1, RA_ROUTE_ONE,
+     128, 128, 256, 64, 32, 1200, 3, 41, 0, END_NODRAIN, 4.0f, 0, false},
+};
+
+static const uint32_t STAGE_ID = 7;
+
+// The message of an id: its type, length, payload and flags, and what the
+// stage must make of it.
+struct msg {
+    uint32_t type, len, flags;
+    float f[8200];
+    int code;  // expected dead-letter code, 0 when delivered
+};
+
+static float value(uint64_t id, uint32_t j) { return (float)((id * 7 + j * 3) % 1001) * 0.5f - 250.0f; }
+static uint32_t key_of(uint64_t id) { return (uint32_t)((id * 2654435761ull) % 1000); }
+
+static void make_msg(const tcase &c, uint64_t id, msg *m) {
+    m->flags = c.sample_every && id % c.sample_every == 0 ? RA_FLAG_SAMPLED : 0;
+    m->code = 0;
+    const uint32_t in_cap = c.in_slot - RA_SLOT_HEADER_SIZE, out_cap = c.out_slot - RA_SLOT_HEADER_SIZE;
+    if (c.keyed) {
+        if (c.bad_every && id % c.bad_every == 0) {
+            m->type = RA_TYPE_FLOATS;
+            m->len = 8;
+            m->f[0] = value(id, 0);
+            m->f[1] = value(id, 1);
+            m->code = RA_CODE_WRONG_TYPE;
+            return;
+        }
+        m->type = RA_TYPE_KEYED;
+        m->len = sizeof(ra_keyed);
+        ra_keyed k;
+        k.Key = key_of(id);
+        k.Count = 0;
+        for (int j = 0; j < 8; j++) k.Values[j] = value(id, j);
+        memcpy(m->f, &k, sizeof k);
+        return;
+    }
+    m->type = RA_TYPE_FLOATS;
+    uint32_t n;
+    if (in_cap > 32768) n = id % 3 == 0 ? 8000 - (uint32_t)(id % 100) : (uint32_t)(id % 40);
+    else n = (uint32_t)(id % ((out_cap / 4) + 1));
+    if (c.big_every && id % c.big_every == 0) {
+        n = out_cap / 4 + 1 + (uint32_t)(id % 4);
+        if (n > in_cap / 4) n = in_cap / 4;
+        m->code = RA_CODE_OUTPUT_TOO_SMALL;
+    }
+    for (uint32_t j = 0; j < n; j++) m->f[j] = value(id, j);
+    m->len = n * 4;
+    if (c.bad_every && id % c.bad_every == 0) {
+        m->len = n * 4 + 2;  // not whole floats
+        if (m->len > in_cap) m->len = in_cap - 2;
+        m->code = RA_CODE_NOT_FLOATS;
+    }
+}
+
+// ---- one run ---------------------------------------------------------------------
+struct run {
+    const tcase &c;
+    unsigned threads;
+    int total;                  // messages the producer will send
+    std::vector<int> expect;    // per id (1-based): expected code, 0 delivered
+    std::vector<int> port;      // per id: expected out-link (RoutePort), -1 unknown
+    std::vector<uint32_t> cnt;  // per id: keyed_count's expected Count
+    std::vector<std::atomic<int> > delivered;  // per id: out-link + 1
+    std::vector<std::atomic<int> > dead;       // per id: dead-letter code (nonzero once dead)
+    std::vector<std::atomic<int> > traced;     // per id: trace records
+    std::atomic<long long> n_delivered{0}, n_dead{0}, n_traced{0}, n_stage_errors{0};
+    std::atomic<long long> sent{0};
+    std::atomic<bool> stop_status{false}, kernel_done{false};
+    std::atomic<int> phase{0};  // producer/commander handshake
+    uint64_t last_err_id = 0;  // pump: last dead letter through dead_letter (not a shutdown)
+    int last_err_code = 0;
+
+    unsigned char *ctrl = nullptr;
+    region in, tr;
+    std::vector<region> outs;
+    std::vector<float> params, state;
+    unsigned char args[RA_ARG_SIZE];
+
+    run(const tcase &tc, unsigned n) : c(tc), threads(n), total(tc.messages), expect(tc.messages + 1), port(tc.messages + 1, -1),
+                                       cnt(tc.messages + 1), delivered(tc.messages + 1), dead(tc.messages + 1), traced(tc.messages + 1) {
+        for (auto &v : delivered) v.store(0);
+        for (auto &v : dead) v.store(0);
+        for (auto &v : traced) v.store(0);
+        std::vector<uint32_t> counts(256, 0);
+        msg *m = new msg;
+        for (int id = 1; id <= total; id++) {
+            make_msg(c, id, m);
+            expect[id] = m->code;
+            if (!m->code && c.route == RA_ROUTE_PORT) port[id] = m->len > 0 && m->f[0] >= c.param ? 1 : 0;
+            if (!m->code && c.keyed) {
+                ra_keyed k;
+                memcpy(&k, m->f, sizeof k);
+                cnt[id] = ++counts[k.Key % 256u];
+            }
+        }
+        delete m;
+    }
+
+    // ringkernel.InitControlBlock: cleared, stage, state Launched, version, magic last.
+    void init_ctrl() {
+        ctrl = alloc_region(RA_CB_SIZE);
+        memset(ctrl, 0, RA_CB_SIZE);
+        st_rel32(ctrl, RA_CB_OFF_STAGE_ID, STAGE_ID);
+        st_rel32(ctrl, RA_CB_OFF_STATE, RA_STATE_LAUNCHED);
+        st_rel32(ctrl, 4, 1);  // version
+        st_rel32(ctrl, 0, RA_CB_MAGIC);
+    }
+
+    // ringkernel/cuda's args: the argument block, little-endian words.
+    void fill_args() {
+        memset(args, 0, sizeof args);
+        auto put = [&](unsigned off, uint64_t v) { put64(args + off, v); };
+        auto put_u32 = [&](unsigned off, uint32_t v) { put32(args + off, v); };
+        put(RA_ARG_OFF_CTRL, (uint64_t)(uintptr_t)ctrl);
+        put(RA_ARG_OFF_IN, (uint64_t)(uintptr_t)in.base);
+        put_u32(RA_ARG_OFF_NUM_IN, 1);
+        put_u32(RA_ARG_OFF_IN_SYS, 1);
+        put(RA_ARG_OFF_TRACE, (uint64_t)(uintptr_t)tr.base);
+        uint32_t out_sys = 0;
+        for (uint32_t k = 0; k < outs.size(); k++) {
+            put(RA_ARG_OFF_OUT + 8 * k, (uint64_t)(uintptr_t)outs[k].base);
+            out_sys |= 1u << k;
+        }
+        put_u32(RA_ARG_OFF_OUT_SYS, out_sys);
+        put_u32(RA_ARG_OFF_NUM_OUT, (uint32_t)outs.size());
+        put_u32(RA_ARG_OFF_ROUTE, c.route);
+        put_u32(RA_ARG_OFF_KEY_OFFSET, 0);
+        params.assign(4, c.param);
+        put(RA_ARG_OFF_PARAMS, (uint64_t)(uintptr_t)params.data());
+        if (c.state_floats) {
+            state.assign(c.state_floats, 0.0f);
+            put(RA_ARG_OFF_STATE, (uint64_t)(uintptr_t)state.data());
+        }
+    }
+
+    // ControlBlock.PostArg, then the wait for its ack (backoff 1 µs to 1 ms).
+    bool post(uint32_t cmd, uint32_t want_state) {
+        uint32_t seq = ld_acq32(ctrl, RA_CB_OFF_COMMAND_SEQ) + 1;
+        st_rel64(ctrl, RA_CB_OFF_COMMAND_ARG, 0);
+        st_rel32(ctrl, RA_CB_OFF_COMMAND, cmd);
+        st_rel32(ctrl, RA_CB_OFF_COMMAND_SEQ, seq);  // after the command: the kernel reads seq first
+        unsigned us = 1;
+        const uint64_t deadline = now_ns() + 20000000000ull;
+        while (ld_acq32(ctrl, RA_CB_OFF_COMMAND_ACK) != seq) {
+            if (kernel_done.load() || now_ns() > deadline) {
+                fail("command %u: no ack (seq %u, ack %u, state %u)", cmd, seq, ld_acq32(ctrl, RA_CB_OFF_COMMAND_ACK), ld_acq32(ctrl, RA_CB_OFF_STATE));
+                return false;
+            }
+            sleep_us(us);
+            us = us < 1000 ? us * 2 : 1000;
+        }
+        uint32_t s = ld_acq32(ctrl, RA_CB_OFF_STATE);  // a host that sees its seq acked sees the new state
+        if (want_state && s != want_state) {
+            fail("command %u acked with state %u, want %u", cmd, s, want_state);
+            return false;
+        }
+        return true;
+    }
+
+    // The ingress producer: batches of 1 to 16 from id from to to, with
+    // pauses now and then so the kernel also goes idle.
+    void produce(producer &p, int from, int to) {
+        msg *m = new msg;
+        uint64_t rnd = 0x9E3779B97F4A7C15ull ^ (uint64_t)from;
+        int id = from;
+        unsigned waits = 0;
+        while (id <= to && !failed()) {
+            rnd = rnd * 6364136223846793005ull + 1442695040888963407ull;
+            uint32_t want = 1 + (uint32_t)((rnd >> 33) % 16);
+            if ((long long)want > to - id + 1) want = (uint32_t)(to - id + 1);
+            long long k = p.reserve(want);
+            if (k < 0) break;
+            if (k == 0) {
+                if (++waits % 64 == 0) sleep_us(20);
+                else std::this_thread::yield();
+                continue;
+            }
+            uint64_t bytes = 0;
+            for (long long i = 0; i < k; i++, id++) {
+                make_msg(c, id, m);
+                unsigned char *s = p.slot((uint32_t)i);
+                put64(s + RA_SLOT_OFF_ID, id);
+                put32(s + RA_SLOT_OFF_TYPE, m->type);
+                put32(s + RA_SLOT_OFF_LEN, m->len);
+                put32(s + RA_SLOT_OFF_FLAGS, m->flags);
+                put32(s + RA_SLOT_OFF_ORIGIN, 0);
+                put64(s + RA_SLOT_OFF_ENQUEUED, m->flags & RA_FLAG_SAMPLED ? now_ns() : 0);
+                memcpy(s + RA_SLOT_HEADER_SIZE, m->f, m->len);
+                bytes += m->len;
+            }
+            p.publish((uint32_t)k, bytes);
+            sent.fetch_add(k);
+            if ((rnd >> 40) % 8 == 0) sleep_us(50);
+        }
+        delete m;
+    }
+
+    // One out-link's consumer: every result checked against the op.
+    void egress(uint32_t d) {
+        consumer q;
+        q.l = outs[d];
+        char name[32];
+        snprintf(name, sizeof name, "out-link %u", d);
+        q.name = name;
+        msg *m = new msg;
+        uint64_t last = 0;
+        for (;;) {
+            long long n = q.peek(64);
+            if (n < 0) break;
+            if (n == 0) {
+                std::this_thread::yield();
+                continue;
+            }
+            for (uint32_t i = 0; i < (uint32_t)n; i++) check_result(d, q.slot(i), m, &last);
+            q.release((uint32_t)n);
+        }
+        delete m;
+    }
+
+    void check_result(uint32_t d, const unsigned char *s, msg *m, uint64_t *last) {
+        const uint64_t id = get64(s + RA_SLOT_OFF_ID);
+        const uint32_t type = get32(s + RA_SLOT_OFF_TYPE), len = get32(s + RA_SLOT_OFF_LEN), flags = get32(s + RA_SLOT_OFF_FLAGS);
+        const uint32_t origin = get32(s + RA_SLOT_OFF_ORIGIN);
+        const uint64_t enq = get64(s + RA_SLOT_OFF_ENQUEUED);
+        if (id == 0 || id > (uint64_t)total) {
+            fail("out-link %u: result with id %llu (sent 1..%d)", d, (unsigned long long)id, total);
+            return;
+        }
+        if (id <= *last) fail("out-link %u: id %llu after %llu: out of order", d, (unsigned long long)id, (unsigned long long)*last);
+        *last = id;
+        int prev = delivered[id].exchange((int)d + 1);
+        if (prev) fail("message %llu delivered twice (out-links %d and %u)", (unsigned long long)id, prev - 1, d);
+        n_delivered.fetch_add(1);
+        if (expect[id]) fail("message %llu delivered, want dead letter %d", (unsigned long long)id, expect[id]);
+        if (c.route == RA_ROUTE_PORT && port[id] != (int)d) fail("message %llu on out-link %u, its port is %d", (unsigned long long)id, d, port[id]);
+        if (c.route == RA_ROUTE_ONE && d != 0) fail("message %llu on out-link %u", (unsigned long long)id, d);
+        make_msg(c, id, m);
+        if (origin != STAGE_ID) fail("message %llu: origin %u, want %u", (unsigned long long)id, origin, STAGE_ID);
+        if (flags != m->flags) fail("message %llu: flags %#x, want %#x", (unsigned long long)id, flags, m->flags);
+        if ((flags & RA_FLAG_SAMPLED) ? enq == 0 : enq != 0) fail("message %llu: enqueued %llu with flags %#x", (unsigned long long)id, (unsigned long long)enq, flags);
+        if (type != m->type || len != m->len) {
+            fail("message %llu: type %u len %u, want type %u len %u", (unsigned long long)id, type, len, m->type, m->len);
+            return;
+        }
+        const unsigned char *p = s + RA_SLOT_HEADER_SIZE;
+        if (c.keyed) {
+            ra_keyed in, out;
+            memcpy(&in, m->f, sizeof in);
+            memcpy(&out, p, sizeof out);
+            uint32_t want_count = strcmp(c.op, "keyed_count") == 0 ? cnt[id] : in.Count;
+            bool ok = out.Key == in.Key && out.Count == want_count;
+            for (int j = 0; j < 8; j++) ok = ok && out.Values[j] == (strcmp(c.op, "keyed_scale") == 0 ? in.Values[j] * c.param : in.Values[j]);
+            if (!ok) fail("message %llu: key %u count %u, want key %u count %u (or its values differ)", (unsigned long long)id, out.Key, out.Count, in.Key, want_count);
+            return;
+        }
+        const bool scales = strcmp(c.op, "scale") == 0;
+        for (uint32_t j = 0; j < len / 4; j++) {
+            float got, want = scales ? m->f[j] * c.param : m->f[j];
+            memcpy(&got, p + 4 * j, 4);
+            if (got != want) {
+                fail("message %llu: element %u is %g, want %g", (unsigned long long)id, j, got, want);
+                return;
+            }
+        }
+    }
+
+    // The trace pump: records 64 at a time, a little slower than the kernel.
+    void pump() {
+        consumer q;
+        q.l = tr;
+        q.name = "trace ring";
+        unsigned idle = 0;
+        for (;;) {
+            long long n = q.peek(64);
+            if (n < 0) break;
+            if (n == 0) {
+                std::this_thread::yield();
+                continue;
+            }
+            for (uint32_t i = 0; i < (uint32_t)n; i++) check_record(q.slot(i));
+            q.release((uint32_t)n);
+            if (++idle % 4 == 0) sleep_us(100);  // let the ring fill: the kernel waits in ra_record
+        }
+    }
+
+    void check_record(const unsigned char *s) {
+        const uint64_t id = get64(s + RA_SLOT_OFF_ID);
+        const uint32_t kind = get32(s + RA_SLOT_OFF_TYPE), len = get32(s + RA_SLOT_OFF_LEN), flags = get32(s + RA_SLOT_OFF_FLAGS);
+        const uint32_t origin = get32(s + RA_SLOT_OFF_ORIGIN);
+        const unsigned char *p = s + RA_SLOT_HEADER_SIZE;
+        const uint64_t deq = get64(p + RA_REC_OFF_DEQUEUED), done = get64(p + RA_REC_OFF_DONE);
+        const int code = (int)get32(p + RA_REC_OFF_CODE);
+        const uint32_t from = get32(p + RA_REC_OFF_FROM), text = get32(p + RA_REC_OFF_TEXT_LEN);
+        if (kind == RA_REC_FAULT) {
+            fail("fault record: code %d", code);
+            return;
+        }
+        if (id == 0 || id > (uint64_t)total) {
+            fail("record kind %u for id %llu (sent 1..%d)", kind, (unsigned long long)id, total);
+            return;
+        }
+        if (len != RA_REC_OFF_TEXT || origin != STAGE_ID || from != 0 || text != 0)
+            fail("record of %llu: len %u origin %u from %u text %u", (unsigned long long)id, len, origin, from, text);
+        if (kind == RA_REC_TRACE) {
+            if (!(flags & RA_FLAG_SAMPLED)) fail("trace record of unsampled message %llu", (unsigned long long)id);
+            if (code != 0 || deq > done || deq == 0) fail("trace record of %llu: code %d dequeued %llu done %llu", (unsigned long long)id, code, (unsigned long long)deq, (unsigned long long)done);
+            if (traced[id].fetch_add(1)) fail("two trace records of %llu", (unsigned long long)id);
+            n_traced.fetch_add(1);
+            return;
+        }
+        if (kind != RA_REC_DEAD_LETTER) {
+            fail("record kind %u", kind);
+            return;
+        }
+        const bool shutdown = code == RA_CODE_SHUTDOWN;
+        if (shutdown ? c.end != END_NODRAIN : code != expect[id])
+            fail("dead letter %llu: code %d, want %d", (unsigned long long)id, code, expect[id]);
+        if (dead[id].exchange(code ? code : -100)) fail("message %llu dead-lettered twice", (unsigned long long)id);
+        n_dead.fetch_add(1);
+        if (code == RA_CODE_OUTPUT_TOO_SMALL) n_stage_errors.fetch_add(1);
+        if (!shutdown) {
+            last_err_id = id;
+            last_err_code = code;
+        }
+    }
+
+    // ringkernel.Status in a loop: counters, then the links; and head, then
+    // the counters: every message below head is counted.
+    void status() {
+        uint64_t pp = 0, pd = 0, pt = 0, pe = 0;
+        while (!stop_status.load()) {
+            const uint64_t head = ld_acq64(in.base, RA_Q_OFF_HEAD);
+            const uint64_t processed = ld_acq64(ctrl, RA_CB_OFF_PROCESSED), dropped = ld_acq64(ctrl, RA_CB_OFF_DROPPED);
+            const uint64_t errors = ld_acq64(ctrl, RA_CB_OFF_ERRORS), traced_n = ld_acq64(ctrl, RA_CB_OFF_TRACED);
+            (void)ld_acq64(ctrl, RA_CB_OFF_STOLEN);
+            (void)ld_acq64(ctrl, RA_CB_OFF_HEARTBEAT);
+            (void)ld_acq64(ctrl, RA_CB_OFF_BUSY);
+            const int32_t le = ld_seqcst_i32(ctrl, RA_CB_OFF_LAST_ERROR);
+            const uint64_t lid = ld_acq64(ctrl, RA_CB_OFF_LAST_ERROR_ID);
+            const uint32_t st = ld_acq32(ctrl, RA_CB_OFF_STATE);
+            (void)ld_acq32(ctrl, RA_CB_OFF_COMMAND_ACK);
+            const uint64_t t = ld_acq64(in.base, RA_Q_OFF_TAIL);
+            (void)ld_acq64(in.base, RA_Q_OFF_HEAD);
+            for (auto &o : outs) {
+                (void)ld_acq64(o.base, RA_Q_OFF_TAIL);
+                (void)ld_acq64(o.base, RA_Q_OFF_HEAD);
+            }
+            (void)ld_acq64(tr.base, RA_Q_OFF_TAIL);
+            if (processed < pp || dropped < pd || traced_n < pt || errors < pe) fail("status: a counter went back");
+            pp = processed, pd = dropped, pt = traced_n, pe = errors;
+            if (processed + dropped > (uint64_t)total || processed + dropped > t) fail("status: processed %llu + dropped %llu > sent %llu", (unsigned long long)processed, (unsigned long long)dropped, (unsigned long long)t);
+            if (c.end != END_NODRAIN && processed + dropped < head)
+                fail("status: head %llu read before the counters, processed %llu + dropped %llu below it", (unsigned long long)head, (unsigned long long)processed, (unsigned long long)dropped);
+            if (errors > dropped) fail("status: errors %llu > dropped %llu", (unsigned long long)errors, (unsigned long long)dropped);
+            if (le != 0 && (le > 0 || le < RA_CODE_WRONG_TYPE)) fail("status: last error %d", le);
+            if (lid > (uint64_t)total) fail("status: last error id %llu", (unsigned long long)lid);
+            if (st < RA_STATE_LAUNCHED || st > RA_STATE_TERMINATED) {
+                fail("status: state %u (%s)", st, st == RA_STATE_FAULTED ? "FAULTED" : "not a state");
+                break;
+            }
+            sleep_us(30);
+        }
+    }
+
+    int go() {
+        init_ctrl();
+        in = init_link(c.in_cap, c.in_slot, 1);
+        for (uint32_t d = 0; d < c.nout; d++) outs.push_back(init_link(c.out_cap, c.out_slot, 10 + d));
+        tr = init_link(c.trace_cap, RA_TRACE_SLOT_SIZE, 100);
+        fill_args();
+        const tsan_op *op = nullptr;
+        for (const tsan_op *o = tsan_ops; o->name; o++)
+            if (strcmp(o->name, c.op) == 0) op = o;
+        if (!op) {
+            fprintf(stderr, "op %s is not built into this harness\n", c.op);
+            return 2;
+        }
+        st_rel64(ctrl, RA_CB_OFF_CLOCK_OFFSET, 0);
+        const uint64_t t0 = now_ns();
+
+        std::thread kernel([&] {
+            void *p[1] = {args};
+            ra_host_run_grid({1, 1, 1}, {threads, 1, 1}, op->fn, p, nullptr);
+            kernel_done.store(true);
+        });
+        std::vector<std::thread> hosts;
+        for (uint32_t d = 0; d < c.nout; d++) hosts.emplace_back([this, d] { egress(d); });
+        hosts.emplace_back([this] { pump(); });
+        std::thread st([this] { status(); });
+
+        producer p;
+        p.l = in;
+        std::thread prod;
+        int queued_after_deactivate = 0;
+        if (post(RA_CMD_ACTIVATE, RA_STATE_ACTIVE)) {
+            switch (c.end) {
+            case END_CLOSE:
+                prod = std::thread([&] { produce(p, 1, total); p.close(); });
+                break;
+            case END_DRAIN:
+                prod = std::thread([&] {
+                    produce(p, 1, total / 2);
+                    phase.store(1);
+                    while (phase.load() != 2 && !failed()) sleep_us(10);
+                    produce(p, total / 2 + 1, total);
+                    p.close();
+                });
+                while (phase.load() != 1 && !failed()) sleep_us(10);
+                post(RA_CMD_TERMINATE_DRAIN, RA_STATE_TERMINATING);
+                phase.store(2);
+                break;
+            case END_NODRAIN: {
+                // The first part processed, the kernel made idle, the rest
+                // queued (no more than the link holds), ingress closed, then
+                // Terminate: the rest must come back as shutdown dead letters.
+                // Deactivate only once the kernel has written the first
+                // part's trace records (traced is stored after them): a
+                // command posted while ra_record waits for room in the
+                // trace ring faults the kernel (docs §4.1, "Trace ring full").
+                const int first = total - (int)c.in_cap + 8;
+                uint64_t want_traced = 0;
+                for (int id = 1; id <= first; id++) want_traced += !expect[id] && c.sample_every && id % c.sample_every == 0;
+                produce(p, 1, first);
+                const uint64_t deadline = now_ns() + 20000000000ull;
+                while ((ld_acq64(in.base, RA_Q_OFF_HEAD) != (uint64_t)first || ld_acq64(ctrl, RA_CB_OFF_TRACED) != want_traced) &&
+                       now_ns() < deadline && !failed())
+                    sleep_us(20);
+                if (post(RA_CMD_DEACTIVATE, RA_STATE_IDLE)) {
+                    produce(p, first + 1, total);
+                    queued_after_deactivate = total - first;
+                    p.close();
+                    post(RA_CMD_TERMINATE, RA_STATE_TERMINATING);
+                }
+                break;
+            }
+            }
+        }
+        // The clock offset, rewritten as the backend's recalibration does,
+        // until the kernel ends (or hangs).
+        const uint64_t deadline = now_ns() + 60000000000ull;
+        while (!kernel_done.load()) {
+            st_rel64(ctrl, RA_CB_OFF_CLOCK_OFFSET, 0);
+            if (now_ns() > deadline) {
+                fprintf(stderr, "HUNG: %s at %u threads: state %u, in head %llu tail %llu, processed %llu dropped %llu, sent %lld\n", c.name,
+                        threads, ld_acq32(ctrl, RA_CB_OFF_STATE), (unsigned long long)ld_acq64(in.base, RA_Q_OFF_HEAD),
+                        (unsigned long long)ld_acq64(in.base, RA_Q_OFF_TAIL), (unsigned long long)ld_acq64(ctrl, RA_CB_OFF_PROCESSED),
+                        (unsigned long long)ld_acq64(ctrl, RA_CB_OFF_DROPPED), sent.load());
+                fflush(stderr);
+                _exit(3);
+            }
+            sleep_us(500);
+        }
+        kernel.join();
+        if (prod.joinable()) prod.join();
+        for (auto &h : hosts) h.join();
+        stop_status.store(true);
+        st.join();
+        const double secs = (double)(now_ns() - t0) / 1e9;
+        return check(queued_after_deactivate, secs);
+    }
+
+    int check(int queued_after_deactivate, double secs) {
+        const uint32_t state_now = ld_acq32(ctrl, RA_CB_OFF_STATE);
+        const uint64_t processed = ld_acq64(ctrl, RA_CB_OFF_PROCESSED), dropped = ld_acq64(ctrl, RA_CB_OFF_DROPPED);
+        const uint64_t errors = ld_acq64(ctrl, RA_CB_OFF_ERRORS), traced_n = ld_acq64(ctrl, RA_CB_OFF_TRACED);
+        const int32_t le = ld_seqcst_i32(ctrl, RA_CB_OFF_LAST_ERROR);
+        const uint64_t lid = ld_acq64(ctrl, RA_CB_OFF_LAST_ERROR_ID);
+        const long long s = sent.load();
+        if (state_now != RA_STATE_TERMINATED) fail("final state %u, want TERMINATED (%u)", state_now, RA_STATE_TERMINATED);
+        if (s != total) fail("sent %lld of %d", s, total);
+        long long shutdown = 0, want_traces = 0;
+        for (int id = 1; id <= s; id++) {
+            const int d = delivered[id].load(), code = dead[id].load();
+            if (!d && !code) fail("message %d neither delivered nor dead-lettered", id);
+            if (d && code) fail("message %d delivered and dead-lettered (%d)", id, code);
+            if (code == RA_CODE_SHUTDOWN) shutdown++;
+            if (!expect[id] && code && code != RA_CODE_SHUTDOWN) fail("message %d dead-lettered (%d), want delivered", id, code);
+            if (d && c.sample_every && id % c.sample_every == 0) want_traces++;
+            if (traced[id].load() && !d) fail("trace record of %d, not delivered", id);
+        }
+        if (c.route == RA_ROUTE_ROUND_ROBIN) {
+            long long k = 0;
+            for (int id = 1; id <= s; id++) {
+                const int d = delivered[id].load();
+                if (!d) continue;
+                if (d - 1 != (int)(k % c.nout)) fail("round-robin: message %d (result %lld) on out-link %d, want %lld", id, k, d - 1, k % c.nout);
+                k++;
+            }
+        }
+        if (processed != (uint64_t)n_delivered.load()) fail("processed %llu, delivered %lld", (unsigned long long)processed, n_delivered.load());
+        if (dropped != (uint64_t)n_dead.load()) fail("dropped %llu, dead letters %lld", (unsigned long long)dropped, n_dead.load());
+        if (processed + dropped != (uint64_t)s) fail("processed %llu + dropped %llu != sent %lld", (unsigned long long)processed, (unsigned long long)dropped, s);
+        if (errors != (uint64_t)n_stage_errors.load()) fail("errors %llu, stage-error dead letters %lld", (unsigned long long)errors, n_stage_errors.load());
+        if (traced_n != (uint64_t)n_traced.load() || n_traced.load() != want_traces)
+            fail("traced %llu, trace records %lld, sampled and delivered %lld", (unsigned long long)traced_n, n_traced.load(), want_traces);
+        if (le != last_err_code || lid != last_err_id)
+            fail("last error %d id %llu, the last dead letter's %d id %llu", le, (unsigned long long)lid, last_err_code, (unsigned long long)last_err_id);
+        if (c.end == END_NODRAIN && shutdown != queued_after_deactivate)
+            fail("shutdown dead letters %lld, want the %d queued while idle", shutdown, queued_after_deactivate);
+        if (ld_acq64(in.base, RA_Q_OFF_HEAD) != (uint64_t)s) fail("in head %llu, sent %lld", (unsigned long long)ld_acq64(in.base, RA_Q_OFF_HEAD), s);
+        if (failed()) return 1;
+        printf("ok messages=%lld delivered=%lld dead=%lld shutdown=%lld traced=%lld loop=%.2fs\n", s, n_delivered.load(), n_dead.load(),
+               shutdown, n_traced.load(), secs);
+        return 0;
+    }
+};
+
+int main(int argc, char **argv) {
+    if (argc == 2 && strcmp(argv[1], "-list") == 0) {
+        for (const tcase &c : cases) printf("%s\t%s\t%s\n", c.name, c.op, c.what);
+        return 0;
+    }
+    if (argc != 3) {
+        fprintf(stderr, "usage: %s CASE THREADS | -list\n", argv[0]);
+        return 2;
+    }
+    const unsigned n = (unsigned)atoi(argv[2]);
+    for (const tcase &c : cases) {
+        if (strcmp(c.name, argv[1]) != 0) continue;
+        if (n < 1 || n > ra_host_thread_cap()) {
+            fprintf(stderr, "threads %u: want 1 to %u (RINGACTOR_EMU_THREADS)\n", n, ra_host_thread_cap());
+            return 2;
+        }
+        run *r = new run(c, n);
+        return r->go();
+    }
+    fprintf(stderr, "unknown case %s (-list lists them)\n", argv[1]);
+    return 2;
+}
