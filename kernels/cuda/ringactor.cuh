@@ -622,6 +622,7 @@ struct ra_loop {
                     dropped++;
                 }
                 s.ins[k].own += i;
+                store_counters();  // before head's release, as in flush
                 ra_store_release(ra_q_word(s.ins[k].q, RA_Q_OFF_HEAD), s.ins[k].own, s.ins[k].sys);
                 s.ins[k].pub = s.ins[k].own;
                 // The pump stopped: what is left stays queued, the host's to account for.

@@ -618,7 +618,7 @@ struct run {
             if (processed < pp || dropped < pd || traced_n < pt || errors < pe) fail("status: a counter went back");
             pp = processed, pd = dropped, pt = traced_n, pe = errors;
             if (processed + dropped > (uint64_t)total || processed + dropped > t) fail("status: processed %llu + dropped %llu > sent %llu", (unsigned long long)processed, (unsigned long long)dropped, (unsigned long long)t);
-            if (c.end != END_NODRAIN && processed + dropped < head)
+            if (processed + dropped < head)
                 fail("status: head %llu read before the counters, processed %llu + dropped %llu below it", (unsigned long long)head, (unsigned long long)processed, (unsigned long long)dropped);
             if (errors > dropped) fail("status: errors %llu > dropped %llu", (unsigned long long)errors, (unsigned long long)dropped);
             if (le != 0 && (le > 0 || le < RA_CODE_WRONG_TYPE)) fail("status: last error %d", le);
