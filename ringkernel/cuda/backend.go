@@ -201,11 +201,14 @@ func (b *Backend) Close() error {
 		}
 	}
 	var errs []error
-	for _, d := range b.devs {
-		errs = append(errs, d.close())
-	}
+	// The portable arena first: it is freed through the context of the
+	// device it was made in, which d.close releases.
 	if b.portArn != nil {
 		errs = append(errs, b.portArn.close())
+		b.portArn = nil
+	}
+	for _, d := range b.devs {
+		errs = append(errs, d.close())
 	}
 	b.devs, b.closed = map[int]*device{}, true
 	return errors.Join(errs...)
