@@ -139,6 +139,12 @@ func Build(dir string, log io.Writer) (string, error) {
 	args := []string{"-std=c++17", "-O2", "-shared", "-fPIC", "-pthread", "-Wall", "-Wno-unused-function", "-Wno-unused-variable",
 		"-I", src, "-include", filepath.Join(src, "ra_host.h"), "-o", lib,
 		filepath.Join(src, "cudaemu.cpp"), filepath.Join(src, "kernels.cpp")}
+	// The shim that runs blocks of many threads defines ra_host_tag (the
+	// Launch a kernel thread runs, for the scope checker); before it,
+	// cudaemu.cpp defines the tag itself.
+	if strings.Contains(files["ra_host.h"], "ra_host_tag") {
+		args = append(args[:len(args)-2:len(args)-2], "-DCUDAEMU_SHIM_HAS_TAG=1", args[len(args)-2], args[len(args)-1])
+	}
 	stamp := hash(cxx, args, files)
 	if old, err := os.ReadFile(lib + ".stamp"); err == nil && string(old) == stamp {
 		if _, err := os.Stat(lib); err == nil {
