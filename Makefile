@@ -13,7 +13,7 @@ help:
 	@echo "make run-emulated    the main job on the CUDA backend over the emulated driver (3 emulated GPUs, no GPU needed)"
 	@echo "make emu             build the emulated CUDA driver into $(EMU_DIR)/ (the device code compiled for the CPU)"
 	@echo "make build           compile every package and command"
-	@echo "make test            go vet, then go test -race over every package (the two-process tests without -race), then the CUDA-backend suites over the emulated driver (bounded by $(TEST_TIMEOUT))"
+	@echo "make test            go vet, then go test -race over every package (the two-process tests without -race), then the CUDA-backend suites over the emulated driver, and some once more with its copy engine $(EMU_LAG_US) us late (bounded by $(TEST_TIMEOUT))"
 	@echo "make flake           every package's tests FLAKE_N times (default 10) with -race and -short, in one process each, and the emulated CUDA suites: hunts flaky tests (not part of CI)"
 	@echo "make flake-load      make flake beside a heavy load (a go build -a -race loop, LOAD_SPINNERS busy threads), all stopped when it ends: hunts tests that fail on a busy machine"
 	@echo "make bench           ringactor bench: every benchmark beside its baseline, one table (BENCHFLAGS=-quick, -json, -only PREFIX)"
@@ -38,6 +38,13 @@ EMU_PKGS ?= ./cuda ./ringkernel/... ./runtime ./examples/pipeline ./examples/gra
 # The bench rows that go through the CUDA backend (the rest are sim's).
 EMU_BENCH_TESTS ?= P2PRowsOnTheGPUs|PipelineRowOnTheGPUs
 EMU_BENCH_PKGS  ?= ./internal/bench
+# Once more with the emulated copy engine late (RINGACTOR_EMU_COPY_LAG_US):
+# device-memory setup copies land EMU_LAG_US later, so a launch that is not
+# fenced after them (GPU-REVIEW D2) fails. The packages that set up device
+# links, and the P2P rows.
+EMU_LAG_US        ?= 2000
+EMU_LAG_PKGS      ?= ./ringkernel/... ./examples/pipeline
+EMU_LAG_BENCH     ?= P2PRowsOnTheGPUs
 
 emu:
 	$(GO) run ./internal/cudaemu/build -o $(EMU_DIR) >/dev/null
@@ -64,6 +71,8 @@ test: vet emu
 	$(GO) test -timeout $(TEST_TIMEOUT) -run '$(REMOTE_TESTS)' $(REMOTE_PKGS)
 	$(EMU_ENV) $(GO) test -race -count=1 -timeout $(TEST_TIMEOUT) $(EMU_PKGS)
 	$(EMU_ENV) $(GO) test -race -count=1 -timeout $(TEST_TIMEOUT) -run '$(EMU_BENCH_TESTS)' $(EMU_BENCH_PKGS)
+	$(EMU_ENV) RINGACTOR_EMU_COPY_LAG_US=$(EMU_LAG_US) $(GO) test -race -count=1 -timeout $(TEST_TIMEOUT) $(EMU_LAG_PKGS)
+	$(EMU_ENV) RINGACTOR_EMU_COPY_LAG_US=$(EMU_LAG_US) $(GO) test -race -count=1 -timeout $(TEST_TIMEOUT) -run '$(EMU_LAG_BENCH)' $(EMU_BENCH_PKGS)
 
 # Flaky-test hunt: every test FLAKE_N times in one process per package
 # (-count, so package state that breaks a second run fails too), race on,
