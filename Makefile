@@ -14,7 +14,7 @@ help:
 	@echo "make emu             build the emulated CUDA driver into $(EMU_DIR)/ (the device code compiled for the CPU)"
 	@echo "make tsan            the device loop under ThreadSanitizer: each case at 1, 4 and 32 threads per block, host threads as the Go side (TSAN_N=1,4,32, TSAN_RUN=regexp)"
 	@echo "make build           compile every package and command"
-	@echo "make test            go vet, the Relacy models, make tsan, then go test -race over every package (the two-process tests without -race), then the CUDA-backend suites over the emulated driver at $(EMU_THREADS) threads per block (bounded by $(TEST_TIMEOUT))"
+	@echo "make test            go vet, the Relacy models, make tsan, then go test -race over every package (the two-process tests without -race), then the CUDA-backend suites over the emulated driver at $(EMU_THREADS) threads per block, and some once more with its copy engine $(EMU_LAG_US) us late (bounded by $(TEST_TIMEOUT))"
 	@echo "make relacy          the Relacy models of the link queue, drain, command, barrier and doorbell protocols (internal/relacy; needs relacy-dev), seconds"
 	@echo "make flake           every package's tests FLAKE_N times (default 10) with -race and -short, in one process each, and the emulated CUDA suites: hunts flaky tests (not part of CI)"
 	@echo "make flake-load      make flake beside a heavy load (a go build -a -race loop, LOAD_SPINNERS busy threads), all stopped when it ends: hunts tests that fail on a busy machine"
@@ -44,6 +44,13 @@ EMU_PKGS ?= ./cuda ./ringkernel/... ./runtime ./examples/pipeline ./examples/gra
 # The bench rows that go through the CUDA backend (the rest are sim's).
 EMU_BENCH_TESTS ?= P2PRowsOnTheGPUs|PipelineRowOnTheGPUs
 EMU_BENCH_PKGS  ?= ./internal/bench
+# Once more with the emulated copy engine late (RINGACTOR_EMU_COPY_LAG_US):
+# device-memory setup copies land EMU_LAG_US later, so a launch that is not
+# fenced after them (GPU-REVIEW D2) fails. The packages that set up device
+# links, and the P2P rows.
+EMU_LAG_US        ?= 2000
+EMU_LAG_PKGS      ?= ./ringkernel/... ./examples/pipeline
+EMU_LAG_BENCH     ?= P2PRowsOnTheGPUs
 
 emu:
 	$(GO) run ./internal/cudaemu/build -o $(EMU_DIR) >/dev/null
@@ -86,6 +93,8 @@ test: vet emu relacy tsan
 	$(GO) test -timeout $(TEST_TIMEOUT) -run '$(REMOTE_TESTS)' $(REMOTE_PKGS)
 	$(EMU_ENV) $(GO) test -race -count=1 -timeout $(TEST_TIMEOUT) $(EMU_PKGS)
 	$(EMU_ENV) $(GO) test -race -count=1 -timeout $(TEST_TIMEOUT) -run '$(EMU_BENCH_TESTS)' $(EMU_BENCH_PKGS)
+	$(EMU_ENV) RINGACTOR_EMU_COPY_LAG_US=$(EMU_LAG_US) $(GO) test -race -count=1 -timeout $(TEST_TIMEOUT) $(EMU_LAG_PKGS)
+	$(EMU_ENV) RINGACTOR_EMU_COPY_LAG_US=$(EMU_LAG_US) $(GO) test -race -count=1 -timeout $(TEST_TIMEOUT) -run '$(EMU_LAG_BENCH)' $(EMU_BENCH_PKGS)
 
 # Flaky-test hunt: every test FLAKE_N times in one process per package
 # (-count, so package state that breaks a second run fails too), race on,

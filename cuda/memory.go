@@ -71,6 +71,8 @@ func (c *Context) Free(p DevicePtr) error {
 }
 
 // Memset sets n bytes at p to b (cuMemsetD8_v2). n == 0 does nothing.
+// For device memory it is asynchronous to the host: it may return before
+// the bytes are set, ordered like CopyToDevice.
 func (c *Context) Memset(p DevicePtr, b byte, n int) error {
 	if c == nil {
 		return errNilContext
@@ -84,8 +86,12 @@ func (c *Context) Memset(p DevicePtr, b byte, n int) error {
 	return c.do("cuMemsetD8_v2", func() Result { return c.driver().memsetD8(uint64(p), b, uint64(n)) })
 }
 
-// CopyToDevice copies src to device memory at dst (cuMemcpyHtoD_v2) and
-// returns when the copy is done.
+// CopyToDevice copies src to device memory at dst (cuMemcpyHtoD_v2). It
+// returns once src may be reused: from pageable memory the driver stages
+// the bytes and may return before the copy has landed in device memory.
+// Work on the context's legacy stream (and blocking streams) runs after
+// it; anything else (a kernel on a non-blocking stream, another device)
+// must wait for an event recorded on the legacy stream after it.
 func (c *Context) CopyToDevice(dst DevicePtr, src []byte) error {
 	if c == nil {
 		return errNilContext

@@ -236,7 +236,9 @@ func (c *Consumer) pause(ctx context.Context) error {
 	if bell == nil || !c.w.Sleeping() {
 		return c.w.Wait(ctx)
 	}
-	order.StoreRelease32(c.l.parked, 1) // sequentially consistent: ordered before the re-check below
+	// Full fence (Dekker with the producer's StoreSeqCst64 of tail): our
+	// re-check below must not pass this store. Clearing it is a release.
+	order.StoreSeqCst32(c.l.parked, 1)
 	defer order.StoreRelease32(c.l.parked, 0)
 	// Re-check after announcing: either we see the producer's new tail here,
 	// or the producer sees our flag after its tail store and rings.

@@ -6,6 +6,7 @@ import (
 	"sync/atomic"
 
 	"github.com/ringactor/ringactor/internal/order"
+	"github.com/ringactor/ringactor/internal/testhook"
 	"github.com/ringactor/ringactor/internal/wait"
 )
 
@@ -265,7 +266,7 @@ func (l *Link) Producer() (*Producer, error) {
 	if !l.producerTaken.CompareAndSwap(false, true) {
 		return nil, fmt.Errorf("%w: link %d already has a producer; fan-in needs one link per producer", ErrClaimed, l.cfg.LinkID)
 	}
-	if l.dev != nil {
+	if l.dev != nil && !testhook.SkipClaimRefresh.Load() {
 		defer l.dev.refresh(l)()
 	}
 	t := order.LoadAcquire64(l.tail)
@@ -287,7 +288,7 @@ func (l *Link) Consumer() (*Consumer, error) {
 	if !l.consumerTaken.CompareAndSwap(false, true) {
 		return nil, fmt.Errorf("%w: link %d already has a consumer; fan-out needs one link per consumer", ErrClaimed, l.cfg.LinkID)
 	}
-	if l.dev != nil {
+	if l.dev != nil && !testhook.SkipClaimRefresh.Load() {
 		defer l.dev.refresh(l)()
 	}
 	h := order.LoadAcquire64(l.head)

@@ -6,6 +6,7 @@ import (
 	"sync/atomic"
 	"testing"
 
+	"github.com/ringactor/ringactor/cuda/cudatest"
 	ra "github.com/ringactor/ringactor/runtime"
 )
 
@@ -101,4 +102,50 @@ func buildStarted(t *testing.T, rt *ra.Runtime, spec ra.PipelineSpec) *ra.Pipeli
 		t.Fatal(err)
 	}
 	return p
+}
+
+// A second pipeline on a device the first never used, built and started
+// while the first one's kernels spin on device 0 (GPU-REVIEW D7): the
+// backend opens every device, and enables peer access among them, at its
+// first open, so nothing here enables peer access in a context whose
+// kernels run. It needs two GPUs (on cuda; the GPU bundle runs it as
+// second-device) and skips, saying so, with one.
+func TestSecondPipelineOnAFreshDevice(t *testing.T) {
+	if !onCUDA() {
+		t.Skip("the CUDA backend's device opening: runs with RINGACTOR_TEST_BACKEND=cuda on two or more GPUs (or the emulated driver)")
+	}
+	e := deviceEnv(t)
+	cudatest.Device(t, 1)
+	on := func(name string, dev int) ra.PipelineSpec {
+		spec := guide(name)
+		for i := range spec.Stages {
+			spec.Stages[i].Device = dev
+		}
+		return spec
+	}
+	var got [2]atomic.Int64
+	start := func(i int, spec ra.PipelineSpec) *ra.Pipeline {
+		spec.Deliver.Func = func(ra.Result) { got[i].Add(1) }
+		return buildStarted(t, e.RT, spec)
+	}
+	send := func(p *ra.Pipeline, n int) {
+		for i := range n {
+			if err := p.Send(ctxT(t), ra.Data{Floats: []float32{float32(i)}}); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	first := start(0, on("first-on-0", 0))
+	send(first, 1000) // its kernels are running now
+	second := start(1, on("second-on-1", 1))
+	send(second, 1000)
+	send(first, 1000)
+	for i, p := range []*ra.Pipeline{first, second} {
+		if err := p.Close(ctxT(t), true); err != nil {
+			t.Fatalf("close pipeline %d: %v", i, err)
+		}
+	}
+	if a, b := got[0].Load(), got[1].Load(); a != 2000 || b != 1000 {
+		t.Fatalf("delivered %d and %d, want 2000 and 1000", a, b)
+	}
 }

@@ -65,6 +65,9 @@ check runtime      120 env RINGACTOR_TEST_BACKEND=cuda "$here/runtime.test" -tes
 # CUDA_MODULE_LOADING (unset: the runtime check above; LAZY is refused)
 check modload-LAZY   30 env CUDA_MODULE_LOADING=LAZY "$here/ringkernel-cuda.test" -test.v -test.run ModuleLoad -test.timeout 28s
 check deadlock-EAGER 45 env CUDA_MODULE_LOADING=EAGER RINGACTOR_TEST_BACKEND=cuda "$here/runtime.test" -test.v -test.run 'SecondPipeline|WhileBusy|CloseWithoutDrain' -test.timeout 40s
+# D7: a second pipeline on a device the first never used, started while the
+# first one's kernels run (needs two GPUs: with one it shows as skipped)
+check second-device  60 env RINGACTOR_TEST_BACKEND=cuda "$here/runtime.test" -test.v -test.run 'SecondPipelineOnAFreshDevice' -test.timeout 55s
 # 2. the main job on the GPU, spans checked
 check main-job     60  "$here/pipeline" -backend cuda -devices 0,0,0 -messages 200000 -quiet -trace-file "$out/spans.json"
 # 6. the benchmarks

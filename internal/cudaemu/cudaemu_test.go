@@ -100,3 +100,63 @@ func TestRuleNoCurrentContext(t *testing.T) {
 		t.Fatalf("no violation line on stderr: %q", stderr.String())
 	}
 }
+
+// The scope and placement rules, each shown to fire once (testdata/scope.c
+// says what each case does): a ring kernel's argument block with a pointer
+// to another device's memory without peer access, to another context's
+// non-portable pinned memory, or to no allocation at all, is refused at
+// launch; through the seam hook, a .gpu-scope access to host memory or to
+// another device's memory, and a word reached with .gpu scope by one
+// device's kernel while another device's kernel touches it, are counted
+// once each, and the allowed accesses not at all.
+func TestRuleScopeAndPlacement(t *testing.T) {
+	so := built(t)
+	cc := os.Getenv("CC")
+	if cc == "" {
+		cc = "cc"
+	}
+	if _, err := exec.LookPath(cc); err != nil {
+		t.Skipf("no C compiler (%s) for the probe: %v", cc, err)
+	}
+	exe := filepath.Join(t.TempDir(), "scope")
+	if out, err := exec.Command(cc, "-o", exe, filepath.Join("testdata", "scope.c"), "-ldl").CombinedOutput(); err != nil {
+		t.Fatalf("%s: %v\n%s", cc, err, out)
+	}
+	var stderr bytes.Buffer
+	cmd := exec.Command(exe, so)
+	cmd.Env = append(os.Environ(), "RINGACTOR_EMU_DEVICES=2", "RINGACTOR_EMU_PEERS=all", "RINGACTOR_EMU_JITTER=0", "RINGACTOR_EMU_COPY_LAG_US=0")
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("probe: %v\n%s%s", err, out, stderr.String())
+	}
+	want := `peer-not-enabled 800 1
+pinned-of-another-context 800 1
+no-allocation 800 1
+seam-allowed 0 0
+seam-gpu-on-host-memory 1
+seam-gpu-on-a-peer 1
+seam-gpu-word-shared-with-another-device 0 1 0
+seam-reused-after-the-other-ended 0
+done`
+	if got := strings.TrimSpace(string(out)); got != want {
+		t.Fatalf("probe printed\n%s\nwant\n%s\nstderr:\n%s", got, want, stderr.String())
+	}
+	for _, line := range []string{
+		"RULE VIOLATION: cuLaunchKernel of ra_identity_ring: its out-link 0 at",
+		"is device memory of device 1, and peer access to device 1 is not enabled in the launching context on device 0",
+		"allocated without CU_MEMHOSTALLOC_PORTABLE",
+		"is in no allocation of the driver",
+		"RULE VIOLATION: ra_host_seam of cudaemu_test_seam: a .gpu-scope access to",
+		"which is not device memory (.sys is needed)",
+		"device memory of device 1, from a kernel on device 0 (.sys is needed)",
+		"of device 0's memory is reached with .gpu scope by a kernel of device 0 while a kernel of device 1 touches it too",
+	} {
+		if !strings.Contains(stderr.String(), line) {
+			t.Errorf("no %q on stderr:\n%s", line, stderr.String())
+		}
+	}
+	if n := strings.Count(stderr.String(), "RULE VIOLATION"); n != 6 {
+		t.Errorf("%d violation lines, want 6:\n%s", n, stderr.String())
+	}
+}

@@ -41,6 +41,12 @@ func LoadAcquire64(p *uint64) uint64 { return atomic.LoadUint64(p) }
 // StoreRelease32 and LoadAcquire32 are the rule for 32-bit words.
 func StoreRelease32(p *uint32, v uint32) { atomic.StoreUint32(p, v) }
 
+// StoreSeqCst32 stores v with a full fence after it, as StoreSeqCst64: a
+// doorbell handshake's announcement (a consumer's parked flag) must not be
+// overtaken by its later load of the other side's word. StoreRelease32 is
+// sync/atomic today too, but only this one promises the fence.
+func StoreSeqCst32(p *uint32, v uint32) { atomic.StoreUint32(p, v) }
+
 // LoadAcquire32 loads the 32-bit word at p with acquire semantics.
 func LoadAcquire32(p *uint32) uint32 { return atomic.LoadUint32(p) }
 

@@ -2,6 +2,7 @@ package order
 
 import (
 	"encoding/binary"
+	"runtime"
 	"sync"
 	"testing"
 )
@@ -41,4 +42,52 @@ func TestWordsAndPublication(t *testing.T) {
 		}
 	}
 	wg.Wait()
+}
+
+// StoreSeqCst32 and StoreSeqCst64 order a store before a later load of
+// another word: in the store-buffering litmus (each side stores its flag,
+// then loads the other's), at least one side sees the other's store.
+func TestSeqCstStoresForbidStoreBuffering(t *testing.T) {
+	const rounds = 5000
+	b := make([]byte, 64)
+	a32, c64 := Word32(b, 0), Word64(b, 8)
+	var r1, r2 [rounds]uint64
+	start := make([]uint32, rounds)
+	var wg sync.WaitGroup
+	wg.Add(2)
+	go func() {
+		defer wg.Done()
+		for i := range rounds {
+			for LoadAcquire32(&start[i]) == 0 {
+				runtime.Gosched()
+			}
+			StoreSeqCst32(a32, uint32(i+1))
+			r1[i] = LoadAcquire64(c64)
+		}
+	}()
+	go func() {
+		defer wg.Done()
+		for i := range rounds {
+			for LoadAcquire32(&start[i]) == 0 {
+				runtime.Gosched()
+			}
+			StoreSeqCst64(c64, uint64(i+1))
+			r2[i] = uint64(LoadAcquire32(a32))
+		}
+	}()
+	for i := range rounds {
+		StoreRelease32(&start[i], 1)
+		for LoadAcquire64(c64) < uint64(i+1) || LoadAcquire32(a32) < uint32(i+1) {
+			runtime.Gosched()
+		}
+	}
+	wg.Wait()
+	for i := range rounds {
+		if r1[i] < uint64(i+1) && r2[i] < uint64(i+1) {
+			t.Fatalf("round %d: each side missed the other's store (%d, %d): a seq-cst store was overtaken by a load", i, r1[i], r2[i])
+		}
+	}
+	if got := LoadAcquire32(a32); got != rounds {
+		t.Fatalf("StoreSeqCst32 left %d, want %d", got, rounds)
+	}
 }

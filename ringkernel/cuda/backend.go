@@ -27,6 +27,14 @@ var ErrLazyLoading = errors.New("ringkernel/cuda: CUDA_MODULE_LOADING=LAZY would
 // display), which would end every persistent kernel.
 var ErrExecTimeout = errors.New("ringkernel/cuda: the GPU has a kernel run-time limit")
 
+// ErrOpenWhileRunning: a device was to be opened while ring kernels run
+// on another device. Opening it enables peer access in the contexts of the
+// devices already open, and whether cuCtxEnablePeerAccess waits for a
+// context's running kernels is not documented (it may never return under
+// persistent kernels). The backend opens every device at its first open,
+// so this happens only for a device that failed to open then.
+var ErrOpenWhileRunning = errors.New("ringkernel/cuda: opening a device while ring kernels run on another device would enable peer access under live kernels")
+
 // ErrTooManyKernels: the device runs as many ring kernels as it may.
 var ErrTooManyKernels = errors.New("ringkernel/cuda: too many ring kernels on the device")
 
@@ -57,6 +65,7 @@ type Backend struct {
 
 	mu      sync.Mutex
 	devs    map[int]*device
+	opened  bool         // the first open has opened every device (see deviceCtx)
 	portArn *pinnedArena // portable pinned memory, shared by all devices
 	allocs  map[uint64]allocation
 	closed  bool
@@ -158,6 +167,34 @@ func (b *Backend) deviceCtx(ctx context.Context, id int) (*device, error) {
 	if id < 0 || id >= n {
 		return nil, fmt.Errorf("ringkernel/cuda: no device %d: the driver reports devices 0..%d", id, n-1)
 	}
+	for _, o := range b.devs {
+		if k := o.running(); k > 0 {
+			return nil, fmt.Errorf("%w: device %d while device %d runs %d; the backend opens every device at its first open, and device %d did not open then: fix what kept it from opening, or open it (Backend.OpenDevice, or a Build that uses it) before any kernel starts",
+				ErrOpenWhileRunning, id, o.id, k, id)
+		}
+	}
+	d, err := b.openOne(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	// Every device, and peer access among them, now, before any kernel
+	// runs: enabling peer access later would do it in the contexts of
+	// devices whose kernels run (GPU-REVIEW D7). A device that fails to
+	// open here is left for later (refused while kernels run).
+	if !b.opened {
+		b.opened = true
+		for other := range n {
+			if _, ok := b.devs[other]; !ok {
+				_, _ = b.openOne(ctx, other) // on failure, tried again (and its error returned) when it is used
+			}
+		}
+	}
+	return d, nil
+}
+
+// openOne opens GPU id and enables peer access between it and every open
+// device. Holds b.mu.
+func (b *Backend) openOne(ctx context.Context, id int) (*device, error) {
 	d, err := openDevice(ctx, b, id)
 	if err != nil {
 		return nil, fmt.Errorf("ringkernel/cuda: device %d: %w", id, err)
@@ -174,8 +211,8 @@ func (b *Backend) deviceCtx(ctx context.Context, id int) (*device, error) {
 
 // enablePeers lets each of two GPUs reach the other's memory where they
 // can: a link in the consumer's memory is written by the producer through
-// the peer mapping, which faults without this. Done as each device opens,
-// before it runs kernels.
+// the peer mapping, which faults without this. Done when the devices open,
+// all at the backend's first open, before any kernel runs.
 func enablePeers(a, c *device) error {
 	for _, p := range [][2]*device{{a, c}, {c, a}} {
 		ok, err := p[0].dev.CanAccessPeer(p[1].dev)
@@ -201,11 +238,14 @@ func (b *Backend) Close() error {
 		}
 	}
 	var errs []error
-	for _, d := range b.devs {
-		errs = append(errs, d.close())
-	}
+	// The portable arena first: it is freed through the context of the
+	// device it was made in, which d.close releases.
 	if b.portArn != nil {
 		errs = append(errs, b.portArn.close())
+		b.portArn = nil
+	}
+	for _, d := range b.devs {
+		errs = append(errs, d.close())
 	}
 	b.devs, b.closed = map[int]*device{}, true
 	return errors.Join(errs...)

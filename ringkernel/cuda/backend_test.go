@@ -9,7 +9,9 @@ import (
 	"testing"
 
 	drv "github.com/ringactor/ringactor/cuda"
+	"github.com/ringactor/ringactor/cuda/cudatest"
 	"github.com/ringactor/ringactor/kernels"
+	"github.com/ringactor/ringactor/p2pqueue"
 )
 
 // Under CUDA_LAUNCH_BLOCKING=1 the first persistent kernel would never
@@ -117,5 +119,26 @@ func TestNewModuleRefusedWhileKernelsRun(t *testing.T) {
 	d.modules[hashPTX([]byte("ptx"))] = loaded{&drv.Module{}, fn}
 	if f, err := d.kernel(kernels.Op{Name: "user.op"}, []byte("ptx")); err != nil || f != fn {
 		t.Fatalf("a loaded module: %v, %v", f, err)
+	}
+}
+
+// Close frees the portable (staged-link) arena while the context it was
+// made in is still held (it used to free it after releasing that context,
+// and Close failed with "context was released").
+func TestCloseFreesThePortableArena(t *testing.T) {
+	cudatest.Driver(t)
+	b, err := New(Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, err := b.Alloc(0, 4096, p2pqueue.PortablePinnedMemory)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := b.Free(r); err != nil {
+		t.Fatal(err)
+	}
+	if err := b.Close(); err != nil {
+		t.Fatalf("Close after a portable allocation: %v", err)
 	}
 }

@@ -119,11 +119,15 @@ func (d *device) startClock(ctx context.Context) error {
 
 func (d *device) clockLoop() {
 	defer close(d.clockDone)
+	// The goroutine below reads its own copy: stopClockLoop clears the
+	// field once this loop has returned, and the goroutine may not have
+	// looked at it yet.
+	stop := d.stopClock
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	go func() {
 		select {
-		case <-d.stopClock:
+		case <-stop:
 			cancel() // a recalibration under way gives up
 		case <-ctx.Done():
 		}
@@ -132,7 +136,7 @@ func (d *device) clockLoop() {
 	defer t.Stop()
 	for {
 		select {
-		case <-d.stopClock:
+		case <-stop:
 			return
 		case <-t.C:
 		}

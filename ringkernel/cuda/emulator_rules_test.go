@@ -241,3 +241,69 @@ func TestLateCalibrationKeepsTheOffset(t *testing.T) {
 		t.Fatalf("late again: %v", err)
 	}
 }
+
+// The first device open opens every device and enables peer access among
+// them, before any kernel runs (GPU-REVIEW D7); a device that was not
+// opened then is refused while kernels run on another (ErrOpenWhileRunning,
+// naming the fix), and opens once they have ended.
+func TestFirstOpenOpensEveryDevice(t *testing.T) {
+	b, d := emulatedDevice(t)
+	n, err := b.drv.DeviceCount()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n < 2 {
+		t.Skipf("the emulated driver has %d device(s)", n)
+	}
+	b.mu.Lock()
+	opened := len(b.devs)
+	b.mu.Unlock()
+	if opened != n {
+		t.Fatalf("after device 0's open, %d of %d devices are open", opened, n)
+	}
+	// Enabling peer access again fails (the driver says it is enabled):
+	// the open enabled it both ways.
+	for _, o := range b.devs {
+		if o == d {
+			continue
+		}
+		ok, err := d.dev.CanAccessPeer(o.dev)
+		if err != nil || !ok {
+			continue
+		}
+		if err := d.ctx.EnablePeerAccess(o.ctx); err != nil {
+			t.Errorf("peer access 0->%d: %v", o.id, err)
+		}
+	}
+	// A device closed behind the backend's back stands for one that failed
+	// to open at the first open.
+	last := n - 1
+	b.mu.Lock()
+	ld := b.devs[last]
+	delete(b.devs, last)
+	b.mu.Unlock()
+	if err := ld.close(); err != nil {
+		t.Fatal(err)
+	}
+	k := spin(t, b, 7)
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if err := k.Activate(ctx); err != nil {
+		t.Fatal(err)
+	}
+	_, err = b.device(last)
+	if !errors.Is(err, ErrOpenWhileRunning) || !strings.Contains(err.Error(), "before any kernel starts") {
+		t.Fatalf("opening device %d while a kernel runs on device 0: %v, want ErrOpenWhileRunning", last, err)
+	}
+	if err := k.Terminate(ctx, false); err != nil {
+		t.Fatal(err)
+	}
+	waitNoRings(t, d)
+	deadline := time.Now().Add(5 * time.Second)
+	for d.running() > 0 && time.Now().Before(deadline) {
+		time.Sleep(time.Millisecond)
+	}
+	if _, err := b.device(last); err != nil {
+		t.Fatalf("opening device %d once the kernel ended: %v", last, err)
+	}
+}

@@ -75,6 +75,14 @@ func (b *Backend) Start(job *rk.Job) (rk.Loop, error) {
 		d.putStream(l.stream)
 		return fail(fmt.Errorf("ringkernel/cuda: stage %q: waiting for its setup copies: %w", spec.Stage.Name, err))
 	}
+	// A link in another GPU's memory was zeroed and formatted on THAT
+	// device's legacy stream, which nothing above waits for (a pageable
+	// HtoD returns once staged, a memset to device memory at once): fence
+	// each such device too, before the kernel attaches the link.
+	if err := b.fenceOtherDevices(job); err != nil {
+		d.putStream(l.stream)
+		return fail(fmt.Errorf("ringkernel/cuda: stage %q: %w", spec.Stage.Name, err))
+	}
 	one := drv.Dim3{X: 1, Y: 1, Z: 1}
 	if err := d.ctx.Launch(fn, one, drv.Dim3{X: uint32(threads), Y: 1, Z: 1}, 0, l.stream, args); err != nil {
 		d.putStream(l.stream)
@@ -100,6 +108,36 @@ func (d *device) reserve(l *loop, stage string, threads, perSM int) error {
 	d.blocks++
 	if l != nil {
 		d.live[l] = struct{}{}
+	}
+	return nil
+}
+
+// fenceOtherDevices runs the setup fence of every device, other than the
+// job's own, whose memory holds one of its links (GPU-REVIEW D2).
+func (b *Backend) fenceOtherDevices(job *rk.Job) error {
+	var regions []p2pqueue.Region
+	for _, c := range job.In {
+		regions = append(regions, c.Link().Region())
+	}
+	for _, p := range job.Out {
+		regions = append(regions, p.Link().Region())
+	}
+	for _, p := range job.StealTo {
+		regions = append(regions, p.Link().Region())
+	}
+	done := map[int]bool{job.Spec.Device: true}
+	for _, r := range regions {
+		if r.Kind != p2pqueue.DeviceMemory || done[r.Device] {
+			continue
+		}
+		done[r.Device] = true
+		od, err := b.device(r.Device)
+		if err != nil {
+			return err
+		}
+		if err := od.setupFence(); err != nil {
+			return fmt.Errorf("waiting for the setup copies of its link in device %d's memory: %w", r.Device, err)
+		}
 	}
 	return nil
 }

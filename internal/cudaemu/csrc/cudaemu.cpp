@@ -39,17 +39,65 @@
 //     context there, which never returns under a persistent kernel).
 // A ring kernel is one whose name ends in "_ring", or the clock kernel
 // (ra_clock), which also spins until the host tells it to stop.
+//
+// Scope and placement (counted and reported the same way):
+//   - at the launch of a *_ring kernel, every non-null pointer of its
+//     ra_ring_args (control block, in-links, out-links, trace ring, params,
+//     state, sink; offsets RA_ARG_OFF_* of ringactor_layout.h) must lie in
+//     an allocation the launching context may touch: its own device's
+//     memory, another device's memory only with peer access to it enabled
+//     in the launching context, pinned host memory of the launching
+//     context or allocated PORTABLE; an address in no allocation at all is
+//     refused too. The launch fails with CUDA_ERROR_NOT_PERMITTED.
+//   - ra_host_seam(p, sys), which the host build of the device loop calls
+//     before every cross-agent access (queue words, control block,
+//     counters; sys 1 for a .sys-scope access, 0 for .gpu): a .gpu-scope
+//     access must be to device memory of the kernel's own device, and a
+//     word a kernel reaches with .gpu scope must not be touched by a
+//     running kernel of another device (on a GPU the other device would
+//     not see it, or see it late). Each word is reported once per kernel.
+//     The kernel is the Launch in ra_host_tag, which every thread of a
+//     launched block has set (null elsewhere: not checked).
+//
+// Timing modes, read once at cuInit:
+//   - RINGACTOR_EMU_COPY_LAG_US: cuMemsetD8 and cuMemcpyHtoD (and
+//     cuMemcpyHtoDAsync) to DEVICE memory land that many microseconds
+//     after the call, in order, per context, written by a worker thread of
+//     the context (the source of an HtoD is copied at the call, as the
+//     driver stages pageable memory). As the CUDA driver documents it, the
+//     copies are waited for by: cuEventRecord on the legacy stream or a
+//     blocking stream (then cuEventSynchronize and cuEventQuery reflect
+//     them), cuStreamSynchronize and cuStreamQuery of such a stream,
+//     cuMemcpyDtoH in that context (it waits for them first), a launch on
+//     the legacy or a blocking stream of that context (the launch call
+//     waits for them, so the kernel starts after; a GPU would return at
+//     once), cuCtxSynchronize, and cuMemFree (which synchronizes). An
+//     event, synchronize or copy on a non-blocking stream waits only for
+//     the copies queued on that stream. Nothing else waits: a launch on a
+//     non-blocking stream, and anything in ANOTHER context (a kernel of
+//     another device that reads this memory through the peer mapping,
+//     say), may see the memory before the copies land. Memory of mapped
+//     pinned host memory is written at once, as the host writes it.
+//   - RINGACTOR_EMU_JITTER=1: ra_host_seam yields the CPU (sched_yield) at
+//     every call and sleeps about 1 us every 64th, which widens the
+//     interleavings of kernels and host threads.
 
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
+#include <deque>
 #include <map>
 #include <memory>
 #include <mutex>
 #include <set>
 #include <string>
 #include <thread>
+#include <tuple>
+#include <unordered_map>
+#include <unordered_set>
 #include <vector>
+
+#include <sched.h>
 
 #include <stdint.h>
 #include <stdio.h>
@@ -58,6 +106,11 @@
 #include <time.h>
 
 #include "cudaemu.h"
+#include "ringactor_layout.h"
+
+// ra_host_tag (ra_host.h) is the Launch a kernel thread runs: launch()
+// passes it to ra_host_run_grid, which sets it on every thread of the grid
+// (null on other threads).
 
 typedef int CUresult;
 typedef int CUdevice;
@@ -89,6 +142,8 @@ struct Config {
     int devices = 3, sms = 8, blocks_per_sm = 4;
     long long memory_mib = 4096;
     std::vector<std::vector<bool>> peer;
+    long long copy_lag_us = 0;  // RINGACTOR_EMU_COPY_LAG_US
+    bool jitter = false;        // RINGACTOR_EMU_JITTER=1
 };
 
 int env_int(const char *name, int def, int lo, int hi) {
@@ -109,6 +164,8 @@ Config load_config() {
     c.sms = env_int("RINGACTOR_EMU_SMS", 8, 1, 1024);
     c.blocks_per_sm = env_int("RINGACTOR_EMU_BLOCKS_PER_SM", 4, 1, 64);
     c.memory_mib = env_int("RINGACTOR_EMU_MEMORY_MIB", 4096, 1, 1 << 20);
+    c.copy_lag_us = env_int("RINGACTOR_EMU_COPY_LAG_US", 0, 0, 10000000);
+    c.jitter = env_int("RINGACTOR_EMU_JITTER", 0, 0, 1) == 1;
     const char *p = getenv("RINGACTOR_EMU_PEERS");
     std::string peers = p && *p ? p : "all";
     c.peer.assign(c.devices, std::vector<bool>(c.devices, false));
@@ -136,6 +193,7 @@ struct Context;
 struct Launch {
     const cudaemu_kernel *k;
     Context *ctx;
+    unsigned long long id = 0;  // unique in the process (the scope checker's record of who touched a word)
     bool blocking;  // on the legacy stream or a blocking stream
     std::vector<std::vector<unsigned char>> args;
     std::atomic<bool> done{false};
@@ -145,23 +203,46 @@ struct Launch {
 
 struct Stream;
 
+// A copy or memset to device memory that lands later
+// (RINGACTOR_EMU_COPY_LAG_US): data holds the source, copied at the call;
+// empty, it is a memset of byte.
+struct CopyOp {
+    unsigned long long seq;
+    std::chrono::steady_clock::time_point due;
+    void *dst;
+    size_t n;
+    int byte;
+    std::vector<unsigned char> data;
+};
+
 struct Context {
     int dev;
     int refs = 0;
     unsigned peers = 0;  // bit d: peer access to device d enabled
     Stream *legacy = nullptr;
+    // The lagging copy engine: copies queued in order (seq 1, 2, ...),
+    // landed by a worker thread; cmu guards these and every copy ticket.
+    std::mutex cmu;
+    std::condition_variable ccv;
+    std::deque<CopyOp> copies;
+    unsigned long long submitted = 0, landed = 0;
+    unsigned long long blocking_seq = 0;  // the last one queued on the legacy or a blocking stream
+    bool worker = false;
 };
 
 struct Stream {
     Context *ctx;
     unsigned flags;  // 1: CU_STREAM_NON_BLOCKING
     std::vector<std::shared_ptr<Launch>> launches;
+    unsigned long long copy_seq = 0;  // a non-blocking stream: the last lagging copy queued on it
 };
 
 struct Event {
     std::vector<std::shared_ptr<Launch>> pending;
     unsigned long long at_ns = 0;
     bool recorded = false;
+    Context *copy_ctx = nullptr;  // the lagging copies the record waits for: up to copy_ticket there
+    unsigned long long copy_ticket = 0;
 };
 
 struct Module {
@@ -176,16 +257,40 @@ struct Function {
 std::mutex mu;
 bool initialized;
 Config cfg;
-std::vector<std::unique_ptr<Context>> ctxs;
+// Never destroyed: a context's copy worker may wait on its condition
+// variable while the process exits, and destroying one with a waiter
+// blocks exit for ever.
+std::vector<std::unique_ptr<Context>> &ctxs = *new std::vector<std::unique_ptr<Context>>;
 thread_local Context *current;
-std::map<uintptr_t, std::pair<size_t, int>> dev_allocs;  // ptr -> size, device
-std::map<uintptr_t, unsigned> host_allocs;               // ptr -> flags
+struct DevAlloc {
+    size_t size;
+    int dev;
+};
+struct HostAlloc {
+    size_t size;
+    unsigned flags;  // cuMemHostAlloc's: 1 PORTABLE, 2 DEVICEMAP, 4 WRITECOMBINED
+    Context *ctx;    // the context it was allocated in
+};
+std::map<uintptr_t, DevAlloc> dev_allocs;    // ptr -> size, device
+std::map<uintptr_t, HostAlloc> host_allocs;  // ptr -> size, flags, context
 std::vector<long long> used;                             // bytes allocated per device
 std::set<Stream *> streams;
 std::set<Event *> events;
 std::set<Module *> modules;
 std::vector<std::shared_ptr<Launch>> all_launches;
 std::atomic<long long> violations{0};
+unsigned long long next_launch_id = 1;  // guarded by mu
+
+// The scope checker's record, per word a kernel reached through
+// ra_host_seam: which running kernels (by Launch id) touched it, from which
+// device, and whether with .gpu scope. Guarded by mu.
+struct Toucher {
+    unsigned long long launch;
+    int dev;
+    bool gpu;
+};
+std::unordered_map<uintptr_t, std::vector<Toucher>> touched;
+std::set<std::tuple<uintptr_t, unsigned long long, unsigned long long>> scope_reported;  // (word, kernels) reported
 
 unsigned long long now_ns() {
     struct timespec ts;
@@ -233,11 +338,101 @@ int running_rings(Context *ctx, bool blocking_only, std::string *names = nullptr
     return n;
 }
 
-CUresult violate(const char *call, const char *why, int dev) {
+CUresult violate(const char *call, const char *why, int dev,
+                 const char *tail = "a real driver would wait for ever or fail here") {
     violations.fetch_add(1);
-    fprintf(stderr, "cudaemu: RULE VIOLATION: %s %s on device %d (a real driver would wait for ever or fail here)\n", call, why, dev);
+    fprintf(stderr, "cudaemu: RULE VIOLATION: %s %s on device %d (%s)\n", call, why, dev, tail);
     return NOT_PERMITTED;
 }
+
+// The allocation that holds address a, or the map's end. Holds mu.
+std::map<uintptr_t, DevAlloc>::iterator dev_alloc_of(uintptr_t a) {
+    auto it = dev_allocs.upper_bound(a);
+    if (it == dev_allocs.begin()) return dev_allocs.end();
+    --it;
+    return a < it->first + it->second.size ? it : dev_allocs.end();
+}
+
+std::map<uintptr_t, HostAlloc>::iterator host_alloc_of(uintptr_t a) {
+    auto it = host_allocs.upper_bound(a);
+    if (it == host_allocs.begin()) return host_allocs.end();
+    --it;
+    return a < it->first + it->second.size ? it : host_allocs.end();
+}
+
+// ---- The lagging copy engine (RINGACTOR_EMU_COPY_LAG_US).
+
+void copy_worker(Context *c) {
+    std::unique_lock<std::mutex> lk(c->cmu);
+    for (;;) {
+        c->ccv.wait(lk, [c] { return !c->copies.empty(); });
+        CopyOp op = std::move(c->copies.front());
+        c->copies.pop_front();
+        lk.unlock();
+        std::this_thread::sleep_until(op.due);
+        if (op.data.empty()) {
+            memset(op.dst, op.byte, op.n);
+        } else {
+            memcpy(op.dst, op.data.data(), op.n);
+        }
+        lk.lock();
+        c->landed = op.seq;
+        c->ccv.notify_all();
+    }
+}
+
+// lag_copy queues a copy (src) or memset (byte) of n bytes to dst on
+// stream st of its context, when the lag is on and dst is device memory;
+// it reports whether it did (else the caller writes at once). Holds mu.
+bool lag_copy(Stream *st, void *dst, const void *src, int byte, size_t n) {
+    if (cfg.copy_lag_us <= 0 || dev_alloc_of((uintptr_t)dst) == dev_allocs.end()) return false;
+    Context *c = st->ctx;
+    std::lock_guard<std::mutex> g(c->cmu);
+    CopyOp op{++c->submitted, std::chrono::steady_clock::now() + std::chrono::microseconds(cfg.copy_lag_us), dst, n, byte, {}};
+    if (src != nullptr) op.data.assign((const unsigned char *)src, (const unsigned char *)src + n);
+    if (st->flags & 1) {
+        st->copy_seq = op.seq;
+    } else {
+        c->blocking_seq = op.seq;
+    }
+    c->copies.push_back(std::move(op));
+    if (!c->worker) {
+        c->worker = true;
+        std::thread(copy_worker, c).detach();  // lives as long as the process
+    }
+    c->ccv.notify_all();
+    return true;
+}
+
+// copy_ticket: the lagging copies that work queued on st now is ordered
+// after: those on a non-blocking stream itself, else those on the legacy
+// and blocking streams of its context. Holds mu.
+unsigned long long copy_ticket(Stream *st) {
+    std::lock_guard<std::mutex> g(st->ctx->cmu);
+    return (st->flags & 1) ? st->copy_seq : st->ctx->blocking_seq;
+}
+
+bool copies_landed(Context *c, unsigned long long ticket) {
+    std::lock_guard<std::mutex> g(c->cmu);
+    return c->landed >= ticket;
+}
+
+// wait_copies waits (mu not held) until c's copies up to ticket landed.
+void wait_copies(Context *c, unsigned long long ticket) {
+    if (c == nullptr || ticket == 0) return;
+    std::unique_lock<std::mutex> lk(c->cmu);
+    c->ccv.wait(lk, [c, ticket] { return c->landed >= ticket; });
+}
+
+void wait_all_copies(Context *c) {
+    unsigned long long t;
+    {
+        std::lock_guard<std::mutex> g(c->cmu);
+        t = c->submitted;
+    }
+    wait_copies(c, t);
+}
+
 
 // need_ctx: initialized, and a context current on this thread.
 CUresult need_ctx(const char *call) {
@@ -548,6 +743,7 @@ CUresult cuCtxSynchronize(void) {
             if (s->ctx == current)
                 for (auto &l : s->launches) v.push_back(l);
     }
+    wait_all_copies(current);
     wait_for(v);
     return SUCCESS;
 }
@@ -575,31 +771,36 @@ CUresult cuMemAlloc_v2(CUdeviceptr *p, size_t n) {
     void *m = alloc_filled(n);
     if (m == nullptr) return OUT_OF_MEMORY;
     used[d] += (long long)n;
-    dev_allocs[(uintptr_t)m] = {n, d};
+    dev_allocs[(uintptr_t)m] = DevAlloc{n, d};
     *p = (CUdeviceptr)(uintptr_t)m;
     return SUCCESS;
 }
 
 CUresult cuMemFree_v2(CUdeviceptr p) {
     if (CUresult r = need_ctx("cuMemFree")) return r;
+    {
+        std::lock_guard<std::mutex> g(mu);
+        if (CUresult r = no_rings("cuMemFree")) return r;
+    }
+    // cuMemFree synchronizes: no lagging copy (of any context) may land
+    // in the memory once it is freed.
+    for (auto &c : ctxs) wait_all_copies(c.get());
     std::lock_guard<std::mutex> g(mu);
-    if (CUresult r = no_rings("cuMemFree")) return r;
     auto it = dev_allocs.find((uintptr_t)p);
     if (it == dev_allocs.end()) return INVALID_VALUE;
-    used[it->second.second] -= (long long)it->second.first;
+    used[it->second.dev] -= (long long)it->second.size;
+    for (auto t = touched.begin(); t != touched.end();)
+        t = t->first >= it->first && t->first < it->first + it->second.size ? touched.erase(t) : std::next(t);
     free((void *)it->first);
     dev_allocs.erase(it);
     return SUCCESS;
 }
 
 static bool valid_range(uintptr_t p, size_t n) {
-    auto it = dev_allocs.upper_bound(p);
-    if (it != dev_allocs.begin()) {
-        --it;
-        if (p >= it->first && p + n <= it->first + it->second.first) return true;
-    }
-    auto h = host_allocs.upper_bound(p);
-    return h != host_allocs.begin();  // mapped host memory: its size is not kept
+    auto it = dev_alloc_of(p);
+    if (it != dev_allocs.end()) return p + n <= it->first + it->second.size;
+    auto h = host_alloc_of(p);
+    return h != host_allocs.end() && p + n <= h->first + h->second.size;
 }
 
 // sync_copy: the synchronous copies and memset run on the legacy stream,
@@ -615,9 +816,18 @@ static CUresult sync_copy(const char *call, uintptr_t dev, size_t n) {
     return valid_range(dev, n) ? SUCCESS : INVALID_VALUE;
 }
 
+// lag_on_legacy queues the copy on the current context's legacy stream
+// when the copy engine lags (see lag_copy).
+static bool lag_on_legacy(void *dst, const void *src, int byte, size_t n) {
+    if (cfg.copy_lag_us <= 0) return false;
+    std::lock_guard<std::mutex> g(mu);
+    return lag_copy(stream_of(nullptr), dst, src, byte, n);
+}
+
 CUresult cuMemsetD8_v2(CUdeviceptr p, unsigned char b, size_t n) {
     if (CUresult r = need_ctx("cuMemsetD8")) return r;
     if (CUresult r = sync_copy("cuMemsetD8", (uintptr_t)p, n)) return r;
+    if (lag_on_legacy((void *)(uintptr_t)p, nullptr, b, n)) return SUCCESS;  // asynchronous to the host for device memory
     memset((void *)(uintptr_t)p, b, n);
     return SUCCESS;
 }
@@ -625,6 +835,7 @@ CUresult cuMemsetD8_v2(CUdeviceptr p, unsigned char b, size_t n) {
 CUresult cuMemcpyHtoD_v2(CUdeviceptr dst, const void *src, size_t n) {
     if (CUresult r = need_ctx("cuMemcpyHtoD")) return r;
     if (CUresult r = sync_copy("cuMemcpyHtoD", (uintptr_t)dst, n)) return r;
+    if (lag_on_legacy((void *)(uintptr_t)dst, src, 0, n)) return SUCCESS;  // returns once the source is staged
     memcpy((void *)(uintptr_t)dst, src, n);
     return SUCCESS;
 }
@@ -632,6 +843,7 @@ CUresult cuMemcpyHtoD_v2(CUdeviceptr dst, const void *src, size_t n) {
 CUresult cuMemcpyDtoH_v2(void *dst, CUdeviceptr src, size_t n) {
     if (CUresult r = need_ctx("cuMemcpyDtoH")) return r;
     if (CUresult r = sync_copy("cuMemcpyDtoH", (uintptr_t)src, n)) return r;
+    wait_all_copies(current);  // the legacy stream's earlier copies land first
     memcpy(dst, (const void *)(uintptr_t)src, n);
     return SUCCESS;
 }
@@ -642,13 +854,20 @@ CUresult cuMemcpyDtoH_v2(void *dst, CUdeviceptr src, size_t n) {
 // kernel).
 static CUresult copy_async(const char *call, void *dst, const void *src, size_t n, void *stream, uintptr_t dev) {
     if (CUresult r = need_ctx(call)) return r;
-    std::lock_guard<std::mutex> g(mu);
-    Stream *st = stream_of(stream);
-    if (st == nullptr) return INVALID_HANDLE;
-    reap();
-    for (auto &l : pending_on(st))
-        if (is_ring(l->k)) return violate(call, "queued behind a running ring kernel on its stream", current->dev);
-    if (!valid_range(dev, n)) return INVALID_VALUE;
+    bool to_device = dev == (uintptr_t)dst;
+    unsigned long long ticket = 0;
+    {
+        std::lock_guard<std::mutex> g(mu);
+        Stream *st = stream_of(stream);
+        if (st == nullptr) return INVALID_HANDLE;
+        reap();
+        for (auto &l : pending_on(st))
+            if (is_ring(l->k)) return violate(call, "queued behind a running ring kernel on its stream", current->dev);
+        if (!valid_range(dev, n)) return INVALID_VALUE;
+        if (to_device && lag_copy(st, dst, src, 0, n)) return SUCCESS;
+        if (!to_device) ticket = copy_ticket(st);
+    }
+    wait_copies(current, ticket);  // a DtoH runs after the copies queued before it on its stream
     memcpy(dst, src, n);
     return SUCCESS;
 }
@@ -667,7 +886,7 @@ CUresult cuMemHostAlloc(void **pp, size_t n, unsigned flags) {
     void *m = alloc_filled(n);
     if (m == nullptr) return OUT_OF_MEMORY;
     std::lock_guard<std::mutex> g(mu);
-    host_allocs[(uintptr_t)m] = flags;
+    host_allocs[(uintptr_t)m] = {n, flags, current};
     *pp = m;
     return SUCCESS;
 }
@@ -688,7 +907,7 @@ CUresult cuMemHostGetDevicePointer_v2(CUdeviceptr *d, void *p, unsigned flags) {
     if (d == nullptr || flags != 0) return INVALID_VALUE;
     std::lock_guard<std::mutex> g(mu);
     auto it = host_allocs.find((uintptr_t)p);
-    if (it == host_allocs.end() || !(it->second & 2)) return INVALID_VALUE;  // CU_MEMHOSTALLOC_DEVICEMAP
+    if (it == host_allocs.end() || !(it->second.flags & 2)) return INVALID_VALUE;  // CU_MEMHOSTALLOC_DEVICEMAP
     *d = (CUdeviceptr)(uintptr_t)p;
     return SUCCESS;
 }
@@ -778,6 +997,60 @@ CUresult cuOccupancyMaxActiveBlocksPerMultiprocessor(int *n, void *f, int block,
     return SUCCESS;
 }
 
+// check_ring_args: the placement rules for a *_ring kernel's ra_ring_args
+// (see the header comment); each pointer that breaks one counts one
+// violation. Holds mu.
+static CUresult check_ring_args(const char *call, const Launch *l) {
+    const cudaemu_kernel *k = l->k;
+    size_t n = strlen(k->name);
+    if (n <= 5 || strcmp(k->name + n - 5, "_ring") != 0 || k->nparams != 1 || l->args[0].size() < RA_ARG_SIZE) return SUCCESS;
+    const unsigned char *a = l->args[0].data();
+    auto u64 = [a](unsigned off) {
+        unsigned long long v;
+        memcpy(&v, a + off, 8);
+        return v;
+    };
+    auto u32 = [a](unsigned off) {
+        unsigned v;
+        memcpy(&v, a + off, 4);
+        return v;
+    };
+    std::vector<std::pair<std::string, unsigned long long>> ptrs = {
+        {"control block", u64(RA_ARG_OFF_CTRL)}, {"trace ring", u64(RA_ARG_OFF_TRACE)},
+        {"params", u64(RA_ARG_OFF_PARAMS)},      {"state", u64(RA_ARG_OFF_STATE)},
+        {"sink", u64(RA_ARG_OFF_SINK)},
+    };
+    unsigned nin = u32(RA_ARG_OFF_NUM_IN), nout = u32(RA_ARG_OFF_NUM_OUT);
+    for (unsigned i = 0; i < nin && i < RA_MAX_IN_LINKS; i++) ptrs.push_back({"in-link " + std::to_string(i), u64(RA_ARG_OFF_IN + 8 * i)});
+    for (unsigned i = 0; i < nout && i < RA_MAX_OUT_LINKS; i++) ptrs.push_back({"out-link " + std::to_string(i), u64(RA_ARG_OFF_OUT + 8 * i)});
+    Context *c = l->ctx;
+    CUresult res = SUCCESS;
+    char buf[512];
+    for (auto &pp : ptrs) {
+        uintptr_t p = (uintptr_t)pp.second;
+        if (p == 0) continue;
+        const char *what = pp.first.c_str();
+        auto d = dev_alloc_of(p);
+        if (d != dev_allocs.end()) {
+            int od = d->second.dev;
+            if (od == c->dev || (c->peers & (1u << od))) continue;
+            snprintf(buf, sizeof buf, "of %s: its %s at %#lx is device memory of device %d, and peer access to device %d is not enabled in the launching context",
+                     k->name, what, (unsigned long)p, od, od);
+        } else {
+            auto h = host_alloc_of(p);
+            if (h != host_allocs.end()) {
+                if ((h->second.flags & 1) || h->second.ctx == c) continue;
+                snprintf(buf, sizeof buf, "of %s: its %s at %#lx is pinned host memory of device %d's context, allocated without CU_MEMHOSTALLOC_PORTABLE",
+                         k->name, what, (unsigned long)p, h->second.ctx ? h->second.ctx->dev : -1);
+            } else {
+                snprintf(buf, sizeof buf, "of %s: its %s at %#lx is in no allocation of the driver", k->name, what, (unsigned long)p);
+            }
+        }
+        res = violate(call, buf, c->dev, "a real GPU would fault on the access");
+    }
+    return res;
+}
+
 static CUresult launch(const char *call, void *f, unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned by, unsigned bz,
                        unsigned shared, void *stream, void **params, void **extra) {
     if (CUresult r = need_ctx(call)) return r;
@@ -794,10 +1067,24 @@ static CUresult launch(const char *call, void *f, unsigned gx, unsigned gy, unsi
         const unsigned char *p = (const unsigned char *)params[i];
         l->args.emplace_back(p, p + fn->k->param_size[i]);
     }
+    if (cfg.copy_lag_us > 0) {
+        // A kernel on the legacy or a blocking stream starts after the
+        // copies queued there: the call waits for them (a GPU's would not).
+        unsigned long long ticket = 0;
+        {
+            std::lock_guard<std::mutex> g(mu);
+            Stream *st = stream_of(stream);
+            if (st == nullptr) return INVALID_HANDLE;
+            if (!(st->flags & 1)) ticket = copy_ticket(st);
+        }
+        wait_copies(current, ticket);
+    }
     std::lock_guard<std::mutex> g(mu);
     Stream *st = stream_of(stream);
     if (st == nullptr) return INVALID_HANDLE;
     reap();
+    if (CUresult r = check_ring_args(call, l.get())) return r;
+    l->id = next_launch_id++;
     l->blocking = !(st->flags & 1);
     st->launches.push_back(l);
     all_launches.push_back(l);
@@ -839,19 +1126,25 @@ CUresult cuStreamQuery(void *s) {
     Stream *st = stream_of(s);
     if (st == nullptr) return INVALID_HANDLE;
     reap();
+    if (!copies_landed(st->ctx, copy_ticket(st))) return NOT_READY;
     return pending_on(st).empty() ? SUCCESS : NOT_READY;
 }
 
 CUresult cuStreamSynchronize(void *s) {
     if (CUresult r = need_ctx("cuStreamSynchronize")) return r;
     std::vector<std::shared_ptr<Launch>> v;
+    Context *cc;
+    unsigned long long ticket;
     {
         std::lock_guard<std::mutex> g(mu);
         Stream *st = stream_of(s);
         if (st == nullptr) return INVALID_HANDLE;
         reap();
         v = pending_on(st);
+        cc = st->ctx;
+        ticket = copy_ticket(st);
     }
+    wait_copies(cc, ticket);
     if (!wait_for(v, any_ring(v) ? sync_bound_ms : 0))
         return violate("cuStreamSynchronize", "on a stream whose ring kernel kept running for 1 s", current->dev);
     return SUCCESS;
@@ -889,12 +1182,27 @@ CUresult cuEventRecord(void *e, void *s) {
     ev->pending = pending_on(st);
     ev->at_ns = now_ns();
     ev->recorded = true;
+    ev->copy_ctx = st->ctx;
+    ev->copy_ticket = copy_ticket(st);
+    return SUCCESS;
+}
+
+CUresult cuEventQuery(void *e) {
+    if (CUresult r = need_ctx("cuEventQuery")) return r;
+    std::lock_guard<std::mutex> g(mu);
+    Event *ev = (Event *)e;
+    if (!events.count(ev)) return INVALID_HANDLE;
+    if (ev->copy_ctx != nullptr && !copies_landed(ev->copy_ctx, ev->copy_ticket)) return NOT_READY;
+    for (auto &l : ev->pending)
+        if (alive(l)) return NOT_READY;
     return SUCCESS;
 }
 
 CUresult cuEventSynchronize(void *e) {
     if (CUresult r = need_ctx("cuEventSynchronize")) return r;
     std::vector<std::shared_ptr<Launch>> v;
+    Context *cc;
+    unsigned long long ticket;
     {
         std::lock_guard<std::mutex> g(mu);
         Event *ev = (Event *)e;
@@ -902,7 +1210,10 @@ CUresult cuEventSynchronize(void *e) {
         reap();
         for (auto &l : ev->pending)
             if (alive(l)) v.push_back(l);
+        cc = ev->copy_ctx;
+        ticket = ev->copy_ticket;
     }
+    wait_copies(cc, ticket);
     if (!wait_for(v, any_ring(v) ? sync_bound_ms : 0))
         return violate("cuEventSynchronize", "on an event behind a ring kernel that kept running for 1 s", current->dev);
     return SUCCESS;
@@ -924,6 +1235,7 @@ CUresult cuEventElapsedTime(float *ms, void *start, void *end) {
     if (!events.count(a) || !events.count(b) || ms == nullptr) return INVALID_HANDLE;
     for (Event *ev : {a, b}) {
         if (!ev->recorded) return INVALID_HANDLE;
+        if (ev->copy_ctx != nullptr && !copies_landed(ev->copy_ctx, ev->copy_ticket)) return NOT_READY;
         for (auto &l : ev->pending)
             if (alive(l)) return NOT_READY;
     }
@@ -942,6 +1254,134 @@ CUresult cuEventDestroy_v2(void *e) {
 
 }  // extern "C"
 
-// The device code's seam hook (ra_host.h): every cross-agent access of a
-// kernel thread calls it with its address and scope.
-extern "C" void ra_host_seam(const void *, int) {}
+// ---- The scope checker's hook (see the header comment).
+
+namespace {
+
+// The words this kernel thread has reported through the seam, by scope,
+// so that each is checked once per kernel (the loop reaches the same few
+// words millions of times).
+thread_local const Launch *seam_launch;
+thread_local std::unordered_set<uintptr_t> seam_seen[2];
+
+void jitter_step() {
+    static thread_local unsigned n;
+    if (++n % 64 == 0) {
+        std::this_thread::sleep_for(std::chrono::microseconds(1));
+    } else {
+        sched_yield();
+    }
+}
+
+bool launch_alive(unsigned long long id) {
+    for (auto &l : all_launches)
+        if (l->id == id) return alive(l);
+    return false;
+}
+
+// scope_report counts one violation per word and kernel (a, 0), or per
+// word and pair of kernels (a, b). Holds mu.
+void scope_report(uintptr_t w, unsigned long long a, unsigned long long b, const Launch *l, const char *why) {
+    if (!scope_reported.insert({w, std::min(a, b), std::max(a, b)}).second) return;
+    std::string msg = std::string("of ") + l->k->name + ": " + why;
+    violate("ra_host_seam", msg.c_str(), l->ctx->dev, "on a GPU the access is not ordered for the other side");
+}
+
+// seam_check records that kernel l touched word w with the scope given,
+// and checks the rules. Holds mu.
+void seam_check(const Launch *l, uintptr_t w, bool gpu) {
+    int kdev = l->ctx->dev;
+    char buf[256];
+    auto d = dev_alloc_of(w);
+    if (gpu && (d == dev_allocs.end() || d->second.dev != kdev)) {
+        if (d == dev_allocs.end()) {
+            snprintf(buf, sizeof buf, "a .gpu-scope access to %#lx, which is not device memory (.sys is needed)", (unsigned long)w);
+        } else {
+            snprintf(buf, sizeof buf, "a .gpu-scope access to %#lx, device memory of device %d, from a kernel on device %d (.sys is needed)",
+                     (unsigned long)w, d->second.dev, kdev);
+        }
+        scope_report(w, l->id, 0, l, buf);
+    }
+    if (d == dev_allocs.end()) return;
+    auto &v = touched[w];
+    for (auto it = v.begin(); it != v.end();) it = launch_alive(it->launch) ? std::next(it) : v.erase(it);
+    bool mine = false;
+    for (auto &t : v) {
+        if (t.launch == l->id) {
+            t.gpu |= gpu;
+            mine = true;
+        }
+    }
+    if (!mine) v.push_back({l->id, kdev, gpu});
+    for (auto &a : v) {
+        for (auto &b : v) {
+            if (a.gpu && b.dev != a.dev && (a.launch == l->id || b.launch == l->id)) {
+                snprintf(buf, sizeof buf, "word %#lx of device %d's memory is reached with .gpu scope by a kernel of device %d while a kernel of device %d touches it too (.sys is needed)",
+                         (unsigned long)w, d->second.dev, a.dev, b.dev);
+                scope_report(w, a.launch, b.launch, l, buf);
+                return;
+            }
+        }
+    }
+}
+
+}  // namespace
+
+extern "C" {
+
+// ra_host_seam: the host build of the device loop calls it just before
+// every cross-agent access, sys 1 for a .sys-scope one and 0 for .gpu.
+void ra_host_seam(const void *p, int sys) {
+    if (cfg.jitter) jitter_step();
+    const Launch *l = (const Launch *)ra_host_tag;
+    if (l == nullptr) return;
+    if (seam_launch != l) {
+        seam_launch = l;
+        seam_seen[0].clear();
+        seam_seen[1].clear();
+    }
+    uintptr_t w = (uintptr_t)p;
+    if (!seam_seen[sys ? 1 : 0].insert(w).second) return;
+    std::lock_guard<std::mutex> g(mu);
+    seam_check(l, w, sys == 0);
+}
+
+// cudaemu_test_seam lets a test (testdata/scope.c) drive the hook as a
+// kernel thread would: kernel names a pretend kernel on device dev (made
+// at its first use, running until cudaemu_test_seam_end), whose thread
+// then calls ra_host_seam(p, sys). It returns the violations counted.
+static const cudaemu_kernel test_seam_kernel = {"cudaemu_test_seam", 0, {0}, nullptr};
+static std::map<int, std::shared_ptr<Launch>> test_seam_launches;
+
+long long cudaemu_test_seam(int kernel, int dev, const void *p, int sys) {
+    std::shared_ptr<Launch> l;
+    {
+        std::lock_guard<std::mutex> g(mu);
+        if (!initialized || dev < 0 || dev >= cfg.devices) return -1;
+        auto &t = test_seam_launches[kernel];
+        if (!t) {
+            t = std::make_shared<Launch>();
+            t->k = &test_seam_kernel;
+            t->ctx = ctxs[dev].get();
+            t->id = next_launch_id++;
+            all_launches.push_back(t);
+        }
+        l = t;
+    }
+    long long before = violations.load();
+    std::thread([&] {
+        ra_host_tag = (void *)l.get();
+        ra_host_seam(p, sys);
+    }).join();
+    return violations.load() - before;
+}
+
+void cudaemu_test_seam_end(int kernel) {
+    std::lock_guard<std::mutex> g(mu);
+    auto it = test_seam_launches.find(kernel);
+    if (it == test_seam_launches.end()) return;
+    it->second->done.store(true, std::memory_order_release);
+    test_seam_launches.erase(it);
+}
+
+}  // extern "C"
