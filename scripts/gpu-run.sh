@@ -69,6 +69,20 @@ check deadlock-EAGER 45 env CUDA_MODULE_LOADING=EAGER RINGACTOR_TEST_BACKEND=cud
 # first one's kernels run (needs two GPUs: with one it shows as skipped)
 check second-device  60 env RINGACTOR_TEST_BACKEND=cuda "$here/runtime.test" -test.v -test.run 'SecondPipelineOnAFreshDevice' -test.timeout 55s
 # 2. the main job on the GPU, spans checked
+# 6. the device loop's publish fence (GPU-REVIEW D1): fence.acq_rel.sys must
+# lower to the MEMBAR.SYS that st.release.sys did; needs the toolkit's ptxas
+# and cuobjdump (skips, saying so, without them).
+sass_fence() {
+  command -v ptxas >/dev/null && command -v cuobjdump >/dev/null || { echo "--- SKIP: no ptxas/cuobjdump on PATH: the fence's SASS is not checked"; return 0; }
+  local arch; arch=$(nvidia-smi --query-gpu=compute_cap --format=csv,noheader | head -1 | tr -d .)
+  ptxas -arch="sm_${arch:-90}" -o "$out/ra_identity.cubin" "$here/ra_identity.ptx" || return 1
+  cuobjdump -sass "$out/ra_identity.cubin" > "$out/ra_identity.sass" || return 1
+  echo "fence.acq_rel.sys in the PTX: $(grep -c 'fence.acq_rel.sys' "$here/ra_identity.ptx"); MEMBAR in the SASS:"
+  grep -o 'MEMBAR[A-Z._]*' "$out/ra_identity.sass" | sort | uniq -c
+  grep -q 'MEMBAR.*SYS\|MEMBAR.SC.SYS\|MEMBAR.ALL.SYS' "$out/ra_identity.sass" && echo "--- PASS: a system-scope MEMBAR" || { echo "--- FAIL: no system-scope MEMBAR in the SASS"; return 1; }
+}
+export -f sass_fence; export out here
+check sass-fence   60  bash -c sass_fence
 check main-job     60  "$here/pipeline" -backend cuda -devices 0,0,0 -messages 200000 -quiet -trace-file "$out/spans.json"
 # 6. the benchmarks
 check bench-gpu    200 "$here/ringactor" bench-gpu ${BENCH_GPU_FLAGS:-}
