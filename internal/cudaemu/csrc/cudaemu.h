@@ -8,7 +8,8 @@
 
 // A kernel the emulator can run: its PTX entry name, the sizes of its
 // parameters (cuLaunchKernel's kernelParams are copied at launch), and a
-// function that runs it, as one block of one thread, on the copies.
+// function that runs it on the copies (ra_host_run_grid runs it as the
+// launch's grid of blocks of threads).
 struct cudaemu_kernel {
     const char *name;
     int nparams;
