@@ -154,7 +154,7 @@ func Build(dir string, log io.Writer) (string, error) {
 	args := []string{"-std=c++17", "-O2", "-shared", "-fPIC", "-pthread", "-Wall", "-Wno-unused-function", "-Wno-unused-variable",
 		"-I", src, "-include", filepath.Join(src, "ra_host.h"), "-o", lib,
 		filepath.Join(src, "cudaemu.cpp"), filepath.Join(src, "kernels.cpp")}
-	stamp := hash(cxx, args, files)
+	stamp := Stamp(cxx, args, files)
 	if old, err := os.ReadFile(lib + ".stamp"); err == nil && string(old) == stamp {
 		if _, err := os.Stat(lib); err == nil {
 			return lib, nil
@@ -181,7 +181,10 @@ func Build(dir string, log io.Writer) (string, error) {
 	return lib, nil
 }
 
-func hash(cxx string, args []string, files map[string]string) string {
+// Stamp is the hash a build keeps beside its output: the compiler, its
+// arguments and every source file by name. An output whose stamp matches
+// is not built again.
+func Stamp(cxx string, args []string, files map[string]string) string {
 	h := sha256.New()
 	fmt.Fprintf(h, "%s\x00%s\x00", cxx, strings.Join(args, "\x00"))
 	names := make([]string, 0, len(files))

@@ -24,9 +24,7 @@ package main
 import (
 	"bytes"
 	"context"
-	"crypto/sha256"
 	_ "embed"
-	"encoding/hex"
 	"errors"
 	"flag"
 	"fmt"
@@ -295,7 +293,7 @@ func build(dir, headers string) (string, error) {
 		"-Wno-tsan", // GCC's TSan does not model fences; the host seam uses release stores instead (ringactor.cuh)
 		"-I", src, "-include", filepath.Join(src, "ra_host.h"), "-o", bin,
 		filepath.Join(src, "harness.cpp"), filepath.Join(src, "ops.cpp")}
-	stamp := hash(cxx, args, files)
+	stamp := cudaemu.Stamp(cxx, args, files)
 	if old, err := os.ReadFile(bin + ".stamp"); err == nil && string(old) == stamp {
 		if _, err := os.Stat(bin); err == nil {
 			return bin, nil
@@ -358,16 +356,3 @@ func headerNames() []string {
 	return ns
 }
 
-func hash(cxx string, args []string, files map[string]string) string {
-	h := sha256.New()
-	fmt.Fprintf(h, "%s\x00%s\x00", cxx, strings.Join(args, "\x00"))
-	names := make([]string, 0, len(files))
-	for n := range files {
-		names = append(names, n)
-	}
-	sort.Strings(names)
-	for _, n := range names {
-		fmt.Fprintf(h, "%s\x00%s\x00", n, files[n])
-	}
-	return hex.EncodeToString(h.Sum(nil))
-}
