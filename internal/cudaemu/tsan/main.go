@@ -355,4 +355,3 @@ func headerNames() []string {
 	sort.Strings(ns)
 	return ns
 }
-
