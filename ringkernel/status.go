@@ -69,31 +69,40 @@ func (s Status) Queued() uint64 {
 	return n
 }
 
-// Status reads the kernel's status. It reads the in-links (head, then
-// what is queued) before the counters: a device loop stores its counters
-// before it releases head (docs/ARCHITECTURE.md §4.1), so every message a
-// reading of head shows consumed is in the counters read after it. While
-// the kernel runs, a batch consumed between the two readings may be
+// Status reads the kernel's status. It reads, in this order: the state;
+// each in-link's head; the counters; each in-link's tail (InPublished).
+// A device loop stores its counters before it releases head
+// (docs/ARCHITECTURE.md §4.1), and every loop counts a message only after
+// its producer published it, so a reading in this order finds every
+// message below head counted, and never more counted than published.
+// While the kernel runs, a batch consumed between the readings may be
 // counted twice (in Processed and in InQueued); once it is still, the
 // reading is exact.
 func (k *Kernel) Status() Status {
 	// The state first: a reading of Terminated then finds the final counts.
 	st := Status{Stage: k.spec.Stage.Name, State: k.state()}
-	if f := k.finalLinks(); f != nil {
+	f := k.finalLinks()
+	var heads []uint64
+	if f == nil {
+		for _, l := range k.spec.In {
+			heads = append(heads, l.Stats().Consumed)
+		}
+	}
+	c := k.Counters()
+	if f != nil {
 		st.InQueued = append([]int(nil), f.inQueued...)
 		st.InPublished = append([]uint64(nil), f.inPublished...)
 		st.OutQueued = f.outQueued
 	} else {
-		for _, l := range k.spec.In {
+		for i, l := range k.spec.In {
 			ls := l.Stats()
-			st.InQueued = append(st.InQueued, ls.InFlight)
+			st.InQueued = append(st.InQueued, int(min(ls.Published-heads[i], uint64(l.Cap()))))
 			st.InPublished = append(st.InPublished, ls.Published)
 		}
 		for _, l := range k.spec.Out {
 			st.OutQueued += l.Len()
 		}
 	}
-	c := k.Counters()
 	st.Processed, st.Dropped, st.Errors, st.Traced, st.Stolen = c.Processed, c.Dropped, c.Errors, c.Traced, c.Stolen
 	st.Busy = time.Duration(c.Busy)
 	if c.Heartbeat != 0 {
