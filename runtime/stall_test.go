@@ -171,9 +171,7 @@ func TestCloseCutsOffAStuckStage(t *testing.T) {
 		if id == 300 {
 			v = -1
 		}
-		sctx, cancel := context.WithTimeout(ctxT(t), 50*time.Millisecond)
-		p.Send(sctx, ra.Data{ID: id, Floats: []float32{v}}) // once it fills up, sends time out: dead letters
-		cancel()
+		sendTimed(t, p, ra.Data{ID: id, Floats: []float32{v}}) // once it fills up, sends time out: dead letters
 	}
 	<-h.entered
 	const wait = 300 * time.Millisecond
@@ -261,9 +259,7 @@ func TestALateStageIsCutOffExactly(t *testing.T) {
 		if id == 500 {
 			v = -1
 		}
-		sctx, cancel := context.WithTimeout(ctxT(t), 50*time.Millisecond)
-		p.Send(sctx, ra.Data{ID: id, Floats: []float32{v}})
-		cancel()
+		sendTimed(t, p, ra.Data{ID: id, Floats: []float32{v}})
 	}
 	select {
 	case <-woke:
@@ -278,4 +274,21 @@ func TestALateStageIsCutOffExactly(t *testing.T) {
 		t.Fatalf("message 500: %+v", d)
 	}
 	t.Logf("%d delivered, dead %v", len(acc.delivered), reasons)
+}
+
+// sendTimed sends d with a short ctx, so that a pipeline that has filled up
+// dead-letters it (the send times out) instead of waiting. A ctx that
+// ended before the send began (a loaded host can hold a goroutine that
+// long) sent nothing and counted nothing (ErrNotSent): it sends again, so
+// every id ends in the account.
+func sendTimed(t *testing.T, p *ra.Pipeline, d ra.Data) {
+	t.Helper()
+	for {
+		sctx, cancel := context.WithTimeout(ctxT(t), 50*time.Millisecond)
+		err := p.Send(sctx, d)
+		cancel()
+		if !errors.Is(err, ra.ErrNotSent) {
+			return
+		}
+	}
 }
