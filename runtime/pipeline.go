@@ -18,6 +18,7 @@ import (
 	"github.com/ringactor/ringactor/p2pqueue"
 	rk "github.com/ringactor/ringactor/ringkernel"
 	"github.com/ringactor/ringactor/runtime/internal/account"
+	"github.com/ringactor/ringactor/runtime/internal/naming"
 )
 
 // PipelineSpec defines a pipeline: its stages (a chain in order, or a
@@ -212,8 +213,8 @@ func (rt *Runtime) check(spec *PipelineSpec) (graph, error) {
 	bad := func(format string, a ...any) error { // wraps ErrBadPipeline and any %w in format
 		return fmt.Errorf("%w %q: %w", ErrBadPipeline, spec.Name, fmt.Errorf(format, a...))
 	}
-	if spec.Name == "" || strings.ContainsAny(spec.Name, "/ ") {
-		return graph{}, fmt.Errorf("%w: name %q: give the pipeline a name without spaces or slashes", ErrBadPipeline, spec.Name)
+	if err := naming.Check("pipeline", spec.Name, ""); err != nil {
+		return graph{}, fmt.Errorf("%w: %w", ErrBadPipeline, err)
 	}
 	if len(spec.Stages) == 0 {
 		return graph{}, bad("no stages")
@@ -221,26 +222,15 @@ func (rt *Runtime) check(spec *PipelineSpec) (graph, error) {
 	if spec.SampleRatio < 0 || spec.SampleRatio > 1 || math.IsNaN(spec.SampleRatio) {
 		return graph{}, bad("sample ratio %g; want 0 to 1", spec.SampleRatio)
 	}
-	n := 0
-	for _, s := range []bool{spec.Deliver.Func != nil, spec.Deliver.Chan != nil, spec.Deliver.PID != nil, spec.Deliver.Slots != nil} {
-		if s {
-			n++
-		}
-	}
-	if n > 1 {
+	if n := spec.Deliver.count(); n > 1 {
 		return graph{}, bad("Deliver names %d sinks; set one of Func, Chan, PID, Slots", n)
 	}
 	seen := map[string]bool{}
 	for i := range spec.Stages {
 		s := &spec.Stages[i]
-		if s.SlotSize == 0 {
-			s.SlotSize = rk.DefaultSlotSize
-		}
-		if s.Capacity == 0 {
-			s.Capacity = 1024
-		}
-		if s.Name == "" || strings.ContainsAny(s.Name, "/ ") {
-			return graph{}, bad("stage %d: name %q: give it a name without spaces or slashes", i, s.Name)
+		*s = s.WithDefaults()
+		if err := naming.Check("stage", s.Name, ""); err != nil {
+			return graph{}, bad("stage %d: %w", i, err)
 		}
 		if s.Node != "" {
 			return graph{}, bad("stage %q names node %q: a pipeline across nodes is built with package runtime/cluster (Join, then Node.Build)", s.Name, s.Node)
@@ -640,9 +630,36 @@ const DefaultCloseWait = time.Second
 // end of Close.
 var ErrSinkNotRead = errors.New("ringactor: sink not read")
 
+// count is how many of Func, Chan, PID and Slots s sets.
+func (s Sink) count() int {
+	n := 0
+	for _, set := range []bool{s.Func != nil, s.Chan != nil, s.PID != nil, s.Slots != nil} {
+		if set {
+			n++
+		}
+	}
+	return n
+}
+
+// CheckResults returns an error when s cannot take results handed to it
+// one Result at a time, as DeliverTo hands them (a stage group's sink, a
+// cluster pipeline's): when it names more than one of Func, Chan and PID,
+// or names Slots, which takes raw egress batches that only a Pipeline's
+// own egress has. The zero Sink passes (results are discarded).
+func (s Sink) CheckResults() error {
+	if n := s.count(); n > 1 {
+		return fmt.Errorf("Deliver names %d sinks; set one of Func, Chan, PID", n)
+	}
+	if s.Slots != nil {
+		return errors.New("Deliver.Slots takes a pipeline's raw egress batches, and these results arrive one at a time, decoded; set Func, Chan or PID")
+	}
+	return nil
+}
+
 // DeliverTo hands a result to a sink as a pipeline's egress does: to its
 // Func, Chan (giving up when done ends) or PID. A Slots sink takes raw
-// batches only, so a Result for one is dropped.
+// batches only, so a Result for one is dropped: code that delivers with
+// DeliverTo refuses such a sink first (Sink.CheckResults).
 func (rt *Runtime) DeliverTo(done context.Context, sink Sink, r Result) {
 	switch {
 	case sink.Func != nil:

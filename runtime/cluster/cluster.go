@@ -19,6 +19,7 @@ import (
 	ra "github.com/ringactor/ringactor/runtime"
 	"github.com/ringactor/ringactor/runtime/cluster/internal/wire"
 	"github.com/ringactor/ringactor/runtime/internal/account"
+	"github.com/ringactor/ringactor/runtime/internal/naming"
 )
 
 // ClusterOptions tune a cluster pipeline.
@@ -100,14 +101,17 @@ func (n *Node) Build(ctx context.Context, spec ra.PipelineSpec, opts ClusterOpti
 	if opts.Timeout <= 0 {
 		opts.Timeout = 10 * time.Second
 	}
-	if spec.Name == "" || strings.ContainsAny(spec.Name, "/ @#") {
-		return nil, fmt.Errorf("%w: name %q: give the pipeline a name without spaces, '/', '@' or '#'", ra.ErrBadPipeline, spec.Name)
+	if err := naming.Check("pipeline", spec.Name, "@#"); err != nil {
+		return nil, fmt.Errorf("%w: %w", ra.ErrBadPipeline, err)
 	}
 	if len(spec.Stages) == 0 {
 		return nil, fmt.Errorf("%w %q: no stages", ra.ErrBadPipeline, spec.Name)
 	}
 	if spec.SampleRatio < 0 || spec.SampleRatio > 1 || math.IsNaN(spec.SampleRatio) {
 		return nil, fmt.Errorf("%w %q: sample ratio %g; want 0 to 1", ra.ErrBadPipeline, spec.Name, spec.SampleRatio)
+	}
+	if err := spec.Deliver.CheckResults(); err != nil { // the origin delivers with DeliverTo
+		return nil, fmt.Errorf("%w %q: %w", ra.ErrBadPipeline, spec.Name, err)
 	}
 	cp := &ClusterPipeline{node: n, rt: n.rt, spec: spec, opts: opts, byStage: map[string]*segment{},
 		roots: newRoots(n.rt.TracerProvider(), spec.Name, n.cfg.Name)}

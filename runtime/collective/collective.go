@@ -14,6 +14,7 @@ import (
 	"github.com/ringactor/ringactor/kernels"
 	"github.com/ringactor/ringactor/p2pqueue"
 	ra "github.com/ringactor/ringactor/runtime"
+	"github.com/ringactor/ringactor/runtime/internal/naming"
 )
 
 // Collectives: ScatterGather, Reduce and AllReduce, built from one-stage
@@ -348,8 +349,8 @@ func checkSpec(rt *ra.Runtime, spec *Spec, what string) error {
 	if spec.Name == "" {
 		spec.Name = fmt.Sprintf("collective%d", collectiveSeq.Add(1))
 	}
-	if strings.ContainsAny(spec.Name, "/ ") {
-		return fmt.Errorf("%w: name %q: give the collective a name without spaces or slashes", ErrBadSpec, spec.Name)
+	if err := naming.Check("collective", spec.Name, ""); err != nil {
+		return fmt.Errorf("%w: %w", ErrBadSpec, err)
 	}
 	if len(spec.Devices) == 0 {
 		return spec.bad("%s needs at least one device in Devices", what)
@@ -433,7 +434,7 @@ func (c *collective) pipeline(ctx context.Context, role string, device int, op s
 		return nil, err
 	}
 	slot := int(p2pqueue.ConfigFor(p2pqueue.MinCapacity, 4*floats).SlotSize)
-	capacity := 1024 // fewer slots when they are large: a link stays under 8 MiB
+	capacity := ra.DefaultCapacity // fewer slots when they are large: a link stays under 8 MiB
 	for capacity > p2pqueue.MinCapacity && capacity*slot > 8<<20 {
 		capacity /= 2
 	}

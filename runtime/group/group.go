@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -18,6 +17,7 @@ import (
 	rk "github.com/ringactor/ringactor/ringkernel"
 	ra "github.com/ringactor/ringactor/runtime"
 	"github.com/ringactor/ringactor/runtime/internal/account"
+	"github.com/ringactor/ringactor/runtime/internal/naming"
 )
 
 // Policy is how a stage group splits messages across its instances.
@@ -247,8 +247,8 @@ func check(rt *ra.Runtime, spec *Spec) error {
 	bad := func(format string, a ...any) error {
 		return fmt.Errorf("%w %q: %s", ErrBadSpec, spec.Name, fmt.Sprintf(format, a...))
 	}
-	if spec.Name == "" || strings.ContainsAny(spec.Name, "/ ") {
-		return fmt.Errorf("%w: name %q: give the group a name without spaces or slashes", ErrBadSpec, spec.Name)
+	if err := naming.Check("group", spec.Name, ""); err != nil {
+		return fmt.Errorf("%w: %w", ErrBadSpec, err)
 	}
 	if len(spec.Devices) == 0 {
 		return bad("no devices; list the device ids to run an instance on")
@@ -273,12 +273,7 @@ func check(rt *ra.Runtime, spec *Spec) error {
 	if spec.StealEvery <= 0 {
 		spec.StealEvery = time.Millisecond
 	}
-	if spec.Stage.SlotSize == 0 {
-		spec.Stage.SlotSize = 256
-	}
-	if spec.Stage.Capacity == 0 {
-		spec.Stage.Capacity = 1024
-	}
+	spec.Stage = spec.Stage.WithDefaults()
 	if spec.Policy == MemoryAware {
 		need := uint64(spec.Stage.Capacity) * uint64(spec.Stage.SlotSize)
 		for _, dev := range spec.Devices {
@@ -288,14 +283,8 @@ func check(rt *ra.Runtime, spec *Spec) error {
 			}
 		}
 	}
-	n := 0
-	for _, s := range []bool{spec.Deliver.Func != nil, spec.Deliver.Chan != nil, spec.Deliver.PID != nil} {
-		if s {
-			n++
-		}
-	}
-	if n > 1 {
-		return bad("Deliver names %d sinks; set one of Func, Chan, PID", n)
+	if err := spec.Deliver.CheckResults(); err != nil {
+		return bad("%v", err)
 	}
 	return nil
 }
@@ -505,14 +494,9 @@ func (g *Group) rebalance(ctx context.Context) {
 
 func (g *Group) deliver(r ra.Result) {
 	g.acct.Deliver(1)
-	switch d := g.spec.Deliver; {
-	case d.Func != nil:
-		d.Func(r)
-	case d.Chan != nil:
-		d.Chan <- r
-	case d.PID != nil:
-		g.rt.System().Root.Send(d.PID, r)
-	}
+	// A full Chan holds the instance's egress pump up (backpressure), as
+	// it always has: no done context ends the wait.
+	g.rt.DeliverTo(context.Background(), g.spec.Deliver, r)
 }
 
 func (g *Group) deadLetter(d ra.DeadLetter) {
