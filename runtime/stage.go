@@ -320,6 +320,12 @@ func (a *stageActor) Receive(c actor.Context) {
 	case Steal:
 		a.steal(ctx, c, m)
 		return
+	case *Steal: // as the value; a nil one is a Steal of nothing
+		if m == nil {
+			m = &Steal{}
+		}
+		a.steal(ctx, c, *m)
+		return
 	case *actor.Stopping:
 		// The actor is going away (stopped through protoactor, not a
 		// Stop): so does its kernel, if still running, as for a Stop.
