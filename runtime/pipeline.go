@@ -123,6 +123,7 @@ var ErrBadPipeline = errors.New("ringactor: bad pipeline")
 // use.
 type Pipeline struct {
 	rt     *Runtime
+	number uint32 // the owner number of its links (LinkID)
 	spec   PipelineSpec
 	stages []*stage
 	byName map[string]*stage
@@ -183,6 +184,7 @@ func (rt *Runtime) Build(ctx context.Context, spec PipelineSpec) (*Pipeline, err
 		return nil, err
 	}
 	p := &Pipeline{rt: rt, spec: spec, acct: &account.Account{}, next: g.next, takes: g.in, gives: g.out, byName: map[string]*stage{}, pumpDone: make(chan struct{}), dogDone: make(chan struct{}), closingCh: make(chan struct{})}
+	p.number = rt.NewLinkOwner()
 	p.sinks = &deadSinks{name: spec.Name, on: spec.OnDeadLetter, ch: spec.DeadLetterChan, pid: spec.DeadLetterPID}
 	p.pumpCtx, p.stopPump = context.WithCancel(context.Background())
 	if spec.SampleRatio > 0 {
@@ -282,7 +284,7 @@ func (p *Pipeline) build(ctx context.Context) error {
 		s := &stage{p: p, idx: i, spec: ss, dev: dev, in: p.takes[i],
 			attrs: attribute.NewSet(attribute.String("ringactor.pipeline", p.spec.Name), attribute.String("ringactor.stage", ss.Name), attribute.Int("ringactor.device", ss.Device))}
 		var err error
-		if s.ingressLink, s.inPlacement, err = p.rt.NewLink(p2pqueue.Host, ss.Device, ss.Capacity, ss.SlotSize, uint64(i)<<8|1); err != nil {
+		if s.ingressLink, s.inPlacement, err = p.rt.NewLink(p2pqueue.Host, ss.Device, ss.Capacity, ss.SlotSize, NewLinkID(p.number, LinkIn, i, 0)); err != nil {
 			return fmt.Errorf("ringactor: stage %q ingress: %w", ss.Name, err)
 		}
 		s.payloadCap = s.ingressLink.Config().PayloadCap()
@@ -296,7 +298,7 @@ func (p *Pipeline) build(ctx context.Context) error {
 	for i, s := range p.stages {
 		for _, j := range p.next[i] {
 			t := p.stages[j]
-			l, pl, err := p.rt.NewLink(s.spec.Device, t.spec.Device, t.spec.Capacity, t.spec.SlotSize, uint64(j+1)<<16|uint64(i+1)<<8|2)
+			l, pl, err := p.rt.NewLink(s.spec.Device, t.spec.Device, t.spec.Capacity, t.spec.SlotSize, NewLinkID(p.number, LinkOut, i, j))
 			if err != nil {
 				return fmt.Errorf("ringactor: link %q → %q: %w", s.spec.Name, t.spec.Name, err)
 			}
@@ -308,7 +310,7 @@ func (p *Pipeline) build(ctx context.Context) error {
 		}
 		e := &egress{}
 		var err error
-		if e.link, e.pl, err = p.rt.NewLink(s.spec.Device, p2pqueue.Host, s.spec.Capacity, s.spec.SlotSize, uint64(i+1)<<8|3); err != nil {
+		if e.link, e.pl, err = p.rt.NewLink(s.spec.Device, p2pqueue.Host, s.spec.Capacity, s.spec.SlotSize, NewLinkID(p.number, LinkEgress, i, 0)); err != nil {
 			return fmt.Errorf("ringactor: stage %q egress: %w", s.spec.Name, err)
 		}
 		e.link.SetDoorbell(p2pqueue.NewDoorbell())
@@ -841,11 +843,15 @@ func (p *Pipeline) Latency() []StageLatency {
 	return out
 }
 
+// Number is the pipeline's number in its process: the owner its links'
+// LinkIDs name ("pipeline 7 stage 1 out 2"), printed by Describe.
+func (p *Pipeline) Number() uint32 { return p.number }
+
 // Describe shows the built pipeline: stages, devices, where each link
 // lives, and where each stage's results go.
 func (p *Pipeline) Describe() string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "pipeline %q on %s backend, %d stages\n", p.spec.Name, p.rt.gpus.Name(), len(p.stages))
+	fmt.Fprintf(&b, "pipeline %q (number %d) on %s backend, %d stages\n", p.spec.Name, p.number, p.rt.gpus.Name(), len(p.stages))
 	for _, s := range p.stages {
 		if s.dev.Kind == KindCPU {
 			fmt.Fprintf(&b, "  (device %d is the CPU, run by goroutines beside the GPUs)\n", s.dev.ID)

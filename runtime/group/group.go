@@ -169,6 +169,7 @@ func New(ctx context.Context, rt *ra.Runtime, spec Spec) (*Group, error) {
 	}
 	g := &Group{rt: rt, spec: spec, coordDone: make(chan struct{})}
 	n := len(spec.Devices)
+	owner := rt.NewLinkOwner()
 	// steal[i][j]: victim i's dedicated link to thief j.
 	steal := make([][]*p2pqueue.Link, n)
 	if spec.Steal && n > 1 {
@@ -178,7 +179,7 @@ func New(ctx context.Context, rt *ra.Runtime, spec Spec) (*Group, error) {
 				if i == j {
 					continue
 				}
-				l, _, err := rt.NewLink(spec.Devices[i], spec.Devices[j], spec.Stage.Capacity, spec.Stage.SlotSize, uint64(0xfe)<<56|uint64(i)<<8|uint64(j))
+				l, _, err := rt.NewLink(spec.Devices[i], spec.Devices[j], spec.Stage.Capacity, spec.Stage.SlotSize, ra.NewLinkID(owner, ra.LinkSteal, i, j))
 				if err != nil {
 					g.freeSteal()
 					return nil, fmt.Errorf("ringactor: group %q: steal link %d → %d: %w", spec.Name, i, j, err)
