@@ -228,6 +228,7 @@ func (rt *Runtime) check(spec *PipelineSpec) (graph, error) {
 		return graph{}, bad("Deliver names %d sinks; set one of Func, Chan, PID, Slots", n)
 	}
 	seen := map[string]bool{}
+	ops := make([]kernels.Op, len(spec.Stages)) // each stage's op, resolved once
 	for i := range spec.Stages {
 		s := &spec.Stages[i]
 		*s = s.WithDefaults()
@@ -248,7 +249,7 @@ func (rt *Runtime) check(spec *PipelineSpec) (graph, error) {
 		if err := rt.checkLink(s, dev); err != nil {
 			return graph{}, bad("%w", err)
 		}
-		if _, err := s.kernelStage().Resolve(); err != nil {
+		if ops[i], err = s.kernelStage().Resolve(); err != nil {
 			return graph{}, bad("%w", err)
 		}
 		if s.Backpressure != Block && s.Backpressure != Reject {
@@ -259,9 +260,7 @@ func (rt *Runtime) check(spec *PipelineSpec) (graph, error) {
 	if err != nil {
 		return graph{}, bad("%w", err)
 	}
-	ops := make([]kernels.Op, len(spec.Stages))
 	for i, s := range spec.Stages {
-		ops[i], _ = s.kernelStage().Resolve()
 		if err := rk.CheckRoute(s.Name, ops[i], len(next[i]), s.Route, s.KeyOffset); err != nil {
 			return graph{}, bad("%w", err)
 		}
