@@ -48,26 +48,16 @@ type Spec struct {
 // DefaultChunk is the floats per message when Spec.Chunk is 0.
 const DefaultChunk = 64
 
+//go:generate go run golang.org/x/tools/cmd/stringer@v0.52.0 -type=ReduceOp -linecomment
+
 // ReduceOp is the reduction of Reduce and AllReduce.
 type ReduceOp int
 
 const (
-	ReduceSum ReduceOp = iota
-	ReduceMin
-	ReduceMax
+	ReduceSum ReduceOp = iota // sum
+	ReduceMin                 // min
+	ReduceMax                 // max
 )
-
-func (o ReduceOp) String() string {
-	switch o {
-	case ReduceSum:
-		return "sum"
-	case ReduceMin:
-		return "min"
-	case ReduceMax:
-		return "max"
-	}
-	return fmt.Sprintf("ReduceOp(%d)", int(o))
-}
 
 func (o ReduceOp) valid() bool { return o >= ReduceSum && o <= ReduceMax }
 

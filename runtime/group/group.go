@@ -20,37 +20,25 @@ import (
 	"github.com/ringactor/ringactor/runtime/internal/naming"
 )
 
+//go:generate go run golang.org/x/tools/cmd/stringer@v0.52.0 -type=Policy -linecomment
+
 // Policy is how a stage group splits messages across its instances.
 type Policy int
 
 const (
 	// Static splits equally: message k goes to instance k mod n.
-	Static Policy = iota
+	Static Policy = iota // static
 	// Dynamic weighs instances by their measured throughput (from the
 	// kernels' processed counters) and sends each chunk to the instance
 	// expected to finish it first.
-	Dynamic
+	Dynamic // dynamic
 	// Guided sends shrinking chunks (half the backlog per instance, at least
 	// one batch) to whichever instance has the shortest queue.
-	Guided
+	Guided // guided
 	// MemoryAware splits in proportion to each device's free memory, so no
 	// device is given more than its memory allows.
-	MemoryAware
+	MemoryAware // memory-aware
 )
-
-func (p Policy) String() string {
-	switch p {
-	case Static:
-		return "static"
-	case Dynamic:
-		return "dynamic"
-	case Guided:
-		return "guided"
-	case MemoryAware:
-		return "memory-aware"
-	}
-	return fmt.Sprintf("Policy(%d)", int(p))
-}
 
 // Spec defines a stage group: one stage, an instance of it on each
 // device, behind one PID.
