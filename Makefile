@@ -128,7 +128,7 @@ ptx:
 check-ptx: ptx
 	@git diff --exit-code -- kernels/ptx && test -z "$$(git status --porcelain -- kernels/ptx)" || { echo "shipped PTX is stale: run 'make ptx' and commit"; exit 1; }
 
-# The runtime/cluster targets' (FuzzDecodeMessage, FuzzDecodeBatch) test binary links protoactor and OpenTelemetry, whose
+# The cluster targets' (FuzzDecodeMessage in runtime/cluster, FuzzDecodeBatch in its internal/wire) test binaries link protoactor and OpenTelemetry, whose
 # coverage map makes each run about 8x dearer than the other targets' runs:
 # given a count (FUZZTIME=200000x) it runs a quarter of it, given a
 # duration the whole duration. Set MSG_FUZZTIME to choose.
@@ -141,7 +141,7 @@ fuzz:
 	$(GO) test -run '^$$' -fuzz '^FuzzDecodeFloats$$' -fuzztime $(FUZZTIME) ./kernels
 	$(GO) test -run '^$$' -fuzz '^FuzzDecodeRecord$$' -fuzztime $(FUZZTIME) ./ringkernel
 	$(GO) test -run '^$$' -fuzz '^FuzzDecodeMessage$$' -fuzztime $(MSG_FUZZTIME) ./runtime/cluster
-	$(GO) test -run '^$$' -fuzz '^FuzzDecodeBatch$$' -fuzztime $(MSG_FUZZTIME) ./runtime/cluster
+	$(GO) test -run '^$$' -fuzz '^FuzzDecodeBatch$$' -fuzztime $(MSG_FUZZTIME) ./runtime/cluster/internal/wire
 
 stress:
 	$(GO) test -race -count=1 -timeout $(TEST_TIMEOUT) -run '^(TestStressTogglesAndAFault|TestRebuildsUnderUniqueNamesLeakNothing)$$' -v ./runtime -args -stress

@@ -138,15 +138,6 @@ func (p *Pipeline) fault(s *stage, cause string) {
 // faultTeardown bounds the teardown after a fault.
 const faultTeardown = 30 * time.Second
 
-// closedReason is the dead-letter reason for a message refused because
-// the pipeline is closed, and the error its sender gets.
-func (p *Pipeline) closedReason() (string, error) {
-	if f := p.faulted.Load(); f != nil {
-		return "stage faulted", fmt.Errorf("%w: %v", ErrStageFaulted, *f)
-	}
-	return "pipeline closed", ErrClosed
-}
-
 // deadLetterAbandoned counts every message still in the in-links of a
 // stage the host cut off (faulted, or abandoned by a Close whose ctx
 // ended while its stage function ran) as dead. The stages before it have

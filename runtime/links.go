@@ -28,13 +28,15 @@ type links struct {
 // p2pqueue.Host): where it lives is p2pqueue.Place's choice from the
 // registry's topology. Pipelines make their own and free them when they
 // close; code that makes one for pipelines to share (a stage group's
-// steal links) gives it back with FreeLink once they have closed.
-func (rt *Runtime) NewLink(from, to int, capacity, slotSize int, id uint64) (*p2pqueue.Link, p2pqueue.Placement, error) {
+// steal links) gives it back with FreeLink once they have closed. id
+// names the link in its header and in errors (LinkID; such code takes an
+// owner number from NewLinkOwner).
+func (rt *Runtime) NewLink(from, to int, capacity, slotSize int, id LinkID) (*p2pqueue.Link, p2pqueue.Placement, error) {
 	pl, err := p2pqueue.Place(from, to, rt.reg)
 	if err != nil {
 		return nil, pl, err
 	}
-	cfg := p2pqueue.Config{Capacity: uint32(capacity), SlotSize: uint32(slotSize), LinkID: id}
+	cfg := p2pqueue.Config{Capacity: uint32(capacity), SlotSize: uint32(slotSize), LinkID: uint64(id)}
 	size, err := cfg.RegionSize()
 	if err != nil {
 		return nil, pl, err
@@ -73,7 +75,7 @@ func (rt *Runtime) FreeLink(l *p2pqueue.Link) error {
 	delete(rt.links.users, l)
 	rt.links.mu.Unlock()
 	if !ok {
-		return fmt.Errorf("%w: link %d", ErrNotALink, l.Config().LinkID)
+		return fmt.Errorf("%w: link %v", ErrNotALink, LinkID(l.Config().LinkID))
 	}
 	free := func() { rt.backend.Free(l.Region()) }
 	for i, k := range ks {

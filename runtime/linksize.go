@@ -4,7 +4,6 @@ import (
 	"fmt"
 
 	"github.com/ringactor/ringactor/p2pqueue"
-	rk "github.com/ringactor/ringactor/ringkernel"
 )
 
 // checkLink refuses a stage's Capacity and SlotSize as the user gave them
@@ -15,12 +14,12 @@ import (
 // device has nor more than the host has.
 func (rt *Runtime) checkLink(s *StageSpec, dev Device) error {
 	if s.Capacity < p2pqueue.MinCapacity || s.Capacity > p2pqueue.MaxCapacity || s.Capacity&(s.Capacity-1) != 0 {
-		return fmt.Errorf("stage %q: Capacity %d: %w; use a power of two from %d to %d (0 for the default, 1024)",
-			s.Name, s.Capacity, p2pqueue.ErrBadCapacity, p2pqueue.MinCapacity, p2pqueue.MaxCapacity)
+		return fmt.Errorf("stage %q: Capacity %d: %w; use a power of two from %d to %d (0 for the default, %d)",
+			s.Name, s.Capacity, p2pqueue.ErrBadCapacity, p2pqueue.MinCapacity, p2pqueue.MaxCapacity, DefaultCapacity)
 	}
 	if s.SlotSize < p2pqueue.MinSlotSize || s.SlotSize > p2pqueue.MaxSlotSize || s.SlotSize%p2pqueue.SlotAlign != 0 {
 		return fmt.Errorf("stage %q: SlotSize %d: %w; use a multiple of %d from %d to %d bytes, the %d-byte slot header included (0 for the default, %d)",
-			s.Name, s.SlotSize, p2pqueue.ErrBadSlotSize, p2pqueue.SlotAlign, p2pqueue.MinSlotSize, p2pqueue.MaxSlotSize, p2pqueue.SlotHeaderSize, rk.DefaultSlotSize)
+			s.Name, s.SlotSize, p2pqueue.ErrBadSlotSize, p2pqueue.SlotAlign, p2pqueue.MinSlotSize, p2pqueue.MaxSlotSize, p2pqueue.SlotHeaderSize, DefaultSlotSize)
 	}
 	cfg := p2pqueue.Config{Capacity: uint32(s.Capacity), SlotSize: uint32(s.SlotSize)}
 	n, err := cfg.RegionSize()

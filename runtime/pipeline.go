@@ -18,6 +18,7 @@ import (
 	"github.com/ringactor/ringactor/p2pqueue"
 	rk "github.com/ringactor/ringactor/ringkernel"
 	"github.com/ringactor/ringactor/runtime/internal/account"
+	"github.com/ringactor/ringactor/runtime/internal/naming"
 )
 
 // PipelineSpec defines a pipeline: its stages (a chain in order, or a
@@ -122,6 +123,7 @@ var ErrBadPipeline = errors.New("ringactor: bad pipeline")
 // use.
 type Pipeline struct {
 	rt     *Runtime
+	number uint32 // the owner number of its links (LinkID)
 	spec   PipelineSpec
 	stages []*stage
 	byName map[string]*stage
@@ -182,6 +184,7 @@ func (rt *Runtime) Build(ctx context.Context, spec PipelineSpec) (*Pipeline, err
 		return nil, err
 	}
 	p := &Pipeline{rt: rt, spec: spec, acct: &account.Account{}, next: g.next, takes: g.in, gives: g.out, byName: map[string]*stage{}, pumpDone: make(chan struct{}), dogDone: make(chan struct{}), closingCh: make(chan struct{})}
+	p.number = rt.NewLinkOwner()
 	p.sinks = &deadSinks{name: spec.Name, on: spec.OnDeadLetter, ch: spec.DeadLetterChan, pid: spec.DeadLetterPID}
 	p.pumpCtx, p.stopPump = context.WithCancel(context.Background())
 	if spec.SampleRatio > 0 {
@@ -212,8 +215,8 @@ func (rt *Runtime) check(spec *PipelineSpec) (graph, error) {
 	bad := func(format string, a ...any) error { // wraps ErrBadPipeline and any %w in format
 		return fmt.Errorf("%w %q: %w", ErrBadPipeline, spec.Name, fmt.Errorf(format, a...))
 	}
-	if spec.Name == "" || strings.ContainsAny(spec.Name, "/ ") {
-		return graph{}, fmt.Errorf("%w: name %q: give the pipeline a name without spaces or slashes", ErrBadPipeline, spec.Name)
+	if err := naming.Check("pipeline", spec.Name, ""); err != nil {
+		return graph{}, fmt.Errorf("%w: %w", ErrBadPipeline, err)
 	}
 	if len(spec.Stages) == 0 {
 		return graph{}, bad("no stages")
@@ -221,26 +224,16 @@ func (rt *Runtime) check(spec *PipelineSpec) (graph, error) {
 	if spec.SampleRatio < 0 || spec.SampleRatio > 1 || math.IsNaN(spec.SampleRatio) {
 		return graph{}, bad("sample ratio %g; want 0 to 1", spec.SampleRatio)
 	}
-	n := 0
-	for _, s := range []bool{spec.Deliver.Func != nil, spec.Deliver.Chan != nil, spec.Deliver.PID != nil, spec.Deliver.Slots != nil} {
-		if s {
-			n++
-		}
-	}
-	if n > 1 {
+	if n := spec.Deliver.count(); n > 1 {
 		return graph{}, bad("Deliver names %d sinks; set one of Func, Chan, PID, Slots", n)
 	}
 	seen := map[string]bool{}
+	ops := make([]kernels.Op, len(spec.Stages)) // each stage's op, resolved once
 	for i := range spec.Stages {
 		s := &spec.Stages[i]
-		if s.SlotSize == 0 {
-			s.SlotSize = rk.DefaultSlotSize
-		}
-		if s.Capacity == 0 {
-			s.Capacity = 1024
-		}
-		if s.Name == "" || strings.ContainsAny(s.Name, "/ ") {
-			return graph{}, bad("stage %d: name %q: give it a name without spaces or slashes", i, s.Name)
+		*s = s.WithDefaults()
+		if err := naming.Check("stage", s.Name, ""); err != nil {
+			return graph{}, bad("stage %d: %w", i, err)
 		}
 		if s.Node != "" {
 			return graph{}, bad("stage %q names node %q: a pipeline across nodes is built with package runtime/cluster (Join, then Node.Build)", s.Name, s.Node)
@@ -256,7 +249,7 @@ func (rt *Runtime) check(spec *PipelineSpec) (graph, error) {
 		if err := rt.checkLink(s, dev); err != nil {
 			return graph{}, bad("%w", err)
 		}
-		if _, err := s.kernelStage().Resolve(); err != nil {
+		if ops[i], err = s.kernelStage().Resolve(); err != nil {
 			return graph{}, bad("%w", err)
 		}
 		if s.Backpressure != Block && s.Backpressure != Reject {
@@ -267,9 +260,7 @@ func (rt *Runtime) check(spec *PipelineSpec) (graph, error) {
 	if err != nil {
 		return graph{}, bad("%w", err)
 	}
-	ops := make([]kernels.Op, len(spec.Stages))
 	for i, s := range spec.Stages {
-		ops[i], _ = s.kernelStage().Resolve()
 		if err := rk.CheckRoute(s.Name, ops[i], len(next[i]), s.Route, s.KeyOffset); err != nil {
 			return graph{}, bad("%w", err)
 		}
@@ -292,7 +283,7 @@ func (p *Pipeline) build(ctx context.Context) error {
 		s := &stage{p: p, idx: i, spec: ss, dev: dev, in: p.takes[i],
 			attrs: attribute.NewSet(attribute.String("ringactor.pipeline", p.spec.Name), attribute.String("ringactor.stage", ss.Name), attribute.Int("ringactor.device", ss.Device))}
 		var err error
-		if s.ingressLink, s.inPlacement, err = p.rt.NewLink(p2pqueue.Host, ss.Device, ss.Capacity, ss.SlotSize, uint64(i)<<8|1); err != nil {
+		if s.ingressLink, s.inPlacement, err = p.rt.NewLink(p2pqueue.Host, ss.Device, ss.Capacity, ss.SlotSize, NewLinkID(p.number, LinkIn, i, 0)); err != nil {
 			return fmt.Errorf("ringactor: stage %q ingress: %w", ss.Name, err)
 		}
 		s.payloadCap = s.ingressLink.Config().PayloadCap()
@@ -306,7 +297,7 @@ func (p *Pipeline) build(ctx context.Context) error {
 	for i, s := range p.stages {
 		for _, j := range p.next[i] {
 			t := p.stages[j]
-			l, pl, err := p.rt.NewLink(s.spec.Device, t.spec.Device, t.spec.Capacity, t.spec.SlotSize, uint64(j+1)<<16|uint64(i+1)<<8|2)
+			l, pl, err := p.rt.NewLink(s.spec.Device, t.spec.Device, t.spec.Capacity, t.spec.SlotSize, NewLinkID(p.number, LinkOut, i, j))
 			if err != nil {
 				return fmt.Errorf("ringactor: link %q → %q: %w", s.spec.Name, t.spec.Name, err)
 			}
@@ -318,7 +309,7 @@ func (p *Pipeline) build(ctx context.Context) error {
 		}
 		e := &egress{}
 		var err error
-		if e.link, e.pl, err = p.rt.NewLink(s.spec.Device, p2pqueue.Host, s.spec.Capacity, s.spec.SlotSize, uint64(i+1)<<8|3); err != nil {
+		if e.link, e.pl, err = p.rt.NewLink(s.spec.Device, p2pqueue.Host, s.spec.Capacity, s.spec.SlotSize, NewLinkID(p.number, LinkEgress, i, 0)); err != nil {
 			return fmt.Errorf("ringactor: stage %q egress: %w", s.spec.Name, err)
 		}
 		e.link.SetDoorbell(p2pqueue.NewDoorbell())
@@ -640,9 +631,36 @@ const DefaultCloseWait = time.Second
 // end of Close.
 var ErrSinkNotRead = errors.New("ringactor: sink not read")
 
+// count is how many of Func, Chan, PID and Slots s sets.
+func (s Sink) count() int {
+	n := 0
+	for _, set := range []bool{s.Func != nil, s.Chan != nil, s.PID != nil, s.Slots != nil} {
+		if set {
+			n++
+		}
+	}
+	return n
+}
+
+// CheckResults returns an error when s cannot take results handed to it
+// one Result at a time, as DeliverTo hands them (a stage group's sink, a
+// cluster pipeline's): when it names more than one of Func, Chan and PID,
+// or names Slots, which takes raw egress batches that only a Pipeline's
+// own egress has. The zero Sink passes (results are discarded).
+func (s Sink) CheckResults() error {
+	if n := s.count(); n > 1 {
+		return fmt.Errorf("Deliver names %d sinks; set one of Func, Chan, PID", n)
+	}
+	if s.Slots != nil {
+		return errors.New("Deliver.Slots takes a pipeline's raw egress batches, and these results arrive one at a time, decoded; set Func, Chan or PID")
+	}
+	return nil
+}
+
 // DeliverTo hands a result to a sink as a pipeline's egress does: to its
 // Func, Chan (giving up when done ends) or PID. A Slots sink takes raw
-// batches only, so a Result for one is dropped.
+// batches only, so a Result for one is dropped: code that delivers with
+// DeliverTo refuses such a sink first (Sink.CheckResults).
 func (rt *Runtime) DeliverTo(done context.Context, sink Sink, r Result) {
 	switch {
 	case sink.Func != nil:
@@ -824,11 +842,15 @@ func (p *Pipeline) Latency() []StageLatency {
 	return out
 }
 
+// Number is the pipeline's number in its process: the owner its links'
+// LinkIDs name ("pipeline 7 stage 1 out 2"), printed by Describe.
+func (p *Pipeline) Number() uint32 { return p.number }
+
 // Describe shows the built pipeline: stages, devices, where each link
 // lives, and where each stage's results go.
 func (p *Pipeline) Describe() string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "pipeline %q on %s backend, %d stages\n", p.spec.Name, p.rt.gpus.Name(), len(p.stages))
+	fmt.Fprintf(&b, "pipeline %q (number %d) on %s backend, %d stages\n", p.spec.Name, p.number, p.rt.gpus.Name(), len(p.stages))
 	for _, s := range p.stages {
 		if s.dev.Kind == KindCPU {
 			fmt.Fprintf(&b, "  (device %d is the CPU, run by goroutines beside the GPUs)\n", s.dev.ID)

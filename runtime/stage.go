@@ -36,9 +36,11 @@ type StageSpec struct {
 	// Workers is a stateless stage's parallelism (see ringkernel.Stage).
 	Workers int
 	// SlotSize is the slot size of the stage's in-links in bytes, a multiple
-	// of 64 (default 256: 56 floats); it bounds the message size.
+	// of 64 (default DefaultSlotSize, 256: 56 floats); it bounds the
+	// message size.
 	SlotSize int
-	// Capacity is the slots per in-link, a power of two (default 1024).
+	// Capacity is the slots per in-link, a power of two (default
+	// DefaultCapacity, 1024).
 	Capacity int
 	// To names the stages this stage's results go to: a pipeline is a
 	// graph. When no stage of a pipeline names any, the stages form a
@@ -61,6 +63,24 @@ type StageSpec struct {
 	// the stage's PID has no ctx: under Block it waits while the stage
 	// runs.
 	Backpressure Backpressure
+}
+
+// A stage's defaults: what a zero StageSpec.Capacity and SlotSize mean.
+const (
+	DefaultCapacity = 1024
+	DefaultSlotSize = rk.DefaultSlotSize
+)
+
+// WithDefaults returns s with a zero Capacity or SlotSize set to its
+// default, as Build reads it (a stage group sizes its steal links with it).
+func (s StageSpec) WithDefaults() StageSpec {
+	if s.SlotSize == 0 {
+		s.SlotSize = DefaultSlotSize
+	}
+	if s.Capacity == 0 {
+		s.Capacity = DefaultCapacity
+	}
+	return s
 }
 
 // Backpressure is a stage's answer to a full mailbox.
@@ -298,10 +318,13 @@ func (a *stageActor) Receive(c actor.Context) {
 		err = s.p.stopStage(ctx, s, m != nil && m.Drain)
 	case Stats, *Stats:
 	case Steal:
-		moved, err := s.kernel.Steal(ctx, m.N, m.To)
-		if c.Sender() != nil {
-			c.Respond(Stolen{Moved: moved, Err: err})
+		a.steal(ctx, c, m)
+		return
+	case *Steal: // as the value; a nil one is a Steal of nothing
+		if m == nil {
+			m = &Steal{}
 		}
+		a.steal(ctx, c, *m)
 		return
 	case *actor.Stopping:
 		// The actor is going away (stopped through protoactor, not a
@@ -382,6 +405,14 @@ func (s *stage) post(body any, sender *actor.PID) {
 		d = []Data{r}
 	}
 	s.send(context.Background(), d, nil)
+}
+
+// steal posts a Steal to the kernel and answers Stolen.
+func (a *stageActor) steal(ctx context.Context, c actor.Context, m Steal) {
+	moved, err := a.s.kernel.Steal(ctx, m.N, m.To)
+	if c.Sender() != nil {
+		c.Respond(Stolen{Moved: moved, Err: err})
+	}
 }
 
 // isControl reports whether a message sent to a stage's PID is for its

@@ -36,6 +36,11 @@ var rules = []rule{
 		"collectives are local; each sub-package of runtime has one job"},
 	{"github.com/ringactor/ringactor/runtime/cluster", []string{"github.com/ringactor/ringactor/runtime/group", "github.com/ringactor/ringactor/runtime/collective"},
 		"each sub-package of runtime has one job"},
+	{"github.com/ringactor/ringactor/runtime/cluster/internal/wire", []string{"github.com/asynkron/protoactor-go/remote", "github.com/asynkron/protoactor-go/cluster", "google.golang.org/grpc",
+		"github.com/ringactor/ringactor/runtime/cluster/internal/hosts"},
+		"the wire format is pure bytes: no transport, no membership"},
+	{"github.com/ringactor/ringactor/runtime/cluster/internal/hosts", []string{"github.com/ringactor/ringactor/ringkernel", "github.com/ringactor/ringactor/p2pqueue", "github.com/ringactor/ringactor/cuda"},
+		"the fixed-host-list provider knows protoactor cluster membership only, nothing of ring kernels"},
 }
 
 // deps lists every package pattern's packages depend on, themselves included.

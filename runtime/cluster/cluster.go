@@ -17,7 +17,9 @@ import (
 	"github.com/ringactor/ringactor/internal/ctxcheck"
 	"github.com/ringactor/ringactor/p2pqueue"
 	ra "github.com/ringactor/ringactor/runtime"
+	"github.com/ringactor/ringactor/runtime/cluster/internal/wire"
 	"github.com/ringactor/ringactor/runtime/internal/account"
+	"github.com/ringactor/ringactor/runtime/internal/naming"
 )
 
 // ClusterOptions tune a cluster pipeline.
@@ -72,8 +74,8 @@ type segment struct {
 	mu       sync.Mutex
 	pid      *actor.PID // a remote segment's grain
 	identity string
-	member   string        // the cluster member id of its node when placed
-	report   []reportStage // a remote segment's latest report, its stages marked with its node
+	member   string             // the cluster member id of its node when placed
+	report   []wire.ReportStage // a remote segment's latest report, its stages marked with its node
 }
 
 func (s *segment) remotePID() *actor.PID {
@@ -99,14 +101,17 @@ func (n *Node) Build(ctx context.Context, spec ra.PipelineSpec, opts ClusterOpti
 	if opts.Timeout <= 0 {
 		opts.Timeout = 10 * time.Second
 	}
-	if spec.Name == "" || strings.ContainsAny(spec.Name, "/ @#") {
-		return nil, fmt.Errorf("%w: name %q: give the pipeline a name without spaces, '/', '@' or '#'", ra.ErrBadPipeline, spec.Name)
+	if err := naming.Check("pipeline", spec.Name, "@#"); err != nil {
+		return nil, fmt.Errorf("%w: %w", ra.ErrBadPipeline, err)
 	}
 	if len(spec.Stages) == 0 {
 		return nil, fmt.Errorf("%w %q: no stages", ra.ErrBadPipeline, spec.Name)
 	}
 	if spec.SampleRatio < 0 || spec.SampleRatio > 1 || math.IsNaN(spec.SampleRatio) {
 		return nil, fmt.Errorf("%w %q: sample ratio %g; want 0 to 1", ra.ErrBadPipeline, spec.Name, spec.SampleRatio)
+	}
+	if err := spec.Deliver.CheckResults(); err != nil { // the origin delivers with DeliverTo
+		return nil, fmt.Errorf("%w %q: %w", ra.ErrBadPipeline, spec.Name, err)
 	}
 	cp := &ClusterPipeline{node: n, rt: n.rt, spec: spec, opts: opts, byStage: map[string]*segment{},
 		roots: newRoots(n.rt.TracerProvider(), spec.Name, n.cfg.Name)}
@@ -221,8 +226,8 @@ func (cp *ClusterPipeline) place(ctx context.Context, e *excursion, gen int) err
 				ErrNode, s.stages[0].Name, s.node, cp.node.cfg.Cluster, strings.Join(cp.node.Members(), ", "))
 		}
 		identity := fmt.Sprintf("%s@%s#%d.%d", cp.spec.Name, cp.node.Address(), k, gen)
-		b, err := encodeBuild(buildMsg{Pipeline: cp.spec.Name, To: k, Next: pidRef{next.Address, next.Id},
-			Origin: pidRef{cp.origin.Address, cp.origin.Id}, Stages: s.stages})
+		b, err := wire.EncodeBuild(wire.BuildMsg{Pipeline: cp.spec.Name, To: k, Next: wire.PIDRef{Address: next.Address, ID: next.Id},
+			Origin: wire.PIDRef{Address: cp.origin.Address, ID: cp.origin.Id}, Stages: s.stages})
 		if err != nil {
 			return err
 		}
@@ -233,8 +238,8 @@ func (cp *ClusterPipeline) place(ctx context.Context, e *excursion, gen int) err
 		res, err := cp.request(ctx, pid, wrap(b))
 		if err == nil {
 			var text string
-			if text, err = decodeText(res, kindBuilt, "Built"); err == nil {
-				err = wireError(text)
+			if text, err = wire.DecodeText(res, wire.KindBuilt, "Built"); err == nil {
+				err = wire.RemoteError(text)
 			}
 		}
 		if err != nil {
@@ -297,7 +302,7 @@ func (cp *ClusterPipeline) abandon() {
 			s.local.Close(ctx, false)
 		}
 		if pid := s.remotePID(); pid != nil {
-			cp.request(ctx, pid, wrap(encodeClose(closeMsg{Drain: false, Timeout: uint64(time.Second)})))
+			cp.request(ctx, pid, wrap(wire.EncodeClose(wire.CloseMsg{Drain: false, Timeout: uint64(time.Second)})))
 		}
 	}
 	if cp.origin != nil {
@@ -387,7 +392,7 @@ func (cp *ClusterPipeline) Stats() ra.PipelineStats {
 			continue
 		}
 		for _, r := range cp.remoteReport(s) {
-			st.Stages = append(st.Stages, r.stats)
+			st.Stages = append(st.Stages, r.Stats)
 		}
 	}
 	t := cp.acct.Read(nil)
@@ -406,7 +411,7 @@ func (cp *ClusterPipeline) Latency() []ra.StageLatency {
 			continue
 		}
 		for _, r := range cp.remoteReport(s) {
-			out = append(out, r.lat)
+			out = append(out, r.Lat)
 		}
 	}
 	return out
@@ -419,13 +424,13 @@ const reportTimeout = 2 * time.Second
 // open and its node up, and returns the latest it has: the one its Close
 // answered once closed, the last heard (or none) from a node that does
 // not answer.
-func (cp *ClusterPipeline) remoteReport(s *segment) []reportStage {
+func (cp *ClusterPipeline) remoteReport(s *segment) []wire.ReportStage {
 	if pid := s.remotePID(); pid != nil && !cp.closed.Load() && s.exc.isDown() == nil {
 		ctx, cancel := context.WithTimeout(context.Background(), min(cp.opts.Timeout, reportTimeout))
-		res, err := cp.request(ctx, pid, wrap(encodeReportReq()))
+		res, err := cp.request(ctx, pid, wrap(wire.EncodeReportReq()))
 		cancel()
 		if err == nil {
-			if rep, err := decodeReport(res); err == nil {
+			if rep, err := wire.DecodeReport(res); err == nil {
 				cp.keepReport(s, rep)
 			}
 		}
@@ -433,17 +438,17 @@ func (cp *ClusterPipeline) remoteReport(s *segment) []reportStage {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if len(s.report) == 0 { // never heard from: the stages, without counts
-		rep := make([]reportStage, len(s.stages))
+		rep := make([]wire.ReportStage, len(s.stages))
 		for i, st := range s.stages {
-			rep[i].stats = ra.StageStats{Stage: st.Name, Device: st.Device, Node: s.node}
-			rep[i].lat = ra.StageLatency{Stage: st.Name, Device: st.Device, Node: s.node}
+			rep[i].Stats = ra.StageStats{Stage: st.Name, Device: st.Device, Node: s.node}
+			rep[i].Lat = ra.StageLatency{Stage: st.Name, Device: st.Device, Node: s.node}
 		}
 		return rep
 	}
 	return s.report
 }
 
-func (cp *ClusterPipeline) keepReport(s *segment, rep []reportStage) {
+func (cp *ClusterPipeline) keepReport(s *segment, rep []wire.ReportStage) {
 	s.mu.Lock()
 	s.report = onNode(rep, s.node)
 	s.mu.Unlock()
@@ -570,7 +575,7 @@ func (cp *ClusterPipeline) replace(ctx context.Context, e *excursion) error {
 func (cp *ClusterPipeline) closeRun(e *excursion) {
 	for k := e.first; k <= e.last; k++ {
 		if pid := cp.segs[k].remotePID(); pid != nil {
-			cp.node.rt.System().Root.Send(pid, wrap(encodeClose(closeMsg{Drain: false, Timeout: uint64(time.Second)})))
+			cp.node.rt.System().Root.Send(pid, wrap(wire.EncodeClose(wire.CloseMsg{Drain: false, Timeout: uint64(time.Second)})))
 		}
 	}
 }
@@ -610,13 +615,13 @@ func (cp *ClusterPipeline) Close(ctx context.Context, drain bool) error {
 			if pid == nil || s.exc.isDown() != nil {
 				continue
 			}
-			res, err := cp.request(ctx, pid, wrap(encodeClose(closeMsg{Drain: drain, Timeout: uint64(max(time.Until(deadline(ctx)), time.Millisecond))})))
+			res, err := cp.request(ctx, pid, wrap(wire.EncodeClose(wire.CloseMsg{Drain: drain, Timeout: uint64(max(time.Until(deadline(ctx)), time.Millisecond))})))
 			if err == nil {
 				var text string
-				var rep []reportStage
-				if text, rep, err = decodeClosed(res); err == nil {
+				var rep []wire.ReportStage
+				if text, rep, err = wire.DecodeClosed(res); err == nil {
 					cp.keepReport(s, rep)
-					err = wireError(text)
+					err = wire.RemoteError(text)
 				}
 			}
 			if err != nil {
@@ -692,7 +697,7 @@ type (
 // they report, and the Terminated of a watched remote segment.
 type originActor struct {
 	cp   *ClusterPipeline
-	br   batchReader
+	br   wire.BatchReader
 	keep []bool
 	ds   []ra.Data
 	slab []float32
@@ -701,14 +706,14 @@ type originActor struct {
 func (o *originActor) Receive(ctx actor.Context) {
 	switch m := ctx.Message().(type) {
 	case *wrapperspb.BytesValue:
-		kind, err := kindOf(m.Value)
+		kind, err := wire.KindOf(m.Value)
 		if err != nil {
 			return
 		}
 		switch kind {
-		case kindBatch:
+		case wire.KindBatch:
 			o.arrive(m.Value)
-		case kindDeadLetter:
+		case wire.KindDeadLetter:
 			o.reported(m.Value)
 		}
 	case watch:
@@ -733,7 +738,7 @@ func (o *originActor) Receive(ctx actor.Context) {
 // local segment it is for, or to the sink.
 func (o *originActor) arrive(b []byte) {
 	cp := o.cp
-	to, es, err := o.br.decode(b)
+	to, es, err := o.br.Decode(b)
 	if err != nil || to == 0 || to > len(cp.segs) {
 		return // nothing attributable: its messages are counted when the pipeline closes
 	}

@@ -17,7 +17,7 @@
 // cluster's own placement. Segments on different nodes are joined by
 // batched links over protoactor remote: an egress batch (taken raw through
 // a runtime.Sink's Slots) travels as one message, the slots' bytes in a
-// msgpack Batch inside a wrapperspb.BytesValue (wire.go has the format;
+// msgpack Batch inside a wrapperspb.BytesValue (package runtime/cluster/internal/wire has the format;
 // encoders are reused, so steady state allocates per batch, not per
 // message).
 //
@@ -44,7 +44,7 @@
 // in any batch: a batch is cut into remote messages of at most 1 MiB of
 // payloads (one message alone up to MaxFloats), and every node raises
 // gRPC's message limits, on both ends of each link, above the most
-// protoactor remote sends at once (wire.go). A larger message is
+// protoactor remote sends at once (internal/wire). A larger message is
 // dead-lettered by its sender, "oversize payload", and never sent, so no
 // size ends a link or makes a live node look dead. Every node of a cluster
 // must run with these limits.
@@ -63,7 +63,7 @@
 //
 // EncodeMessage and DecodeMessage carry runtime's Data, Result and
 // DeadLetter as msgpack in a versioned envelope (the format is in
-// codec.go); a sampled Data's span context travels as a W3C traceparent.
+// internal/wire); a sampled Data's span context travels as a W3C traceparent.
 // Decoding bytes that are not such a message returns an error wrapping
 // ErrBadMessage that says what was wrong, never a panic.
 package cluster

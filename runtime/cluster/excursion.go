@@ -13,6 +13,7 @@ import (
 
 	"github.com/ringactor/ringactor/p2pqueue"
 	ra "github.com/ringactor/ringactor/runtime"
+	"github.com/ringactor/ringactor/runtime/cluster/internal/wire"
 )
 
 // ErrRemoteUnreachable: a message was in, or bound for, a segment on a
@@ -45,23 +46,19 @@ type excursion struct {
 	room chan struct{}
 
 	wmu sync.Mutex // one batch is encoded and sent at a time, in order
-	w   *batchWriter
+	w   *wire.BatchWriter
 	idx []int // the messages of the batch being sent that go out
 }
 
 func newExcursion(cp *ClusterPipeline, first, last, window int) *excursion {
 	return &excursion{cp: cp, first: first, last: last, window: window, out: map[uint64]int32{},
-		room: make(chan struct{}), w: newBatchWriter(), down: fmt.Errorf("%w: not built yet", ErrRemoteUnreachable)}
+		room: make(chan struct{}), w: wire.NewBatchWriter(), down: fmt.Errorf("%w: not built yet", ErrRemoteUnreachable)}
 }
 
-// entryAt returns the i-th message of a batch being sent, with the
-// traceparent of its root if it is traced.
-type entryAt func(i int) (id uint64, flags p2pqueue.Flags, payload []byte, trace string)
-
 // send ends n messages: out on the run, or dead-lettered. It returns how
-// many went out. A message over maxPayload is dead-lettered here, "oversize
+// many went out. A message over wire.MaxPayload is dead-lettered here, "wire.Oversize
 // payload", and never sent. It waits for the window until ctx ends.
-func (e *excursion) send(ctx context.Context, n int, at entryAt) (int, error) {
+func (e *excursion) send(ctx context.Context, n int, at wire.EntryAt) (int, error) {
 	if n == 0 {
 		return 0, nil
 	}
@@ -71,8 +68,8 @@ func (e *excursion) send(ctx context.Context, n int, at entryAt) (int, error) {
 	e.idx = e.idx[:0]
 	for i := range n {
 		id, _, p, _ := at(i)
-		if len(p) > maxPayload {
-			err := oversize(id, len(p))
+		if len(p) > wire.MaxPayload {
+			err := wire.Oversize(id, len(p))
 			e.dead(id, ra.ReasonOversize, err)
 			big = cmp.Or(big, err)
 			continue
@@ -113,7 +110,7 @@ func (e *excursion) send(ctx context.Context, n int, at entryAt) (int, error) {
 		}
 	}
 	root := e.cp.node.rt.System().Root
-	e.w.split(e.first, e.idx, at, func(b []byte) { root.Send(pid, wrap(b)) })
+	e.w.Split(e.first, e.idx, at, func(b []byte) { root.Send(pid, wrap(b)) })
 	return k, big
 }
 
@@ -126,7 +123,7 @@ func also(first, err error) error {
 }
 
 // deadAll dead-letters the messages idx names.
-func (e *excursion) deadAll(idx []int, at entryAt, reason ra.Reason, err error) {
+func (e *excursion) deadAll(idx []int, at wire.EntryAt, reason ra.Reason, err error) {
 	for _, i := range idx {
 		id, _, _, _ := at(i)
 		e.dead(id, reason, err)

@@ -16,6 +16,7 @@ import (
 
 	"github.com/ringactor/ringactor/p2pqueue"
 	ra "github.com/ringactor/ringactor/runtime"
+	"github.com/ringactor/ringactor/runtime/cluster/internal/wire"
 )
 
 // The excursion's accounting, without a network: the run's first segment
@@ -122,8 +123,8 @@ func (f *farSegment) next() (int, []uint64) {
 	f.t.Helper()
 	select {
 	case b := <-f.batches:
-		var br batchReader
-		to, es, err := br.decode(b)
+		var br wire.BatchReader
+		to, es, err := br.Decode(b)
 		if err != nil {
 			f.t.Fatalf("the segment got a batch it cannot decode: %v (%x)", err, b)
 		}
@@ -175,7 +176,7 @@ func payloadOf(id uint64) []byte {
 	return b
 }
 
-func entriesOf(ids ...uint64) entryAt {
+func entriesOf(ids ...uint64) wire.EntryAt {
 	return func(i int) (uint64, p2pqueue.Flags, []byte, string) {
 		return ids[i], flagsOf(ids[i]), payloadOf(ids[i]), ""
 	}
@@ -484,12 +485,12 @@ func TestExcursionDuplicateIDs(t *testing.T) {
 // TestExcursionSplitsAndRefusesOversize: a batch is cut into remote
 // messages under the transport's bound (one message alone may be up to
 // MaxFloats), in order, and a message over MaxFloats is dead-lettered
-// "oversize payload" at the sender, never sent, the rest of its batch still
+// "wire.Oversize payload" at the sender, never sent, the rest of its batch still
 // sent.
 func TestExcursionSplitsAndRefusesOversize(t *testing.T) {
 	cp, e, dead := newTestExcursion(DefaultRemoteWindow)
 	f := upExcursion(t, cp, e)
-	sizes := map[uint64]int{1: 100 << 10, 2: 600 << 10, 3: 600 << 10, 4: maxPayload, 5: maxPayload + 4, 6: 8, 7: 300 << 10, 8: 300 << 10}
+	sizes := map[uint64]int{1: 100 << 10, 2: 600 << 10, 3: 600 << 10, 4: wire.MaxPayload, 5: wire.MaxPayload + 4, 6: 8, 7: 300 << 10, 8: 300 << 10}
 	ids := span(1, 8)
 	at := func(i int) (uint64, p2pqueue.Flags, []byte, string) {
 		id := ids[i]
@@ -504,11 +505,11 @@ func TestExcursionSplitsAndRefusesOversize(t *testing.T) {
 	for range 4 { // [1 2] [3] [4] [6 7 8]
 		select {
 		case b := <-f.batches:
-			if len(b) > maxRemoteMessage {
-				t.Errorf("a remote message of %d bytes, over maxRemoteMessage (%d)", len(b), maxRemoteMessage)
+			if len(b) > wire.MaxRemoteMessage {
+				t.Errorf("a remote message of %d bytes, over wire.MaxRemoteMessage (%d)", len(b), wire.MaxRemoteMessage)
 			}
-			var br batchReader
-			_, es, err := br.decode(b)
+			var br wire.BatchReader
+			_, es, err := br.Decode(b)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -521,8 +522,8 @@ func TestExcursionSplitsAndRefusesOversize(t *testing.T) {
 					t.Errorf("message %d: %d bytes, want %d", en.ID, len(en.Payload), sizes[en.ID])
 				}
 			}
-			if len(es) > 1 && payload > maxBatchPayload {
-				t.Errorf("a batch of %d messages carries %d bytes, over maxBatchPayload (%d)", len(es), payload, maxBatchPayload)
+			if len(es) > 1 && payload > wire.MaxBatchPayload {
+				t.Errorf("a batch of %d messages carries %d bytes, over wire.MaxBatchPayload (%d)", len(es), payload, wire.MaxBatchPayload)
 			}
 			got = append(got, batch)
 		case <-time.After(excursionWait):

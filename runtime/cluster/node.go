@@ -21,6 +21,8 @@ import (
 
 	"github.com/ringactor/ringactor/internal/ctxcheck"
 	ra "github.com/ringactor/ringactor/runtime"
+	"github.com/ringactor/ringactor/runtime/cluster/internal/hosts"
+	"github.com/ringactor/ringactor/runtime/cluster/internal/wire"
 )
 
 // NodeConfig makes a runtime a member of a protoactor cluster, so that
@@ -149,7 +151,7 @@ func join(ctx context.Context, rt *ra.Runtime, cfg NodeConfig) (*Node, error) {
 		if err := portFree("0.0.0.0", cfg.ManagePort); err != nil {
 			return nil, fmt.Errorf("%w %q: manage port: %v: pick another ManagePort", ErrNode, cfg.Name, err)
 		}
-		provider = newHostsProvider(cfg.RefreshTTL, cfg.ManagePort, cfg.Peers)
+		provider = hosts.New(cfg.RefreshTTL, cfg.ManagePort, cfg.Peers)
 	}
 	if cfg.Port != 0 {
 		if err := portFree(cfg.Host, cfg.Port); err != nil {
@@ -197,16 +199,16 @@ func join(ctx context.Context, rt *ra.Runtime, cfg NodeConfig) (*Node, error) {
 }
 
 // transportLimits configures protoactor remote so that no message a
-// cluster pipeline sends ends the link (wire.go has the limits): at most
-// endpointWriterBatch messages in one gRPC message, and gRPC's limits,
+// cluster pipeline sends ends the link (internal/wire has the limits): at most
+// wire.EndpointWriterBatch messages in one gRPC message, and gRPC's limits,
 // receiving and sending, on both ends of every link, raised from 4 MiB to
-// maxTransportMessage. Links stay plaintext, as protoactor's default.
+// wire.MaxTransportMessage. Links stay plaintext, as protoactor's default.
 func transportLimits() []remote.ConfigOption {
 	return []remote.ConfigOption{
-		remote.WithEndpointWriterBatchSize(endpointWriterBatch),
-		remote.WithServerOptions(grpc.MaxRecvMsgSize(maxTransportMessage), grpc.MaxSendMsgSize(maxTransportMessage)),
+		remote.WithEndpointWriterBatchSize(wire.EndpointWriterBatch),
+		remote.WithServerOptions(grpc.MaxRecvMsgSize(wire.MaxTransportMessage), grpc.MaxSendMsgSize(wire.MaxTransportMessage)),
 		remote.WithDialOptions(grpc.WithTransportCredentials(insecure.NewCredentials()),
-			grpc.WithDefaultCallOptions(grpc.MaxCallRecvMsgSize(maxTransportMessage), grpc.MaxCallSendMsgSize(maxTransportMessage))),
+			grpc.WithDefaultCallOptions(grpc.MaxCallRecvMsgSize(wire.MaxTransportMessage), grpc.MaxCallSendMsgSize(wire.MaxTransportMessage))),
 	}
 }
 

@@ -14,6 +14,7 @@ import (
 	"github.com/ringactor/ringactor/kernels"
 	"github.com/ringactor/ringactor/p2pqueue"
 	ra "github.com/ringactor/ringactor/runtime"
+	"github.com/ringactor/ringactor/runtime/cluster/internal/wire"
 )
 
 // segmentGrain hosts one segment of another node's cluster pipeline: a
@@ -26,17 +27,17 @@ import (
 type segmentGrain struct {
 	rt     *ra.Runtime
 	p      *ra.Pipeline
-	msg    buildMsg
+	msg    wire.BuildMsg
 	next   *actor.PID
 	origin *actor.PID
 	last   string // the segment's last stage, named in its egress dead letters
 	// lastDevice is the last stage's device.
 	lastDevice int
 
-	w   *batchWriter // used by the segment's egress pump only
-	idx []int        // the egress pump's: the messages of a batch that leave
+	w   *wire.BatchWriter // used by the segment's egress pump only
+	idx []int             // the egress pump's: the messages of a batch that leave
 
-	br   batchReader
+	br   wire.BatchReader
 	ds   []ra.Data
 	slab []float32
 
@@ -45,7 +46,7 @@ type segmentGrain struct {
 	// segment's spans join the same trace.
 	tmu    sync.Mutex
 	traces map[uint64]string
-	final  []reportStage // the report once the segment closed
+	final  []wire.ReportStage // the report once the segment closed
 }
 
 func wrap(b []byte) *wrapperspb.BytesValue { return &wrapperspb.BytesValue{Value: b} }
@@ -53,12 +54,12 @@ func wrap(b []byte) *wrapperspb.BytesValue { return &wrapperspb.BytesValue{Value
 func (g *segmentGrain) Receive(ctx actor.Context) {
 	switch m := ctx.Message().(type) {
 	case *wrapperspb.BytesValue:
-		kind, err := kindOf(m.Value)
+		kind, err := wire.KindOf(m.Value)
 		if err != nil {
 			return // not ours to answer: nothing in it can be attributed
 		}
 		switch kind {
-		case kindBuild:
+		case wire.KindBuild:
 			err := g.build(ctx.Self().Id, m.Value)
 			text := ""
 			if err != nil {
@@ -66,17 +67,17 @@ func (g *segmentGrain) Receive(ctx actor.Context) {
 			} else {
 				ctx.Watch(g.origin)
 			}
-			ctx.Respond(wrap(encodeText(kindBuilt, text)))
-		case kindBatch:
+			ctx.Respond(wrap(wire.EncodeText(wire.KindBuilt, text)))
+		case wire.KindBatch:
 			g.ingest(m.Value)
-		case kindReportReq:
-			ctx.Respond(wrap(encodeReport(g.report())))
-		case kindClose:
+		case wire.KindReportReq:
+			ctx.Respond(wrap(wire.EncodeReport(g.report())))
+		case wire.KindClose:
 			text := ""
 			if err := g.close(m.Value); err != nil {
 				text = err.Error()
 			}
-			ctx.Respond(wrap(encodeClosed(text, g.report())))
+			ctx.Respond(wrap(wire.EncodeClosed(text, g.report())))
 			ctx.Stop(ctx.Self())
 		}
 	case *actor.Terminated:
@@ -97,7 +98,7 @@ func (g *segmentGrain) build(self string, b []byte) error {
 	if g.p != nil {
 		return fmt.Errorf("segment %d of pipeline %q is built already", g.msg.To, g.msg.Pipeline)
 	}
-	m, err := decodeBuild(b)
+	m, err := wire.DecodeBuild(b)
 	if err != nil {
 		return err
 	}
@@ -108,7 +109,7 @@ func (g *segmentGrain) build(self string, b []byte) error {
 	g.next = actor.NewPID(m.Next.Address, m.Next.ID)
 	g.origin = actor.NewPID(m.Origin.Address, m.Origin.ID)
 	g.last, g.lastDevice = m.Stages[len(m.Stages)-1].Name, m.Stages[len(m.Stages)-1].Device
-	g.w = newBatchWriter()
+	g.w = wire.NewBatchWriter()
 	name := strings.NewReplacer("/", "_", " ", "_").Replace(fmt.Sprintf("%s@%s#%d~%s", m.Pipeline, m.Origin.Address, m.To, self))
 	g.traces = map[uint64]string{}
 	spec := ra.PipelineSpec{Name: name, Stages: m.Stages, OnDeadLetter: g.reportDead, Deliver: ra.Sink{Slots: g.forward}}
@@ -128,19 +129,19 @@ func (g *segmentGrain) build(self string, b []byte) error {
 
 // forward sends one egress batch on to the next segment, cut into
 // Batches under the transport's limits (split). A message grown past
-// MaxFloats on this node cannot leave it: it is reported dead, "oversize
+// MaxFloats on this node cannot leave it: it is reported dead, "wire.Oversize
 // payload".
 func (g *segmentGrain) forward(_ context.Context, hs []p2pqueue.Header, ps [][]byte) {
 	g.idx = g.idx[:0]
 	for i := range hs {
-		if len(ps[i]) > maxPayload {
-			g.reportDead(ra.DeadLetter{ID: hs[i].ID, Stage: g.last, Device: g.lastDevice, Reason: ra.ReasonOversize, Err: oversize(hs[i].ID, len(ps[i]))})
+		if len(ps[i]) > wire.MaxPayload {
+			g.reportDead(ra.DeadLetter{ID: hs[i].ID, Stage: g.last, Device: g.lastDevice, Reason: ra.ReasonOversize, Err: wire.Oversize(hs[i].ID, len(ps[i]))})
 			continue
 		}
 		g.idx = append(g.idx, i)
 	}
 	root := g.rt.System().Root
-	g.w.split(g.msg.To+1, g.idx, func(i int) (uint64, p2pqueue.Flags, []byte, string) {
+	g.w.Split(g.msg.To+1, g.idx, func(i int) (uint64, p2pqueue.Flags, []byte, string) {
 		tp := ""
 		if hs[i].Flags&p2pqueue.FlagSampled != 0 {
 			tp = g.trace(hs[i].ID)
@@ -172,7 +173,7 @@ func (g *segmentGrain) takeTrace(id uint64) string {
 
 // report is the segment's report for the origin: now while it runs, as it
 // closed after.
-func (g *segmentGrain) report() []reportStage {
+func (g *segmentGrain) report() []wire.ReportStage {
 	if g.p == nil {
 		return g.final
 	}
@@ -192,15 +193,15 @@ func (g *segmentGrain) reportDead(d ra.DeadLetter) {
 	g.rt.System().Root.Send(g.origin, wrap(b))
 }
 
-// fitDead fits a dead letter's texts to what the codec carries (fitText),
+// fitDead fits a dead letter's texts to what the codec carries (wire.FitText),
 // so one with an error text over MaxText still reaches the origin, the
 // text cut at a word and marked with how much was left out. (Its Reason
 // is one of the short class names.)
 func fitDead(d ra.DeadLetter) ra.DeadLetter {
-	d.Stage = fitText(d.Stage, MaxText)
+	d.Stage = wire.FitText(d.Stage, MaxText)
 	if d.Err != nil {
 		if text := d.Err.Error(); len(text) > MaxText {
-			d.Err = errors.New(fitText(text, MaxText))
+			d.Err = errors.New(wire.FitText(text, MaxText))
 		}
 	}
 	return d
@@ -209,7 +210,7 @@ func fitDead(d ra.DeadLetter) ra.DeadLetter {
 // ingest writes a batch into the segment's first stage. Its ra.Data and
 // floats reuse the grain's buffers: the send copies them into the slots.
 func (g *segmentGrain) ingest(b []byte) {
-	_, es, err := g.br.decode(b)
+	_, es, err := g.br.Decode(b)
 	if err != nil {
 		return // ids unknown: the origin counts the batch's messages at close
 	}
@@ -234,7 +235,7 @@ func (g *segmentGrain) ingest(b []byte) {
 // is nil) into ra.Data in ds, their floats in slab: both are reused and
 // returned, so a steady stream allocates nothing per message. The ra.Data are
 // valid until the next call.
-func entriesToData(es []batchEntry, keep []bool, ds []ra.Data, slab []float32) ([]ra.Data, []float32) {
+func entriesToData(es []wire.Entry, keep []bool, ds []ra.Data, slab []float32) ([]ra.Data, []float32) {
 	total := 0
 	for i, e := range es {
 		if keep == nil || keep[i] {
@@ -259,7 +260,7 @@ func entriesToData(es []batchEntry, keep []bool, ds []ra.Data, slab []float32) (
 }
 
 func (g *segmentGrain) close(b []byte) error {
-	m, err := decodeClose(b)
+	m, err := wire.DecodeClose(b)
 	if err != nil {
 		return err
 	}

@@ -11,6 +11,7 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	ra "github.com/ringactor/ringactor/runtime"
+	"github.com/ringactor/ringactor/runtime/cluster/internal/wire"
 )
 
 // Instrumentation scope of the cluster pipeline's spans.
@@ -51,7 +52,7 @@ func (rs *roots) begin(parent context.Context, id uint64) context.Context {
 	ctx, span := rs.tracer.Start(parent, "ringactor.message", trace.WithSpanKind(trace.SpanKindProducer),
 		trace.WithAttributes(attribute.Int64("ringactor.message.id", int64(id)), attribute.String("ringactor.pipeline", rs.pipeline),
 			attribute.String("ringactor.node", rs.node)))
-	r := &root{ctx: ctx, span: span, tp: traceparentOf(ctx)}
+	r := &root{ctx: ctx, span: span, tp: wire.Traceparent(ctx)}
 	rs.mu.Lock()
 	if old := rs.open[id]; old != nil { // an id reused while in flight: the first trace ends here
 		old.span.SetStatus(codes.Error, "message id reused while in flight")

@@ -14,6 +14,7 @@ import (
 	"github.com/ringactor/ringactor/kernels"
 	"github.com/ringactor/ringactor/p2pqueue"
 	ra "github.com/ringactor/ringactor/runtime"
+	"github.com/ringactor/ringactor/runtime/internal/naming"
 )
 
 // Collectives: ScatterGather, Reduce and AllReduce, built from one-stage
@@ -47,26 +48,16 @@ type Spec struct {
 // DefaultChunk is the floats per message when Spec.Chunk is 0.
 const DefaultChunk = 64
 
+//go:generate go run golang.org/x/tools/cmd/stringer@v0.52.0 -type=ReduceOp -linecomment
+
 // ReduceOp is the reduction of Reduce and AllReduce.
 type ReduceOp int
 
 const (
-	ReduceSum ReduceOp = iota
-	ReduceMin
-	ReduceMax
+	ReduceSum ReduceOp = iota // sum
+	ReduceMin                 // min
+	ReduceMax                 // max
 )
-
-func (o ReduceOp) String() string {
-	switch o {
-	case ReduceSum:
-		return "sum"
-	case ReduceMin:
-		return "min"
-	case ReduceMax:
-		return "max"
-	}
-	return fmt.Sprintf("ReduceOp(%d)", int(o))
-}
 
 func (o ReduceOp) valid() bool { return o >= ReduceSum && o <= ReduceMax }
 
@@ -348,8 +339,8 @@ func checkSpec(rt *ra.Runtime, spec *Spec, what string) error {
 	if spec.Name == "" {
 		spec.Name = fmt.Sprintf("collective%d", collectiveSeq.Add(1))
 	}
-	if strings.ContainsAny(spec.Name, "/ ") {
-		return fmt.Errorf("%w: name %q: give the collective a name without spaces or slashes", ErrBadSpec, spec.Name)
+	if err := naming.Check("collective", spec.Name, ""); err != nil {
+		return fmt.Errorf("%w: %w", ErrBadSpec, err)
 	}
 	if len(spec.Devices) == 0 {
 		return spec.bad("%s needs at least one device in Devices", what)
@@ -433,7 +424,7 @@ func (c *collective) pipeline(ctx context.Context, role string, device int, op s
 		return nil, err
 	}
 	slot := int(p2pqueue.ConfigFor(p2pqueue.MinCapacity, 4*floats).SlotSize)
-	capacity := 1024 // fewer slots when they are large: a link stays under 8 MiB
+	capacity := ra.DefaultCapacity // fewer slots when they are large: a link stays under 8 MiB
 	for capacity > p2pqueue.MinCapacity && capacity*slot > 8<<20 {
 		capacity /= 2
 	}

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -18,39 +17,28 @@ import (
 	rk "github.com/ringactor/ringactor/ringkernel"
 	ra "github.com/ringactor/ringactor/runtime"
 	"github.com/ringactor/ringactor/runtime/internal/account"
+	"github.com/ringactor/ringactor/runtime/internal/naming"
 )
+
+//go:generate go run golang.org/x/tools/cmd/stringer@v0.52.0 -type=Policy -linecomment
 
 // Policy is how a stage group splits messages across its instances.
 type Policy int
 
 const (
 	// Static splits equally: message k goes to instance k mod n.
-	Static Policy = iota
+	Static Policy = iota // static
 	// Dynamic weighs instances by their measured throughput (from the
 	// kernels' processed counters) and sends each chunk to the instance
 	// expected to finish it first.
-	Dynamic
+	Dynamic // dynamic
 	// Guided sends shrinking chunks (half the backlog per instance, at least
 	// one batch) to whichever instance has the shortest queue.
-	Guided
+	Guided // guided
 	// MemoryAware splits in proportion to each device's free memory, so no
 	// device is given more than its memory allows.
-	MemoryAware
+	MemoryAware // memory-aware
 )
-
-func (p Policy) String() string {
-	switch p {
-	case Static:
-		return "static"
-	case Dynamic:
-		return "dynamic"
-	case Guided:
-		return "guided"
-	case MemoryAware:
-		return "memory-aware"
-	}
-	return fmt.Sprintf("Policy(%d)", int(p))
-}
 
 // Spec defines a stage group: one stage, an instance of it on each
 // device, behind one PID.
@@ -169,6 +157,7 @@ func New(ctx context.Context, rt *ra.Runtime, spec Spec) (*Group, error) {
 	}
 	g := &Group{rt: rt, spec: spec, coordDone: make(chan struct{})}
 	n := len(spec.Devices)
+	owner := rt.NewLinkOwner()
 	// steal[i][j]: victim i's dedicated link to thief j.
 	steal := make([][]*p2pqueue.Link, n)
 	if spec.Steal && n > 1 {
@@ -178,7 +167,7 @@ func New(ctx context.Context, rt *ra.Runtime, spec Spec) (*Group, error) {
 				if i == j {
 					continue
 				}
-				l, _, err := rt.NewLink(spec.Devices[i], spec.Devices[j], spec.Stage.Capacity, spec.Stage.SlotSize, uint64(0xfe)<<56|uint64(i)<<8|uint64(j))
+				l, _, err := rt.NewLink(spec.Devices[i], spec.Devices[j], spec.Stage.Capacity, spec.Stage.SlotSize, ra.NewLinkID(owner, ra.LinkSteal, i, j))
 				if err != nil {
 					g.freeSteal()
 					return nil, fmt.Errorf("ringactor: group %q: steal link %d → %d: %w", spec.Name, i, j, err)
@@ -247,8 +236,8 @@ func check(rt *ra.Runtime, spec *Spec) error {
 	bad := func(format string, a ...any) error {
 		return fmt.Errorf("%w %q: %s", ErrBadSpec, spec.Name, fmt.Sprintf(format, a...))
 	}
-	if spec.Name == "" || strings.ContainsAny(spec.Name, "/ ") {
-		return fmt.Errorf("%w: name %q: give the group a name without spaces or slashes", ErrBadSpec, spec.Name)
+	if err := naming.Check("group", spec.Name, ""); err != nil {
+		return fmt.Errorf("%w: %w", ErrBadSpec, err)
 	}
 	if len(spec.Devices) == 0 {
 		return bad("no devices; list the device ids to run an instance on")
@@ -273,12 +262,7 @@ func check(rt *ra.Runtime, spec *Spec) error {
 	if spec.StealEvery <= 0 {
 		spec.StealEvery = time.Millisecond
 	}
-	if spec.Stage.SlotSize == 0 {
-		spec.Stage.SlotSize = 256
-	}
-	if spec.Stage.Capacity == 0 {
-		spec.Stage.Capacity = 1024
-	}
+	spec.Stage = spec.Stage.WithDefaults()
 	if spec.Policy == MemoryAware {
 		need := uint64(spec.Stage.Capacity) * uint64(spec.Stage.SlotSize)
 		for _, dev := range spec.Devices {
@@ -288,14 +272,8 @@ func check(rt *ra.Runtime, spec *Spec) error {
 			}
 		}
 	}
-	n := 0
-	for _, s := range []bool{spec.Deliver.Func != nil, spec.Deliver.Chan != nil, spec.Deliver.PID != nil} {
-		if s {
-			n++
-		}
-	}
-	if n > 1 {
-		return bad("Deliver names %d sinks; set one of Func, Chan, PID", n)
+	if err := spec.Deliver.CheckResults(); err != nil {
+		return bad("%v", err)
 	}
 	return nil
 }
@@ -505,14 +483,9 @@ func (g *Group) rebalance(ctx context.Context) {
 
 func (g *Group) deliver(r ra.Result) {
 	g.acct.Deliver(1)
-	switch d := g.spec.Deliver; {
-	case d.Func != nil:
-		d.Func(r)
-	case d.Chan != nil:
-		d.Chan <- r
-	case d.PID != nil:
-		g.rt.System().Root.Send(d.PID, r)
-	}
+	// A full Chan holds the instance's egress pump up (backpressure), as
+	// it always has: no done context ends the wait.
+	g.rt.DeliverTo(context.Background(), g.spec.Deliver, r)
 }
 
 func (g *Group) deadLetter(d ra.DeadLetter) {

@@ -1,4 +1,9 @@
-package cluster
+// Package hosts is ringactor's protoactor cluster provider for a fixed
+// host list (cluster.Join uses it when NodeConfig.Peers is set). It speaks
+// protoactor's automanaged health-check protocol and differs from it where
+// a node that stalls must come back: see Provider, and docs/ARCHITECTURE.md
+// §8 "Stalls".
+package hosts
 
 import (
 	"context"
@@ -15,7 +20,7 @@ import (
 	"github.com/asynkron/protoactor-go/cluster/clusterproviders/automanaged"
 )
 
-// hostsProvider is the provider Join uses for a fixed host list. It speaks
+// Provider is the provider cluster.Join uses for a fixed host list. It speaks
 // protoactor's automanaged protocol (each node answers GET /_health on its
 // ManagePort with its member, an automanaged.NodeModel in JSON, and checks
 // every peer each RefreshTTL), and differs from automanaged where a node
@@ -32,7 +37,7 @@ import (
 //     in flight timed out when it resumes, and must not drop (and so block)
 //     its peers for them.
 //   - A node always lists itself.
-type hostsProvider struct {
+type Provider struct {
 	ttl     time.Duration
 	port    int
 	hosts   []string
@@ -65,9 +70,12 @@ type listing struct {
 // topology.
 const missLimit = 2
 
-func newHostsProvider(ttl time.Duration, port int, hosts []string) *hostsProvider {
+// New returns a provider that checks hosts (host:port of their manage
+// ports) every ttl, each check bounded by twice ttl (at least 1 s), and
+// answers checks on port.
+func New(ttl time.Duration, port int, hosts []string) *Provider {
 	timeout := max(2*ttl, time.Second)
-	return &hostsProvider{ttl: ttl, port: port, hosts: hosts, timeout: timeout,
+	return &Provider{ttl: ttl, port: port, hosts: hosts, timeout: timeout,
 		client: &http.Client{Timeout: timeout, Transport: &http.Transport{MaxIdleConnsPerHost: 2, IdleConnTimeout: time.Minute}},
 		stop:   make(chan struct{}), done: make(chan struct{}),
 		misses: map[string]int{}, listed: map[string]listing{}, born: map[string]int{}}
@@ -75,7 +83,7 @@ func newHostsProvider(ttl time.Duration, port int, hosts []string) *hostsProvide
 
 // StartMember answers health checks on the manage port and starts
 // checking the peers.
-func (p *hostsProvider) StartMember(c *cluster.Cluster) error {
+func (p *Provider) StartMember(c *cluster.Cluster) error {
 	host, port, err := c.ActorSystem.GetHostPort()
 	if err != nil {
 		return err
@@ -100,12 +108,12 @@ func (p *hostsProvider) StartMember(c *cluster.Cluster) error {
 }
 
 // StartClient: a client node is not among the hosts; it only checks them.
-func (p *hostsProvider) StartClient(c *cluster.Cluster) error {
+func (p *Provider) StartClient(c *cluster.Cluster) error {
 	return errors.New("ringactor: the fixed-host-list provider runs members only")
 }
 
 // Shutdown stops answering and checking, and waits for the monitor.
-func (p *hostsProvider) Shutdown(bool) error {
+func (p *Provider) Shutdown(bool) error {
 	p.stopOnce.Do(func() {
 		close(p.stop)
 		if p.srv != nil {
@@ -117,7 +125,7 @@ func (p *hostsProvider) Shutdown(bool) error {
 	return nil
 }
 
-func (p *hostsProvider) monitor() {
+func (p *Provider) monitor() {
 	defer close(p.done)
 	for {
 		p.round()
@@ -130,7 +138,7 @@ func (p *hostsProvider) monitor() {
 }
 
 // round checks every host once and hands the topology to protoactor.
-func (p *hostsProvider) round() {
+func (p *Provider) round() {
 	nodes := make([]*automanaged.NodeModel, len(p.hosts))
 	var wg sync.WaitGroup
 	for i, h := range p.hosts {
@@ -171,7 +179,7 @@ func (p *hostsProvider) round() {
 }
 
 // memberID is the member id of system id's current incarnation.
-func (p *hostsProvider) memberID(id string) string {
+func (p *Provider) memberID(id string) string {
 	if k := p.born[id]; k > 1 {
 		return fmt.Sprintf("%s+%d", id, k)
 	}
@@ -180,7 +188,7 @@ func (p *hostsProvider) memberID(id string) string {
 
 // check asks host for its member; nil when it does not answer in time, or
 // answers something else.
-func (p *hostsProvider) check(host string) *automanaged.NodeModel {
+func (p *Provider) check(host string) *automanaged.NodeModel {
 	ctx, cancel := context.WithTimeout(context.Background(), p.timeout)
 	defer cancel()
 	go func() { // Shutdown cuts a check short

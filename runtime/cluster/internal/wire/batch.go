@@ -1,4 +1,4 @@
-package cluster
+package wire
 
 import (
 	"bytes"
@@ -46,17 +46,17 @@ import (
 // its Stats and Latency: each stage's counters and its sampled latency
 // percentiles.
 const (
-	kindBatch     = 4
-	kindBuild     = 5
-	kindBuilt     = 6
-	kindClose     = 7
-	kindClosed    = 8
-	kindReportReq = 9
-	kindReport    = 10
+	KindBatch     = 4
+	KindBuild     = 5
+	KindBuilt     = 6
+	KindClose     = 7
+	KindClosed    = 8
+	KindReportReq = 9
+	KindReport    = 10
 )
 
-// batchEntry is one message of a Batch. Payload aliases the decoded bytes.
-type batchEntry struct {
+// Entry is one message of a Batch. Payload aliases the decoded bytes.
+type Entry struct {
 	ID      uint64
 	Flags   p2pqueue.Flags
 	Payload []byte
@@ -66,25 +66,25 @@ type batchEntry struct {
 	Parent context.Context
 }
 
-// batchWriter encodes Batches into one reused buffer: nothing is allocated
+// BatchWriter encodes Batches into one reused buffer: nothing is allocated
 // per message, and one slice per batch (the bytes handed to remote, which
 // serialises them later on its own goroutine).
-type batchWriter struct {
+type BatchWriter struct {
 	buf bytes.Buffer
 	e   *msgpack.Encoder
 }
 
-func newBatchWriter() *batchWriter {
-	w := &batchWriter{}
+func NewBatchWriter() *BatchWriter {
+	w := &BatchWriter{}
 	w.e = msgpack.NewEncoder(&w.buf)
 	return w
 }
 
-func (w *batchWriter) begin(to, n int) {
+func (w *BatchWriter) Begin(to, n int) {
 	w.buf.Reset()
 	w.e.EncodeArrayLen(3)
 	w.e.EncodeUint(CodecVersion)
-	w.e.EncodeUint(kindBatch)
+	w.e.EncodeUint(KindBatch)
 	w.e.EncodeArrayLen(2)
 	w.e.EncodeUint(uint64(to))
 	w.e.EncodeArrayLen(batchFields * n)
@@ -93,7 +93,7 @@ func (w *batchWriter) begin(to, n int) {
 // batchFields is the number of fields of one Batch entry.
 const batchFields = 4
 
-func (w *batchWriter) add(id uint64, flags p2pqueue.Flags, payload []byte, trace string) {
+func (w *BatchWriter) Add(id uint64, flags p2pqueue.Flags, payload []byte, trace string) {
 	w.e.EncodeUint(id)
 	w.e.EncodeUint(uint64(flags))
 	if payload == nil {
@@ -104,73 +104,77 @@ func (w *batchWriter) add(id uint64, flags p2pqueue.Flags, payload []byte, trace
 }
 
 // bytes returns a copy of the encoded batch.
-func (w *batchWriter) bytes() []byte { return bytes.Clone(w.buf.Bytes()) }
+func (w *BatchWriter) Bytes() []byte { return bytes.Clone(w.buf.Bytes()) }
+
+// EntryAt returns the i-th message of a batch being sent, with the
+// traceparent of its root if it is traced.
+type EntryAt func(i int) (id uint64, flags p2pqueue.Flags, payload []byte, trace string)
 
 // Transport limits. protoactor remote sends the messages queued for one
-// node together, up to endpointWriterBatch of them in one gRPC message,
+// node together, up to EndpointWriterBatch of them in one gRPC message,
 // and gRPC refuses (and so ends the stream, which ends the link to that
 // node) a message over its receive limit, 4 MiB unless configured. So:
 //
-//   - a Batch holds at most maxBatchPayload bytes of payloads, unless it
+//   - a Batch holds at most MaxBatchPayload bytes of payloads, unless it
 //     holds one message alone (split: a batch is cut into Batches under
 //     that bound, in order);
-//   - one message carries at most maxPayload bytes (MaxFloats float32s, the
+//   - one message carries at most MaxPayload bytes (MaxFloats float32s, the
 //     codec's limit): a larger one is dead-lettered at its sender with
-//     reason "oversize payload" and never sent;
-//   - so no remote message is over maxRemoteMessage, and no gRPC message
-//     over endpointWriterBatch of them; every node raises gRPC's limits,
-//     receiving and sending, to maxTransportMessage, above that (Join).
+//     reason "Oversize payload" and never sent;
+//   - so no remote message is over MaxRemoteMessage, and no gRPC message
+//     over EndpointWriterBatch of them; every node raises gRPC's limits,
+//     receiving and sending, to MaxTransportMessage, above that (Join).
 //
 // Every node of a cluster must run with these limits: a node with gRPC's
 // default 4 MiB limit ends the link when a message of more than about 4 MiB
 // (or several smaller ones sent together) reaches it.
 const (
-	maxPayload          = 4 * MaxFloats
-	maxBatchPayload     = 1 << 20
-	maxRemoteMessage    = maxPayload + 64<<10 // one message, its entry and the Batch's header
-	endpointWriterBatch = 64
-	maxTransportMessage = endpointWriterBatch*(maxRemoteMessage+64<<10) + 1<<20 // + protoactor's envelope and lookup tables
+	MaxPayload          = 4 * MaxFloats
+	MaxBatchPayload     = 1 << 20
+	MaxRemoteMessage    = MaxPayload + 64<<10 // one message, its entry and the Batch's header
+	EndpointWriterBatch = 64
+	MaxTransportMessage = EndpointWriterBatch*(MaxRemoteMessage+64<<10) + 1<<20 // + protoactor's envelope and lookup tables
 )
 
 // split encodes the entries idx names (indices for at), in order, into
-// Batches for segment to, each under maxBatchPayload bytes of payloads
+// Batches for segment to, each under MaxBatchPayload bytes of payloads
 // unless it holds one message alone, and hands each to send. Every payload
-// must be at most maxPayload bytes (the sender refuses larger ones).
-func (w *batchWriter) split(to int, idx []int, at entryAt, send func([]byte)) {
+// must be at most MaxPayload bytes (the sender refuses larger ones).
+func (w *BatchWriter) Split(to int, idx []int, at EntryAt, send func([]byte)) {
 	for len(idx) > 0 {
 		k, size := 0, 0
 		for ; k < len(idx); k++ {
 			_, _, p, _ := at(idx[k])
-			if k > 0 && size+len(p) > maxBatchPayload {
+			if k > 0 && size+len(p) > MaxBatchPayload {
 				break
 			}
 			size += len(p)
 		}
-		w.begin(to, k)
+		w.Begin(to, k)
 		for _, i := range idx[:k] {
-			w.add(at(i))
+			w.Add(at(i))
 		}
-		send(w.bytes())
+		send(w.Bytes())
 		idx = idx[k:]
 	}
 }
 
-// oversize is the error of a message too large to leave its node.
-func oversize(id uint64, bytes int) error {
+// Oversize is the error of a message too large to leave its node.
+func Oversize(id uint64, bytes int) error {
 	return fmt.Errorf("%w: message %d carries %d floats, a message to another node at most MaxFloats (%d): split it, or keep the stages it passes on one node",
 		ErrNotEncodable, id, bytes/4, MaxFloats)
 }
 
-// batchReader decodes Batches, reusing its entries between calls.
-type batchReader struct {
-	entries []batchEntry
+// BatchReader decodes Batches, reusing its entries between calls.
+type BatchReader struct {
+	entries []Entry
 }
 
 // decode parses b (which must outlive the entries) and returns the target
 // index and the entries, or an error wrapping ErrBadMessage.
-func (br *batchReader) decode(b []byte) (to int, entries []batchEntry, err error) {
+func (br *BatchReader) Decode(b []byte) (to int, entries []Entry, err error) {
 	r := newReader(b)
-	if err := r.envelopeOf(kindBatch, "Batch"); err != nil {
+	if err := r.envelopeOf(KindBatch, "Batch"); err != nil {
 		return 0, nil, err
 	}
 	if err := r.fields("Batch", 2); err != nil {
@@ -195,7 +199,7 @@ func (br *batchReader) decode(b []byte) (to int, entries []batchEntry, err error
 	}
 	br.entries = br.entries[:0]
 	for range n / batchFields {
-		var e batchEntry
+		var e Entry
 		if e.ID, err = r.uint("Batch id"); err != nil {
 			return 0, nil, err
 		}
@@ -210,7 +214,7 @@ func (br *batchReader) decode(b []byte) (to int, entries []batchEntry, err error
 		if e.Payload, err = r.bin("Batch payload"); err != nil {
 			return 0, nil, err
 		}
-		if len(e.Payload) > maxPayload {
+		if len(e.Payload) > MaxPayload {
 			return 0, nil, r.bad("Batch payload of message %d is %d bytes, more than MaxFloats (%d) float32s", e.ID, len(e.Payload), MaxFloats)
 		}
 		if len(e.Payload)%4 != 0 {
@@ -282,27 +286,27 @@ func (r *reader) bin(what string) ([]byte, error) {
 	return r.b[off : off+n : off+n], nil
 }
 
-// kindOf reads the kind of an envelope without decoding its body.
-func kindOf(b []byte) (uint64, error) { return newReader(b).envelopeKind() }
+// KindOf reads the kind of an envelope without decoding its body.
+func KindOf(b []byte) (uint64, error) { return newReader(b).envelopeKind() }
 
-// pidRef is a PID on the wire.
-type pidRef struct{ Address, ID string }
+// PIDRef is a PID on the wire.
+type PIDRef struct{ Address, ID string }
 
-// buildMsg asks a node to run a segment of a pipeline.
-type buildMsg struct {
+// BuildMsg asks a node to run a segment of a pipeline.
+type BuildMsg struct {
 	Pipeline string
 	To       int // this segment's index in the pipeline
-	Next     pidRef
-	Origin   pidRef
+	Next     PIDRef
+	Origin   PIDRef
 	Stages   []ra.StageSpec
 }
 
-func encodeBuild(m buildMsg) ([]byte, error) {
+func EncodeBuild(m BuildMsg) ([]byte, error) {
 	w := newWriter(0, 256)
-	w.envelope(kindBuild, 5)
+	w.envelope(KindBuild, 5)
 	w.e.EncodeString(m.Pipeline)
 	w.e.EncodeUint(uint64(m.To))
-	for _, p := range []pidRef{m.Next, m.Origin} {
+	for _, p := range []PIDRef{m.Next, m.Origin} {
 		w.e.EncodeArrayLen(2)
 		w.e.EncodeString(p.Address)
 		w.e.EncodeString(p.ID)
@@ -326,13 +330,13 @@ func encodeBuild(m buildMsg) ([]byte, error) {
 	return w.buf.Bytes(), nil
 }
 
-// maxWireStages bounds a Build's stage count before anything is allocated.
-const maxWireStages = 1024
+// MaxStages bounds a Build's stage count before anything is allocated.
+const MaxStages = 1024
 
-func decodeBuild(b []byte) (buildMsg, error) {
-	var m buildMsg
+func DecodeBuild(b []byte) (BuildMsg, error) {
+	var m BuildMsg
 	r := newReader(b)
-	if err := r.envelopeOf(kindBuild, "Build"); err != nil {
+	if err := r.envelopeOf(KindBuild, "Build"); err != nil {
 		return m, err
 	}
 	if err := r.fields("Build", 5); err != nil {
@@ -346,11 +350,11 @@ func decodeBuild(b []byte) (buildMsg, error) {
 	if err != nil {
 		return m, err
 	}
-	if to > maxWireStages {
+	if to > MaxStages {
 		return m, r.bad("Build to %d: past any pipeline's segments", to)
 	}
 	m.To = int(to)
-	for _, p := range []*pidRef{&m.Next, &m.Origin} {
+	for _, p := range []*PIDRef{&m.Next, &m.Origin} {
 		if err := r.fields("Build pid", 2); err != nil {
 			return m, err
 		}
@@ -365,8 +369,8 @@ func decodeBuild(b []byte) (buildMsg, error) {
 	if err != nil {
 		return m, err
 	}
-	if n > maxWireStages {
-		return m, r.bad("Build names %d stages, at most %d", n, maxWireStages)
+	if n > MaxStages {
+		return m, r.bad("Build names %d stages, at most %d", n, MaxStages)
 	}
 	for range n {
 		var s ra.StageSpec
@@ -415,21 +419,21 @@ func decodeBuild(b []byte) (buildMsg, error) {
 	return m, nil
 }
 
-// encodeText writes a one-string message (Built, Closed).
-func encodeText(kind uint64, text string) []byte {
+// EncodeText writes a one-string message (Built, Closed).
+func EncodeText(kind uint64, text string) []byte {
 	w := newWriter(0, len(text))
 	w.envelope(kind, 1)
-	w.e.EncodeString(fitText(text, MaxText))
+	w.e.EncodeString(FitText(text, MaxText))
 	return w.buf.Bytes()
 }
 
-// fitText is text as a message carries it (an error's text, a stage's
+// FitText is text as a message carries it (an error's text, a stage's
 // name): whole when it fits in limit bytes (MaxText on the wire: readers
 // refuse a longer string), else cut at the last word boundary that leaves
 // room for a mark saying how much was cut, " … (1234 bytes left out)"; a
 // single word longer than the room is cut between runes. limit must leave
 // room for the mark (MaxText does).
-func fitText(text string, limit int) string {
+func FitText(text string, limit int) string {
 	if len(text) <= limit {
 		return text
 	}
@@ -453,7 +457,7 @@ func fitText(text string, limit int) string {
 	return head + mark(len(text)-len(head))
 }
 
-func decodeText(b []byte, kind uint64, what string) (string, error) {
+func DecodeText(b []byte, kind uint64, what string) (string, error) {
 	r := newReader(b)
 	if err := r.envelopeOf(kind, what); err != nil {
 		return "", err
@@ -468,24 +472,24 @@ func decodeText(b []byte, kind uint64, what string) (string, error) {
 	return s, err
 }
 
-// closeMsg asks a segment to close.
-type closeMsg struct {
+// CloseMsg asks a segment to close.
+type CloseMsg struct {
 	Drain   bool
 	Timeout uint64 // ns
 }
 
-func encodeClose(m closeMsg) []byte {
+func EncodeClose(m CloseMsg) []byte {
 	w := newWriter(0, 0)
-	w.envelope(kindClose, 2)
+	w.envelope(KindClose, 2)
 	w.e.EncodeBool(m.Drain)
 	w.e.EncodeUint(m.Timeout)
 	return w.buf.Bytes()
 }
 
-func decodeClose(b []byte) (closeMsg, error) {
-	var m closeMsg
+func DecodeClose(b []byte) (CloseMsg, error) {
+	var m CloseMsg
 	r := newReader(b)
-	err := r.envelopeOf(kindClose, "Close")
+	err := r.envelopeOf(KindClose, "Close")
 	if err == nil {
 		err = r.fields("Close", 2)
 	}
@@ -501,8 +505,8 @@ func decodeClose(b []byte) (closeMsg, error) {
 	return m, err
 }
 
-// wireError turns a Built/Closed text into an error.
-func wireError(text string) error {
+// RemoteError turns a Built/Closed text into an error.
+func RemoteError(text string) error {
 	if text == "" {
 		return nil
 	}

@@ -1,4 +1,4 @@
-package cluster
+package wire
 
 import (
 	"bytes"
@@ -26,13 +26,13 @@ func rawMsgpack(f func(e *msgpack.Encoder)) []byte {
 }
 
 // batchBytes encodes entries as a Batch for segment to.
-func batchBytes(to int, es []batchEntry) []byte {
-	w := newBatchWriter()
-	w.begin(to, len(es))
+func batchBytes(to int, es []Entry) []byte {
+	w := NewBatchWriter()
+	w.Begin(to, len(es))
 	for _, e := range es {
-		w.add(e.ID, e.Flags, e.Payload, e.Trace)
+		w.Add(e.ID, e.Flags, e.Payload, e.Trace)
 	}
-	return w.bytes()
+	return w.Bytes()
 }
 
 // seqBytes is n bytes counting up from start.
@@ -46,10 +46,10 @@ func seqBytes(n int, start byte) []byte {
 
 // copyEntries copies decoded entries out of the reader's reused slice and
 // out of the input they alias.
-func copyEntries(es []batchEntry) []batchEntry {
-	out := make([]batchEntry, len(es))
+func copyEntries(es []Entry) []Entry {
+	out := make([]Entry, len(es))
 	for i, e := range es {
-		out[i] = batchEntry{ID: e.ID, Flags: e.Flags, Payload: bytes.Clone(e.Payload), Trace: e.Trace}
+		out[i] = Entry{ID: e.ID, Flags: e.Flags, Payload: bytes.Clone(e.Payload), Trace: e.Trace}
 	}
 	return out
 }
@@ -64,7 +64,7 @@ func aliases(b, p []byte) bool {
 	return false
 }
 
-func checkEntries(t *testing.T, what string, got, want []batchEntry) {
+func checkEntries(t *testing.T, what string, got, want []Entry) {
 	t.Helper()
 	if len(got) != len(want) {
 		t.Fatalf("%s: %d entries, want %d", what, len(got), len(want))
@@ -97,7 +97,7 @@ func checkBad(t *testing.T, what string, err error, want string) {
 }
 
 func TestWireBatchRoundTrip(t *testing.T) {
-	want := []batchEntry{
+	want := []Entry{
 		{ID: 0, Flags: 0, Payload: []byte{}},
 		{ID: math.MaxUint64, Flags: p2pqueue.FlagSampled, Payload: seqBytes(4, 1), Trace: "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"},
 		{ID: 1 << 40, Flags: p2pqueue.FlagSampled | 1<<31, Payload: seqBytes(64, 10)},
@@ -106,8 +106,8 @@ func TestWireBatchRoundTrip(t *testing.T) {
 	}
 	b := batchBytes(3, want)
 
-	var br batchReader
-	to, got, err := br.decode(b)
+	var br BatchReader
+	to, got, err := br.Decode(b)
 	if err != nil {
 		t.Fatalf("decode: %v", err)
 	}
@@ -134,7 +134,7 @@ func TestWireBatchRoundTrip(t *testing.T) {
 	}
 	b2 := bytes.Clone(b)
 	b2[bytes.Index(b2, want[1].Payload)] ^= 0xFF
-	_, got2, err := br.decode(b2)
+	_, got2, err := br.Decode(b2)
 	if err != nil {
 		t.Fatalf("decode of the mutated batch: %v", err)
 	}
@@ -147,11 +147,11 @@ func TestWireBatchRoundTrip(t *testing.T) {
 	}
 
 	// A second batch with the same reader: fewer entries, reused storage.
-	want3 := []batchEntry{
+	want3 := []Entry{
 		{ID: 99, Flags: p2pqueue.FlagSampled, Payload: seqBytes(64, 7)},
 		{ID: math.MaxUint64 - 1, Payload: seqBytes(4, 9)},
 	}
-	to, got3, err := br.decode(batchBytes(1<<16, want3))
+	to, got3, err := br.Decode(batchBytes(1<<16, want3))
 	if err != nil {
 		t.Fatalf("second decode: %v", err)
 	}
@@ -164,7 +164,7 @@ func TestWireBatchRoundTrip(t *testing.T) {
 	}
 
 	// An empty batch.
-	to, got4, err := br.decode(batchBytes(0, nil))
+	to, got4, err := br.Decode(batchBytes(0, nil))
 	if err != nil || to != 0 || len(got4) != 0 {
 		t.Fatalf("empty batch: to %d, %d entries, %v", to, len(got4), err)
 	}
@@ -173,13 +173,13 @@ func TestWireBatchRoundTrip(t *testing.T) {
 // Entries of few bytes each: small ids with no payload or one float. Each
 // field takes at least one byte, and these take fewer than three.
 func TestWireBatchSmallEntries(t *testing.T) {
-	cases := map[string][]batchEntry{
+	cases := map[string][]Entry{
 		"one float, id 1":     {{ID: 1, Payload: seqBytes(4, 1)}},
 		"empty payload, id 1": {{ID: 1, Payload: []byte{}}},
-		"ten one-float messages": func() []batchEntry {
-			es := make([]batchEntry, 10)
+		"ten one-float messages": func() []Entry {
+			es := make([]Entry, 10)
 			for i := range es {
-				es[i] = batchEntry{ID: uint64(i + 1), Payload: seqBytes(4, byte(i))}
+				es[i] = Entry{ID: uint64(i + 1), Payload: seqBytes(4, byte(i))}
 			}
 			return es
 		}(),
@@ -187,10 +187,10 @@ func TestWireBatchSmallEntries(t *testing.T) {
 	}
 	for name, want := range cases {
 		t.Run(name, func(t *testing.T) {
-			var br batchReader
-			to, got, err := br.decode(batchBytes(2, want))
+			var br BatchReader
+			to, got, err := br.Decode(batchBytes(2, want))
 			if err != nil {
-				t.Fatalf("a batch batchWriter wrote does not decode: %v", err)
+				t.Fatalf("a batch BatchWriter wrote does not decode: %v", err)
 			}
 			if to != 2 {
 				t.Fatalf("to = %d, want 2", to)
@@ -202,25 +202,25 @@ func TestWireBatchSmallEntries(t *testing.T) {
 
 func TestWireBatchRejectsGarbage(t *testing.T) {
 	big := uint64(math.MaxUint64) // a 9-byte id, so that short entries still pass the size check
-	valid := batchBytes(2, []batchEntry{
+	valid := batchBytes(2, []Entry{
 		{ID: 5, Flags: p2pqueue.FlagSampled, Payload: seqBytes(8, 1)},
 		{ID: big, Payload: seqBytes(4, 50)},
 		{ID: 1 << 20, Payload: seqBytes(12, 90)},
 	})
-	var br batchReader
-	if _, _, err := br.decode(valid); err != nil {
+	var br BatchReader
+	if _, _, err := br.Decode(valid); err != nil {
 		t.Fatalf("the valid batch: %v", err)
 	}
 
 	for n := range len(valid) {
-		_, es, err := br.decode(valid[:n])
+		_, es, err := br.Decode(valid[:n])
 		checkBad(t, fmt.Sprintf("prefix of %d of %d bytes", n, len(valid)), err, "")
 		if es != nil {
 			t.Fatalf("prefix of %d bytes: entries %v with the error", n, es)
 		}
 	}
 
-	build, err := encodeBuild(buildMsg{Pipeline: "p", Stages: []ra.StageSpec{{Name: "a", Op: "scale", Params: []float32{2}}}})
+	build, err := EncodeBuild(BuildMsg{Pipeline: "p", Stages: []ra.StageSpec{{Name: "a", Op: "scale", Params: []float32{2}}}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -234,7 +234,7 @@ func TestWireBatchRejectsGarbage(t *testing.T) {
 		})
 	}
 	batch := func(to uint64, fields int, body func(e *msgpack.Encoder)) []byte {
-		return envelope(CodecVersion, kindBatch, func(e *msgpack.Encoder) {
+		return envelope(CodecVersion, KindBatch, func(e *msgpack.Encoder) {
 			e.EncodeArrayLen(2)
 			e.EncodeUint(to)
 			e.EncodeArrayLen(fields)
@@ -251,9 +251,9 @@ func TestWireBatchRejectsGarbage(t *testing.T) {
 		{"not an array", []byte{0x05}, "want an array"},
 		{"nil", []byte{0xc0}, "want an array"},
 		{"a Build", build, "kind 5"},
-		{"Built", encodeText(kindBuilt, ""), "kind 6"},
-		{"Close", encodeClose(closeMsg{Drain: true}), "kind 7"},
-		{"wrong version", envelope(1, kindBatch, func(e *msgpack.Encoder) {
+		{"Built", EncodeText(KindBuilt, ""), "kind 6"},
+		{"Close", EncodeClose(CloseMsg{Drain: true}), "kind 7"},
+		{"wrong version", envelope(1, KindBatch, func(e *msgpack.Encoder) {
 			e.EncodeArrayLen(2)
 			e.EncodeUint(1)
 			e.EncodeArrayLen(0)
@@ -261,21 +261,21 @@ func TestWireBatchRejectsGarbage(t *testing.T) {
 		{"envelope of 2 fields", rawMsgpack(func(e *msgpack.Encoder) {
 			e.EncodeArrayLen(2)
 			e.EncodeUint(CodecVersion)
-			e.EncodeUint(kindBatch)
+			e.EncodeUint(KindBatch)
 		}), "envelope has 2 fields"},
-		{"body of 3 fields", envelope(CodecVersion, kindBatch, func(e *msgpack.Encoder) {
+		{"body of 3 fields", envelope(CodecVersion, KindBatch, func(e *msgpack.Encoder) {
 			e.EncodeArrayLen(3)
 			e.EncodeUint(1)
 			e.EncodeArrayLen(0)
 			e.EncodeUint(1)
 		}), "3 fields"},
-		{"negative to", envelope(CodecVersion, kindBatch, func(e *msgpack.Encoder) {
+		{"negative to", envelope(CodecVersion, KindBatch, func(e *msgpack.Encoder) {
 			e.EncodeArrayLen(2)
 			e.EncodeInt(-1)
 			e.EncodeArrayLen(0)
 		}), "unsigned"},
 		{"to past any pipeline", batch(1<<16+1, 0, func(*msgpack.Encoder) {}), "segments"},
-		{"entries not an array", envelope(CodecVersion, kindBatch, func(e *msgpack.Encoder) {
+		{"entries not an array", envelope(CodecVersion, KindBatch, func(e *msgpack.Encoder) {
 			e.EncodeArrayLen(2)
 			e.EncodeUint(1)
 			e.EncodeBytes([]byte{1, 2, 3, 4})
@@ -349,7 +349,7 @@ func TestWireBatchRejectsGarbage(t *testing.T) {
 		{"forged entry count", rawMsgpack(func(e *msgpack.Encoder) {
 			e.EncodeArrayLen(3)
 			e.EncodeUint(CodecVersion)
-			e.EncodeUint(kindBatch)
+			e.EncodeUint(KindBatch)
 			e.EncodeArrayLen(2)
 			e.EncodeUint(1)
 			e.EncodeArrayLen(3 * (1 << 28)) // 805 million fields in a few bytes
@@ -358,7 +358,7 @@ func TestWireBatchRejectsGarbage(t *testing.T) {
 		{"forged max entry count", append(rawMsgpack(func(e *msgpack.Encoder) {
 			e.EncodeArrayLen(3)
 			e.EncodeUint(CodecVersion)
-			e.EncodeUint(kindBatch)
+			e.EncodeUint(KindBatch)
 			e.EncodeArrayLen(2)
 			e.EncodeUint(1)
 		}), 0xdd, 0xff, 0xff, 0xff, 0xfc), ""}, // array32 of 2^32-4 fields
@@ -373,8 +373,8 @@ func TestWireBatchRejectsGarbage(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			var br batchReader
-			to, es, err := br.decode(c.b)
+			var br BatchReader
+			to, es, err := br.Decode(c.b)
 			checkBad(t, c.name, err, c.want)
 			if to != 0 || es != nil {
 				t.Fatalf("to %d and entries %v with the error", to, es)
@@ -384,11 +384,11 @@ func TestWireBatchRejectsGarbage(t *testing.T) {
 }
 
 func TestWireBuildRoundTrip(t *testing.T) {
-	want := buildMsg{
+	want := BuildMsg{
 		Pipeline: "pipe-ü",
 		To:       3,
-		Next:     pidRef{Address: "10.0.0.2:8090", ID: "pipe/seg-4"},
-		Origin:   pidRef{Address: "10.0.0.1:8090", ID: "origin$12"},
+		Next:     PIDRef{Address: "10.0.0.2:8090", ID: "pipe/seg-4"},
+		Origin:   PIDRef{Address: "10.0.0.1:8090", ID: "origin$12"},
 		Stages: []ra.StageSpec{
 			{Name: "scale", Op: "scale", Params: []float32{2.5, -1, float32(math.Inf(1))}, Device: 1,
 				Stateful: true, Workers: 4, SlotSize: 512, Capacity: 2048, Backpressure: ra.Reject},
@@ -396,39 +396,39 @@ func TestWireBuildRoundTrip(t *testing.T) {
 				Stateful: false, Workers: -1, SlotSize: 256, Capacity: 1 << 20, Backpressure: ra.Block},
 		},
 	}
-	b, err := encodeBuild(want)
+	b, err := EncodeBuild(want)
 	if err != nil {
 		t.Fatalf("encode: %v", err)
 	}
-	got, err := decodeBuild(b)
+	got, err := DecodeBuild(b)
 	if err != nil {
 		t.Fatalf("decode: %v", err)
 	}
 	if !reflect.DeepEqual(got, want) {
 		t.Fatalf("round trip:\n got %+v\nwant %+v", got, want)
 	}
-	if k, err := kindOf(b); err != nil || k != kindBuild {
-		t.Fatalf("kindOf = %d, %v; want %d", k, err, kindBuild)
+	if k, err := KindOf(b); err != nil || k != KindBuild {
+		t.Fatalf("KindOf = %d, %v; want %d", k, err, KindBuild)
 	}
 
 	// No stages, empty strings.
-	empty := buildMsg{}
-	b0, err := encodeBuild(empty)
+	empty := BuildMsg{}
+	b0, err := EncodeBuild(empty)
 	if err != nil {
 		t.Fatal(err)
 	}
-	got0, err := decodeBuild(b0)
+	got0, err := DecodeBuild(b0)
 	if err != nil || !reflect.DeepEqual(got0, empty) {
 		t.Fatalf("empty Build: %+v, %v", got0, err)
 	}
 
 	for n := range len(b) {
-		m, err := decodeBuild(b[:n])
+		m, err := DecodeBuild(b[:n])
 		checkBad(t, fmt.Sprintf("prefix of %d of %d bytes", n, len(b)), err, "")
 		_ = m
 	}
-	checkBad(t, "trailing byte", func() error { _, err := decodeBuild(append(bytes.Clone(b), 0)); return err }(), "trailing")
-	checkBad(t, "a Batch", func() error { _, err := decodeBuild(batchBytes(1, nil)); return err }(), "kind 4")
+	checkBad(t, "trailing byte", func() error { _, err := DecodeBuild(append(bytes.Clone(b), 0)); return err }(), "trailing")
+	checkBad(t, "a Batch", func() error { _, err := DecodeBuild(batchBytes(1, nil)); return err }(), "kind 4")
 
 	// Ints past int32 are refused, in any of the checked fields.
 	for _, mut := range []func(s *ra.StageSpec){
@@ -441,11 +441,11 @@ func TestWireBuildRoundTrip(t *testing.T) {
 		m := want
 		m.Stages = append([]ra.StageSpec(nil), want.Stages...)
 		mut(&m.Stages[1])
-		b, err := encodeBuild(m)
+		b, err := EncodeBuild(m)
 		if err != nil {
 			t.Fatal(err)
 		}
-		_, err = decodeBuild(b)
+		_, err = DecodeBuild(b)
 		checkBad(t, fmt.Sprintf("stage %+v", m.Stages[1]), err, "out of range")
 	}
 
@@ -454,7 +454,7 @@ func TestWireBuildRoundTrip(t *testing.T) {
 		return rawMsgpack(func(e *msgpack.Encoder) {
 			e.EncodeArrayLen(3)
 			e.EncodeUint(CodecVersion)
-			e.EncodeUint(kindBuild)
+			e.EncodeUint(KindBuild)
 			e.EncodeArrayLen(5)
 			e.EncodeString("p")
 			e.EncodeUint(to)
@@ -466,20 +466,20 @@ func TestWireBuildRoundTrip(t *testing.T) {
 			e.EncodeArrayLen(stages)
 		})
 	}
-	_, err = decodeBuild(forged(0, 1<<30))
+	_, err = DecodeBuild(forged(0, 1<<30))
 	checkBad(t, "forged stage count", err, "stages")
-	_, err = decodeBuild(forged(maxWireStages+1, 0))
+	_, err = DecodeBuild(forged(MaxStages+1, 0))
 	checkBad(t, "forged to", err, "past")
 
 	// Params over MaxFloats cannot be encoded.
 	m := want
 	m.Stages = []ra.StageSpec{{Name: "x", Params: make([]float32, MaxFloats+1)}}
-	if _, err := encodeBuild(m); !errors.Is(err, ErrNotEncodable) {
+	if _, err := EncodeBuild(m); !errors.Is(err, ErrNotEncodable) {
 		t.Fatalf("MaxFloats+1 params: %v, want ErrNotEncodable", err)
 	}
 }
 
-// fitText keeps a text that fits whole; one that does not is cut at a word
+// FitText keeps a text that fits whole; one that does not is cut at a word
 // (never inside one, nor inside a rune) and marked with the bytes left out.
 func TestFitText(t *testing.T) {
 	for _, c := range []struct {
@@ -499,91 +499,91 @@ func TestFitText(t *testing.T) {
 		{"ééééééééééééééééééééééééééééééé", 37, "éééééé … (50 bytes left out)"},
 		{"      abcdefghijklmnopqrstuvwxyz0123456789", 36, "      abcdef … (30 bytes left out)"},
 	} {
-		got := fitText(c.text, c.limit)
+		got := FitText(c.text, c.limit)
 		if got != c.want {
-			t.Errorf("fitText(%q, %d) = %q, want %q", c.text, c.limit, got, c.want)
+			t.Errorf("FitText(%q, %d) = %q, want %q", c.text, c.limit, got, c.want)
 		}
 		if !utf8.ValidString(got) || (len(c.text) > c.limit && len(got) > c.limit) {
-			t.Errorf("fitText(%q, %d) = %q: %d bytes, valid UTF-8 %v", c.text, c.limit, got, len(got), utf8.ValidString(got))
+			t.Errorf("FitText(%q, %d) = %q: %d bytes, valid UTF-8 %v", c.text, c.limit, got, len(got), utf8.ValidString(got))
 		}
 	}
 }
 
 func TestWireTextAndClose(t *testing.T) {
-	for _, kind := range []uint64{kindBuilt, kindClosed} {
+	for _, kind := range []uint64{KindBuilt, KindClosed} {
 		for _, text := range []string{"", "stage \"x\": no such op", "ünïcode ✓"} {
-			b := encodeText(kind, text)
-			got, err := decodeText(b, kind, "Text")
+			b := EncodeText(kind, text)
+			got, err := DecodeText(b, kind, "Text")
 			if err != nil || got != text {
 				t.Fatalf("kind %d %q: got %q, %v", kind, text, got, err)
 			}
-			if k, err := kindOf(b); err != nil || k != kind {
-				t.Fatalf("kindOf(kind %d) = %d, %v", kind, k, err)
+			if k, err := KindOf(b); err != nil || k != kind {
+				t.Fatalf("KindOf(kind %d) = %d, %v", kind, k, err)
 			}
-			other := uint64(kindBuilt)
-			if kind == kindBuilt {
-				other = kindClosed
+			other := uint64(KindBuilt)
+			if kind == KindBuilt {
+				other = KindClosed
 			}
-			_, err = decodeText(b, other, "Other")
+			_, err = DecodeText(b, other, "Other")
 			checkBad(t, fmt.Sprintf("kind %d read as %d", kind, other), err, fmt.Sprintf("kind %d", kind))
 			for n := range len(b) {
-				_, err := decodeText(b[:n], kind, "Text")
+				_, err := DecodeText(b[:n], kind, "Text")
 				checkBad(t, fmt.Sprintf("kind %d prefix %d", kind, n), err, "")
 			}
-			_, err = decodeText(append(bytes.Clone(b), 0xc0), kind, "Text")
+			_, err = DecodeText(append(bytes.Clone(b), 0xc0), kind, "Text")
 			checkBad(t, "text with a trailing byte", err, "trailing")
 		}
 	}
 	// A long error text travels whole, as does a long stage name in a report.
 	long := `ringactor: bad pipeline "guide": stage "sqrt" on device 7: ` + strings.Repeat("the device's ring could not be allocated; ", 8)
-	got, err := decodeText(encodeText(kindBuilt, long), kindBuilt, "Built")
+	got, err := DecodeText(EncodeText(KindBuilt, long), KindBuilt, "Built")
 	if err != nil || got != long {
 		t.Fatalf("long text: %q, %v", got, err)
 	}
 	longStage := strings.Repeat("stage-", 40)
-	text, rep, err := decodeClosed(encodeClosed(long, []reportStage{{stats: ra.StageStats{Stage: longStage}}}))
-	if err != nil || text != long || len(rep) != 1 || rep[0].stats.Stage != longStage {
+	text, rep, err := DecodeClosed(EncodeClosed(long, []ReportStage{{Stats: ra.StageStats{Stage: longStage}}}))
+	if err != nil || text != long || len(rep) != 1 || rep[0].Stats.Stage != longStage {
 		t.Fatalf("Closed with long texts: %q, %+v, %v", text, rep, err)
 	}
 	// One over MaxText is cut at a word, marked with what was left out.
 	huge := "ringactor: remote failure: " + strings.Repeat("wörd ", MaxText/6+100)
-	got, err = decodeText(encodeText(kindClosed, huge), kindClosed, "Closed")
+	got, err = DecodeText(EncodeText(KindClosed, huge), KindClosed, "Closed")
 	head, left, ok := strings.Cut(got, " … (")
 	if err != nil || len(got) > MaxText || !ok || !strings.HasPrefix(huge, head) || !strings.HasSuffix(head, "wörd") ||
 		left != fmt.Sprintf("%d bytes left out)", len(huge)-len(head)) {
 		t.Fatalf("text over MaxText: %d bytes, %q ... %q, %v", len(got), got[:min(len(got), 60)], got[max(len(got)-60, 0):], err)
 	}
 
-	for _, m := range []closeMsg{{}, {Drain: true, Timeout: 1}, {Drain: false, Timeout: math.MaxUint64}, {Drain: true, Timeout: 30e9}} {
-		b := encodeClose(m)
-		got, err := decodeClose(b)
+	for _, m := range []CloseMsg{{}, {Drain: true, Timeout: 1}, {Drain: false, Timeout: math.MaxUint64}, {Drain: true, Timeout: 30e9}} {
+		b := EncodeClose(m)
+		got, err := DecodeClose(b)
 		if err != nil || got != m {
 			t.Fatalf("Close %+v: got %+v, %v", m, got, err)
 		}
-		if k, err := kindOf(b); err != nil || k != kindClose {
-			t.Fatalf("kindOf(Close) = %d, %v", k, err)
+		if k, err := KindOf(b); err != nil || k != KindClose {
+			t.Fatalf("KindOf(Close) = %d, %v", k, err)
 		}
 		for n := range len(b) {
-			_, err := decodeClose(b[:n])
+			_, err := DecodeClose(b[:n])
 			checkBad(t, fmt.Sprintf("Close prefix %d", n), err, "")
 		}
-		_, err = decodeClose(append(bytes.Clone(b), 1))
+		_, err = DecodeClose(append(bytes.Clone(b), 1))
 		checkBad(t, "Close with a trailing byte", err, "trailing")
-		_, err = decodeText(b, kindClosed, "Closed")
+		_, err = DecodeText(b, KindClosed, "Closed")
 		checkBad(t, "Close read as Closed", err, "kind 7")
 	}
-	_, err = decodeClose(encodeText(kindClosed, "x"))
+	_, err = DecodeClose(EncodeText(KindClosed, "x"))
 	checkBad(t, "Closed read as Close", err, "kind 8")
 
-	if err := wireError(""); err != nil {
-		t.Fatalf("wireError(\"\") = %v", err)
+	if err := RemoteError(""); err != nil {
+		t.Fatalf("RemoteError(\"\") = %v", err)
 	}
-	if err := wireError("no device 3"); err == nil || !strings.Contains(err.Error(), "no device 3") {
-		t.Fatalf("wireError = %v", err)
+	if err := RemoteError("no device 3"); err == nil || !strings.Contains(err.Error(), "no device 3") {
+		t.Fatalf("RemoteError = %v", err)
 	}
 
-	// kindOf on every message, and on garbage.
-	build, err := encodeBuild(buildMsg{Pipeline: "p"})
+	// KindOf on every message, and on garbage.
+	build, err := EncodeBuild(BuildMsg{Pipeline: "p"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -599,18 +599,18 @@ func TestWireTextAndClose(t *testing.T) {
 		b    []byte
 		kind uint64
 	}{
-		{batchBytes(1, []batchEntry{{ID: 1 << 40, Payload: seqBytes(4, 0)}}), kindBatch},
-		{build, kindBuild},
-		{encodeText(kindBuilt, "e"), kindBuilt},
-		{encodeClose(closeMsg{Drain: true}), kindClose},
-		{encodeClosed("", nil), kindClosed},
-		{encodeReportReq(), kindReportReq},
-		{encodeReport(nil), kindReport},
-		{data, kindData},
-		{dl, kindDeadLetter},
+		{batchBytes(1, []Entry{{ID: 1 << 40, Payload: seqBytes(4, 0)}}), KindBatch},
+		{build, KindBuild},
+		{EncodeText(KindBuilt, "e"), KindBuilt},
+		{EncodeClose(CloseMsg{Drain: true}), KindClose},
+		{EncodeClosed("", nil), KindClosed},
+		{EncodeReportReq(), KindReportReq},
+		{EncodeReport(nil), KindReport},
+		{data, KindData},
+		{dl, KindDeadLetter},
 	} {
-		if k, err := kindOf(c.b); err != nil || k != c.kind {
-			t.Fatalf("kindOf = %d, %v; want %d", k, err, c.kind)
+		if k, err := KindOf(c.b); err != nil || k != c.kind {
+			t.Fatalf("KindOf = %d, %v; want %d", k, err, c.kind)
 		}
 	}
 	for _, b := range [][]byte{
@@ -625,37 +625,37 @@ func TestWireTextAndClose(t *testing.T) {
 		{0x05},
 		{0xc1},
 	} {
-		if k, err := kindOf(b); err == nil || !errors.Is(err, ErrBadMessage) {
-			t.Fatalf("kindOf(%x) = %d, %v; want ErrBadMessage", b, k, err)
+		if k, err := KindOf(b); err == nil || !errors.Is(err, ErrBadMessage) {
+			t.Fatalf("KindOf(%x) = %d, %v; want ErrBadMessage", b, k, err)
 		}
 	}
 }
 
 // FuzzDecodeBatch: no input panics; an error wraps ErrBadMessage; a batch
-// that decodes re-encodes (with batchWriter, in its shortest form) into one
+// that decodes re-encodes (with BatchWriter, in its shortest form) into one
 // that decodes to the same target and entries.
 func FuzzDecodeBatch(f *testing.F) {
-	valid := batchBytes(2, []batchEntry{
+	valid := batchBytes(2, []Entry{
 		{ID: 5, Flags: p2pqueue.FlagSampled, Payload: seqBytes(8, 1), Trace: "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"},
 		{ID: math.MaxUint64, Payload: seqBytes(4, 50)},
 		{ID: 1 << 20, Flags: math.MaxUint32, Payload: seqBytes(64, 90)},
 	})
 	f.Add(valid)
 	f.Add(batchBytes(0, nil))
-	f.Add(batchBytes(1<<16, []batchEntry{{ID: 1 << 33, Payload: []byte{}}}))
+	f.Add(batchBytes(1<<16, []Entry{{ID: 1 << 33, Payload: []byte{}}}))
 	f.Add(valid[:len(valid)/2])
 	f.Add(valid[:len(valid)-1])
 	f.Add(append(bytes.Clone(valid), 0))
 	mangled := bytes.Clone(valid)
-	mangled[2] = kindBuild
+	mangled[2] = KindBuild
 	f.Add(mangled)
 	f.Add([]byte{})
 	f.Add([]byte{0x93, 0x02, 0x04, 0x92, 0x01, 0xdd, 0xff, 0xff, 0xff, 0xff})
 	f.Add([]byte{0x93, 0x02, 0x04, 0x92, 0x01, 0x94, 0xcf, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x00, 0xc6, 0x7f, 0xff, 0xff, 0xff})
 	f.Add([]byte{0x93, 0x02, 0x04, 0x92, 0x01, 0x90})
 	f.Fuzz(func(t *testing.T, b []byte) {
-		var br batchReader
-		to, es, err := br.decode(b)
+		var br BatchReader
+		to, es, err := br.Decode(b)
 		if err != nil {
 			if !errors.Is(err, ErrBadMessage) || es != nil {
 				t.Fatalf("error %v (entries %v) does not wrap ErrBadMessage", err, es)
@@ -664,8 +664,8 @@ func FuzzDecodeBatch(f *testing.F) {
 		}
 		first := copyEntries(es)
 		again := batchBytes(to, first)
-		var br2 batchReader
-		to2, es2, err := br2.decode(again)
+		var br2 BatchReader
+		to2, es2, err := br2.Decode(again)
 		if err != nil {
 			t.Fatalf("batch (to %d, %d entries) decoded from %x re-encodes as %x, which does not decode: %v", to, len(first), b, again, err)
 		}
@@ -679,54 +679,51 @@ func FuzzDecodeBatch(f *testing.F) {
 // A segment's report travels in Closed and Report: every field it carries
 // comes back, and garbage is an error, never a panic.
 func TestWireReportRoundTrip(t *testing.T) {
-	rep := []reportStage{
-		{stats: ra.StageStats{Stage: "sqrt", Device: 1}, lat: ra.StageLatency{Stage: "sqrt", Device: 1, Samples: 40,
+	rep := []ReportStage{
+		{Stats: ra.StageStats{Stage: "sqrt", Device: 1}, Lat: ra.StageLatency{Stage: "sqrt", Device: 1, Samples: 40,
 			QueueWait: ra.Percentiles{P50: 1500, P90: 2500, P99: 9000}, Service: ra.Percentiles{P50: 100, P90: 200, P99: 300}}},
-		{stats: ra.StageStats{Stage: "plus1", Device: 0}, lat: ra.StageLatency{Stage: "plus1"}},
+		{Stats: ra.StageStats{Stage: "plus1", Device: 0}, Lat: ra.StageLatency{Stage: "plus1"}},
 	}
-	rep[0].stats.State, rep[0].stats.Processed, rep[0].stats.Dropped, rep[0].stats.Errors, rep[0].stats.Traced = 3, 1000, 2, 1, 40
-	rep[0].stats.InQueued = []int{5, 6}
-	check := func(what string, got []reportStage) {
+	rep[0].Stats.State, rep[0].Stats.Processed, rep[0].Stats.Dropped, rep[0].Stats.Errors, rep[0].Stats.Traced = 3, 1000, 2, 1, 40
+	rep[0].Stats.InQueued = []int{5, 6}
+	check := func(what string, got []ReportStage) {
 		t.Helper()
 		if len(got) != len(rep) {
 			t.Fatalf("%s: %d stages, want %d", what, len(got), len(rep))
 		}
 		for i, w := range rep {
 			g := got[i]
-			if g.stats.Stage != w.stats.Stage || g.stats.Device != w.stats.Device || g.stats.State != w.stats.State ||
-				g.stats.Processed != w.stats.Processed || g.stats.Dropped != w.stats.Dropped || g.stats.Errors != w.stats.Errors ||
-				g.stats.Traced != w.stats.Traced || g.stats.Queued() != w.stats.Queued() {
-				t.Errorf("%s: stage %d stats %+v, want %+v", what, i, g.stats, w.stats)
+			if g.Stats.Stage != w.Stats.Stage || g.Stats.Device != w.Stats.Device || g.Stats.State != w.Stats.State ||
+				g.Stats.Processed != w.Stats.Processed || g.Stats.Dropped != w.Stats.Dropped || g.Stats.Errors != w.Stats.Errors ||
+				g.Stats.Traced != w.Stats.Traced || g.Stats.Queued() != w.Stats.Queued() {
+				t.Errorf("%s: stage %d stats %+v, want %+v", what, i, g.Stats, w.Stats)
 			}
-			if g.lat.Stage != w.stats.Stage || g.lat.Samples != w.lat.Samples || g.lat.QueueWait != w.lat.QueueWait || g.lat.Service != w.lat.Service {
-				t.Errorf("%s: stage %d latency %+v, want %+v", what, i, g.lat, w.lat)
+			if g.Lat.Stage != w.Stats.Stage || g.Lat.Samples != w.Lat.Samples || g.Lat.QueueWait != w.Lat.QueueWait || g.Lat.Service != w.Lat.Service {
+				t.Errorf("%s: stage %d latency %+v, want %+v", what, i, g.Lat, w.Lat)
 			}
 		}
 	}
-	text, got, err := decodeClosed(encodeClosed("stage x: boom", rep))
+	text, got, err := DecodeClosed(EncodeClosed("stage x: boom", rep))
 	if err != nil || text != "stage x: boom" {
 		t.Fatalf("Closed: %q, %v", text, err)
 	}
 	check("Closed", got)
-	b := encodeReport(rep)
-	got, err = decodeReport(b)
+	b := EncodeReport(rep)
+	got, err = DecodeReport(b)
 	if err != nil {
 		t.Fatal(err)
 	}
 	check("Report", got)
-	if marked := onNode(got, "b"); marked[1].stats.Node != "b" || marked[1].lat.Node != "b" || got[1].stats.Node != "" {
-		t.Errorf("onNode: %+v (from %+v)", marked, got)
-	}
 	for n := range len(b) {
-		_, err := decodeReport(b[:n])
+		_, err := DecodeReport(b[:n])
 		checkBad(t, fmt.Sprintf("prefix of %d of %d bytes", n, len(b)), err, "")
 	}
-	_, err = decodeReport(append(bytes.Clone(b), 0))
+	_, err = DecodeReport(append(bytes.Clone(b), 0))
 	checkBad(t, "trailing byte", err, "trailing")
 	state := rawMsgpack(func(e *msgpack.Encoder) {
 		e.EncodeArrayLen(3)
 		e.EncodeUint(CodecVersion)
-		e.EncodeUint(kindReport)
+		e.EncodeUint(KindReport)
 		e.EncodeArrayLen(1)
 		e.EncodeArrayLen(1)
 		e.EncodeArrayLen(reportFields)
@@ -734,35 +731,8 @@ func TestWireReportRoundTrip(t *testing.T) {
 		e.EncodeInt(0)
 		e.EncodeUint(1 << 40)
 	})
-	_, err = decodeReport(state)
+	_, err = DecodeReport(state)
 	checkBad(t, "state past 32 bits", err, "state")
-	_, _, err = decodeClosed(encodeReport(rep))
+	_, _, err = DecodeClosed(EncodeReport(rep))
 	checkBad(t, "a Report for a Closed", err, "kind 10")
-}
-
-// A dead letter whose error text is over MaxText still travels to the
-// origin, its text cut at a word and marked (EncodeMessage alone refuses it).
-func TestFitDeadLetter(t *testing.T) {
-	text := "ringactor: stage \"sqrt\": " + strings.Repeat("kernel fault ", MaxText/13+10)
-	d := ra.DeadLetter{ID: 9, Stage: "sqrt", Device: 1, Reason: ra.ReasonStageFaulted, Err: errors.New(text)}
-	if _, err := EncodeMessage(d); !errors.Is(err, ErrNotEncodable) {
-		t.Fatalf("EncodeMessage of a %d-byte error text: %v, want ErrNotEncodable", len(text), err)
-	}
-	b, err := EncodeMessage(fitDead(d))
-	if err != nil {
-		t.Fatal(err)
-	}
-	v, err := DecodeMessage(b)
-	got, ok := v.(ra.DeadLetter)
-	if err != nil || !ok || got.ID != 9 || got.Stage != "sqrt" || got.Reason != ra.ReasonStageFaulted || got.Err == nil {
-		t.Fatalf("decoded %+v, %v", v, err)
-	}
-	head, left, _ := strings.Cut(got.Err.Error(), " … (")
-	if !strings.HasPrefix(text, head) || len(head) < MaxText/2 || text[len(head)] != ' ' || left != fmt.Sprintf("%d bytes left out)", len(text)-len(head)) {
-		t.Fatalf("error text of %d bytes: %q ... %q", len(head), head[max(len(head)-40, 0):], left) // cut at a word's end
-	}
-	short := ra.DeadLetter{ID: 1, Stage: "x", Reason: 0, Err: ra.ErrClosed}
-	if f := fitDead(short); f.Err != ra.ErrClosed || f.Stage != "x" || f.Reason != 0 {
-		t.Fatalf("fitDead changed a dead letter that fits: %+v", f)
-	}
 }
