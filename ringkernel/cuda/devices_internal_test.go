@@ -1,8 +1,12 @@
 package cuda
 
 import (
+	"errors"
+	"slices"
+	"strings"
 	"testing"
 
+	"github.com/ringactor/ringactor/kernels"
 	rk "github.com/ringactor/ringactor/ringkernel"
 )
 
@@ -35,5 +39,46 @@ func TestConnectFromNVML(t *testing.T) {
 		if got := connect(gpus[c.a], gpus[c.b], isGPU).String(); got != c.want {
 			t.Errorf("connect(%d, %d) = %s, want %s", c.a, c.b, got, c.want)
 		}
+	}
+}
+
+// The CUDA backend lists the GPUs the driver reports and refuses, saying
+// why, an op with no CUDA source.
+func TestListDevicesAndSupports(t *testing.T) {
+	b := gpuBackend(t, Options{})
+	n, err := b.drv.DeviceCount()
+	if err != nil {
+		t.Fatal(err)
+	}
+	devs, err := b.ListDevices()
+	if err != nil || len(devs) != n {
+		t.Fatalf("%d devices, %v; the driver reports %d", len(devs), err, n)
+	}
+	for i, d := range devs {
+		if d.ID != i || d.Kind != rk.KindGPU || d.Backend != "cuda" || d.Source != "driver" || d.MemoryBytes == 0 || d.ComputeCapability == "" ||
+			len(d.P2P) != n || len(d.Topology) != n || d.Topology[i].Level != rk.LevelSelf || d.MeasuresBusy {
+			t.Errorf("device %d: %+v", i, d)
+		}
+	}
+	devs[0].P2P[0] = true // a copy: the backend's list is its own
+	if again, _ := b.ListDevices(); again[0].P2P[0] {
+		t.Fatal("ListDevices hands out the backend's own slices")
+	}
+	goOnly := kernels.Op{Name: "go_only", Go: func(_, _, in, out []float32) (int, error) { return copy(out, in), nil }}
+	err = b.Supports(0, goOnly)
+	if !errors.Is(err, rk.ErrUnsupported) || !strings.Contains(err.Error(), "no CUDA source") || !strings.Contains(err.Error(), "place it on the CPU") {
+		t.Fatalf("a Go-only op on GPU 0: %v", err)
+	}
+	if err := b.Supports(0, kernels.Op{Name: "k", CUDA: "RA_STAGE(ra_k) {}"}); err != nil {
+		t.Fatalf("an op with a CUDA source: %v", err)
+	}
+	if err := b.Supports(n, goOnly); !errors.Is(err, rk.ErrNoDevice) {
+		t.Fatalf("device %d of %d: %v", n, n, err)
+	}
+	if s := b.Sample(); s != nil && len(s) != n {
+		t.Fatalf("%d samples for %d GPUs", len(s), n)
+	}
+	if !slices.ContainsFunc(rk.Kinds(), func(k rk.Kind) bool { return k.Name == "cuda" }) {
+		t.Fatal("the cuda kind is not registered")
 	}
 }
