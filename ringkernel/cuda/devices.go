@@ -56,7 +56,7 @@ func describe(b rk.Backend, devs []rk.Device) string {
 
 // Supports reports whether GPU device can run op: one with a CUDA source.
 func (b *Backend) Supports(device int, op kernels.Op) error {
-	devs, err := b.ListDevices()
+	devs, err := b.listed()
 	if err != nil {
 		return err
 	}
