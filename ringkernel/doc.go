@@ -40,6 +40,14 @@
 // kernel (commands, status, the trace pump, dead letters) is common code
 // here, with no backend branches.
 //
+// A backend owns its devices, as ggml-backend's do: it lists them
+// (DeviceLister, each a Device with its memory, peers and Topology), says
+// whether a device runs an op and, if not, why and where to run it instead
+// (Supporter, UnsupportedError), and reads their live use (Sampler). Each
+// backend package registers its Kind from its init (Register; Kinds lists
+// them in the order "auto" tries them), and the runtime picks among the
+// kinds as data. This package imports no backend.
+//
 // # Stages
 //
 // A Stage names a registered op (package kernels), its params, and whether

@@ -19,30 +19,43 @@ import (
 // loads once per process, so these tests never call it (the subprocess
 // test in devices_test.go runs the real one).
 
+// kindNamed is the registered kind of that name.
+func kindNamed(t *testing.T, name string) rk.Kind {
+	for _, k := range rk.Kinds() {
+		if k.Name == name {
+			return k
+		}
+	}
+	t.Fatalf("no backend kind %q registered", name)
+	return rk.Kind{}
+}
+
 // noDriverKind is the cuda kind on a machine without a driver.
-func noDriverKind() backendKind {
-	k := backendKinds[0]
-	k.open = func(DeviceOptions) (rk.Backend, []Device, error) {
-		return nil, nil, fmt.Errorf("%w (tried /nonexistent)", drv.ErrNoDriver)
+func noDriverKind(t *testing.T) rk.Kind {
+	k := kindNamed(t, "cuda")
+	k.Open = func(rk.OpenOptions) (rk.Backend, error) {
+		return nil, fmt.Errorf("%w (tried /nonexistent)", drv.ErrNoDriver)
 	}
 	return k
 }
 
 // gpuKind is the cuda kind on a machine with two GPUs, run by a sim backend.
-func gpuKind(opened *rk.Backend) backendKind {
-	k := backendKinds[0]
-	k.open = func(opts DeviceOptions) (rk.Backend, []Device, error) {
+func gpuKind(t *testing.T, opened *rk.Backend) rk.Kind {
+	k := kindNamed(t, "cuda")
+	k.Open = func(rk.OpenOptions) (rk.Backend, error) {
 		b := sim.New(2)
 		*opened = b
-		devs := []Device{{ID: 0, Name: "gpu0", Backend: "cuda", P2P: []bool{false, true}}, {ID: 1, Name: "gpu1", Backend: "cuda", P2P: []bool{true, false}}}
-		return b, devs, nil
+		return b, nil
+	}
+	k.List = func(rk.Backend, rk.OpenOptions) ([]Device, error) {
+		return []Device{{ID: 0, Name: "gpu0", Backend: "cuda", P2P: []bool{false, true}}, {ID: 1, Name: "gpu1", Backend: "cuda", P2P: []bool{true, false}}}, nil
 	}
 	return k
 }
 
 func TestAutoWithoutDriverPicksSimAndSaysWhy(t *testing.T) {
 	var log bytes.Buffer
-	sel, err := selectBackend([]backendKind{noDriverKind(), backendKinds[1]}, DeviceOptions{Backend: "auto", SimDevices: 3, Log: &log}, nil)
+	sel, err := selectBackend([]rk.Kind{noDriverKind(t), kindNamed(t, "sim")}, DeviceOptions{Backend: "auto", SimDevices: 3, Log: &log}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -62,7 +75,7 @@ func TestAutoWithoutDriverPicksSimAndSaysWhy(t *testing.T) {
 
 func TestCUDAWithoutDriverWrapsTheCause(t *testing.T) {
 	var log bytes.Buffer
-	_, err := selectBackend([]backendKind{noDriverKind(), backendKinds[1]}, DeviceOptions{Backend: "cuda", Log: &log}, nil)
+	_, err := selectBackend([]rk.Kind{noDriverKind(t), kindNamed(t, "sim")}, DeviceOptions{Backend: "cuda", Log: &log}, nil)
 	if !errors.Is(err, ErrBackend) || !errors.Is(err, drv.ErrNoDriver) {
 		t.Fatalf("cuda without a driver: %v; want ErrBackend wrapping cuda.ErrNoDriver", err)
 	}
@@ -74,7 +87,7 @@ func TestCUDAWithoutDriverWrapsTheCause(t *testing.T) {
 func TestAutoPrefersTheGPU(t *testing.T) {
 	var log bytes.Buffer
 	var opened rk.Backend
-	sel, err := selectBackend([]backendKind{gpuKind(&opened), backendKinds[1]}, DeviceOptions{Log: &log}, nil)
+	sel, err := selectBackend([]rk.Kind{gpuKind(t, &opened), kindNamed(t, "sim")}, DeviceOptions{Log: &log}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -85,7 +98,7 @@ func TestAutoPrefersTheGPU(t *testing.T) {
 		t.Fatalf("note %q", line)
 	}
 	// Asked for by name, the simulator is used even where a GPU is.
-	sel, err = selectBackend([]backendKind{gpuKind(&opened), backendKinds[1]}, DeviceOptions{Backend: "sim", SimDevices: 1, Log: &log}, nil)
+	sel, err = selectBackend([]rk.Kind{gpuKind(t, &opened), kindNamed(t, "sim")}, DeviceOptions{Backend: "sim", SimDevices: 1, Log: &log}, nil)
 	if err != nil || sel.reg.BackendName() != "sim" {
 		t.Fatalf("sim by name: %v", err)
 	}
@@ -128,13 +141,10 @@ func (b *closingBackend) Close() error {
 // opened, and closes it once.
 func TestCloseReleasesTheBackendAfterItsKernels(t *testing.T) {
 	cb := &closingBackend{Backend: sim.New(3)}
-	kind := backendKinds[1]
-	kind.open = func(opts DeviceOptions) (rk.Backend, []Device, error) {
-		devs, err := simDevices(opts)
-		return cb, devs, err
-	}
+	kind := kindNamed(t, "sim")
+	kind.Open = func(rk.OpenOptions) (rk.Backend, error) { return cb, nil }
 	var log bytes.Buffer
-	rt, err := newRuntime(Config{Devices: DeviceOptions{SimDevices: 3, Log: &log}}, []backendKind{kind})
+	rt, err := newRuntime(Config{Devices: DeviceOptions{SimDevices: 3, Log: &log}}, []rk.Kind{kind})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -8,6 +8,7 @@ import (
 	"sync/atomic"
 	"testing"
 
+	"github.com/ringactor/ringactor/kernels"
 	rk "github.com/ringactor/ringactor/ringkernel"
 	"github.com/ringactor/ringactor/ringkernel/sim"
 	ra "github.com/ringactor/ringactor/runtime"
@@ -77,3 +78,41 @@ func TestInjectedBackendMustAgreeWithTheName(t *testing.T) {
 type unnamed struct{ *sim.Backend }
 
 func (unnamed) Name() string { return "opencl" }
+
+// The runtime links the CUDA and sim backends by default, and "auto"
+// tries them in their kinds' Order: the GPU first.
+func TestDefaultKinds(t *testing.T) {
+	var names []string
+	for _, k := range rk.Kinds() {
+		names = append(names, k.Name)
+	}
+	if strings.Join(names, ",") != "cuda,sim" {
+		t.Fatalf("kinds %v; want cuda, then sim", names)
+	}
+}
+
+// picky is a sim backend that runs no op on its GPUs.
+type picky struct{ *sim.Backend }
+
+func (picky) Supports(device int, op kernels.Op) error {
+	return &rk.UnsupportedError{Op: op.Name, Device: device, Name: "picky", Kind: rk.KindGPU, Why: "is not liked here", Fix: "try elsewhere"}
+}
+
+// Build asks the backend whether each stage's device runs its op, and
+// where the CPU can run it, the fix names the CPU's id.
+func TestBuildAsksTheBackendWhetherItSupportsTheOp(t *testing.T) {
+	rt, err := ra.New(ra.Config{Backend: picky{sim.New(2)}, Devices: ra.DeviceOptions{Log: io.Discard}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rt.Close()
+	_, err = rt.Build(ctxT(t), ra.PipelineSpec{Name: "picky", Stages: []ra.StageSpec{{Name: "s", Op: "scale", Params: []float32{2}, Device: 1}}})
+	if !errors.Is(err, rk.ErrUnsupported) || !strings.Contains(err.Error(), `stage "s": op scale is not liked here, so it cannot run on gpu 1 (picky); place it on the CPU, device 2 ("cpu")`) {
+		t.Fatalf("Build on a backend that runs no op: %v", err)
+	}
+	p, err := rt.Build(ctxT(t), ra.PipelineSpec{Name: "on-cpu", Stages: []ra.StageSpec{{Name: "s", Op: "scale", Params: []float32{2}, Device: 2}}})
+	if err != nil {
+		t.Fatalf("the CPU runs it: %v", err)
+	}
+	p.Close(ctxT(t), false)
+}

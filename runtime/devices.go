@@ -4,62 +4,39 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
 	"sort"
 	"strconv"
 	"strings"
 	"time"
+
+	rk "github.com/ringactor/ringactor/ringkernel"
+	"github.com/ringactor/ringactor/ringkernel/sim"
 )
 
-// Device is one device ringactor can place stages on.
-type Device struct {
-	ID   int    `json:"id"`
-	Name string `json:"name"`
-	// Kind is KindGPU or KindCPU.
-	Kind string `json:"kind"`
-	// Backend runs ring kernels on it: "sim" or "cuda" for a GPU, "cpu"
-	// for the CPU.
-	Backend string `json:"backend"`
-	// Source is where the device was found: "driver" (the CUDA driver,
-	// with NVML's free memory where NVML is present) or "sim".
-	Source string `json:"source"`
-	// MemoryBytes is its total memory, FreeBytes what is free (where known).
-	MemoryBytes uint64 `json:"memory_bytes"`
-	FreeBytes   uint64 `json:"free_bytes"`
-	// ComputeCapability is "9.0" and the like; "sim" for simulated devices.
-	ComputeCapability string `json:"compute_capability"`
-	// SMs is a GPU's multiprocessor count where known, else 0; Cores is
-	// the CPU's core count.
-	SMs   int `json:"sms"`
-	Cores int `json:"cores"`
-	// P2P[j] reports whether this device can write device j's memory.
-	P2P []bool `json:"p2p"`
-	// Topology[j] is how this GPU reaches GPU j (the CPU's, and the way to
-	// it, are Registry.Connection's).
-	Topology []Connection `json:"topology,omitempty"`
-	// nvml is the board's PCI address, for NVML's live readings.
-	nvml *pciAddr
-}
+// Device is one device ringactor can place stages on, as its backend
+// lists it (ringkernel.Device), numbered in the registry.
+type Device = rk.Device
 
 // Environment variables read by DiscoverDevices.
 const (
 	// SimDevicesEnv is the number of simulated devices (default 4).
-	SimDevicesEnv = "RINGACTOR_SIM_DEVICES"
+	SimDevicesEnv = sim.DevicesEnv
 	// SimP2PEnv is the simulated topology: "all" (default: every pair
 	// peers over PCIe), "none", or pairs with their link kind in
 	// nvidia-smi topo -m terms, such as "0-1:nv4,2-3:nv2,*:sys" (a bare
 	// pair "0-1" is a PCIe peer pair; "*" is every pair not named, sys by
 	// default). NVLink and PCIe below a host bridge (nv#, pix, pxb) have
 	// peer access; phb, node and sys do not.
-	SimP2PEnv = "RINGACTOR_SIM_P2P"
+	SimP2PEnv = sim.P2PEnv
 )
 
 // DeviceOptions chooses how devices are found.
 type DeviceOptions struct {
-	// Backend names the ring-kernel backend: "auto" (default: the GPUs
-	// the CUDA driver reports when the CUDA backend can run them, else
-	// simulated devices), "sim" or "cuda". With Config.Backend set it must
-	// be "auto" or that backend's name.
+	// Backend names the ring-kernel backend, one of the registered kinds
+	// (ringkernel.Kinds): "auto" (default: the first kind that opens, in
+	// their Order: the GPUs the CUDA driver reports when the CUDA backend
+	// can run them, else simulated devices), "sim" or "cuda". With
+	// Config.Backend set it must be "auto" or that backend's name.
 	Backend string
 	// SimDevices and SimP2P override the environment variables.
 	SimDevices int
@@ -77,8 +54,8 @@ type DeviceOptions struct {
 }
 
 // ErrNoDevice: a device id that is not in the registry, or no device meets
-// a requirement.
-var ErrNoDevice = errors.New("ringactor: no such device")
+// a requirement (ringkernel.ErrNoDevice).
+var ErrNoDevice = rk.ErrNoDevice
 
 // ErrBackend: the chosen backend cannot run here.
 var ErrBackend = errors.New("ringactor: backend unavailable")
@@ -89,11 +66,12 @@ type Registry struct {
 	devices []Device
 	backend string
 	note    string
+	// more says how to get more GPUs (the backend kind's More).
+	more string
 }
 
 // newRegistry lists gpus and then the CPU, and says so in note.
-func newRegistry(backend string, gpus []Device, note string) *Registry {
-	cpu := cpuDevice(len(gpus))
+func newRegistry(backend string, gpus []Device, cpu Device, note string) *Registry {
 	devs := append(append([]Device(nil), gpus...), cpu)
 	return &Registry{devices: devs, backend: backend, note: note + "; " + describeCPU(cpu)}
 }
@@ -104,13 +82,11 @@ func newRegistry(backend string, gpus []Device, note string) *Registry {
 // opts.Log why there is no GPU ("cuda" is then an error wrapping the cause).
 // It opens the backend only to ask it, and closes it again.
 func DiscoverDevices(opts DeviceOptions) (*Registry, error) {
-	sel, err := selectBackend(backendKinds, opts, nil)
+	sel, err := selectBackend(rk.Kinds(), opts, nil)
 	if err != nil {
 		return nil, err
 	}
-	if c, ok := sel.backend.(interface{ Close() error }); ok {
-		c.Close() // nothing ran on it
-	}
+	closeBackend(sel.backend) // nothing ran on it
 	return sel.reg, nil
 }
 
@@ -145,8 +121,8 @@ func (r *Registry) idsText() string {
 		gpus = "the GPU is 0"
 	}
 	more := ""
-	if r.backend == "sim" {
-		more = fmt.Sprintf(" (set %s for more simulated GPUs)", SimDevicesEnv)
+	if r.more != "" {
+		more = " (" + r.more + ")"
 	}
 	return fmt.Sprintf("%s and the CPU is %d%s", gpus, n, more)
 }
@@ -233,45 +209,6 @@ func (r *Registry) Select(req Requirements) ([]Device, error) {
 	}
 	sort.SliceStable(picked, func(i, j int) bool { return picked[i].MemoryBytes > picked[j].MemoryBytes })
 	return picked, nil
-}
-
-func simDevices(opts DeviceOptions) ([]Device, error) {
-	n := opts.SimDevices
-	if n == 0 {
-		n = 4
-		if s := os.Getenv(SimDevicesEnv); s != "" {
-			v, err := strconv.Atoi(s)
-			if err != nil || v < 1 || v > 64 {
-				return nil, fmt.Errorf("%w: %s=%q; want a count from 1 to 64", ErrNoDevice, SimDevicesEnv, s)
-			}
-			n = v
-		}
-	}
-	if n < 1 || n > 64 {
-		return nil, fmt.Errorf("%w: %d simulated devices; want 1 to 64", ErrNoDevice, n)
-	}
-	topo := opts.SimP2P
-	if topo == "" {
-		topo = os.Getenv(SimP2PEnv)
-	}
-	conn, p2p, err := parseTopology(topo, n)
-	if err != nil {
-		return nil, err
-	}
-	mem := opts.SimMemory
-	if mem == 0 {
-		mem = 16 << 30
-	}
-	devs := make([]Device, n)
-	for i := range devs {
-		m := mem
-		if v, ok := opts.SimMemoryOf[i]; ok {
-			m = v
-		}
-		devs[i] = Device{ID: i, Name: fmt.Sprintf("sim-%d", i), Kind: KindGPU, Backend: "sim", Source: "sim",
-			MemoryBytes: m, FreeBytes: m, ComputeCapability: "sim", P2P: p2p[i], Topology: conn[i]}
-	}
-	return devs, nil
 }
 
 func describeP2P(devs []Device) string {

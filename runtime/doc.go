@@ -3,27 +3,40 @@
 //
 // # Devices and backends
 //
-// Each ring-kernel backend lists its own devices. New picks one by name
-// (DeviceOptions.Backend) or uses the one in Config.Backend: "cuda" runs
-// on the GPUs the CUDA driver reports (name, memory, SMs, compute
-// capability and peer access from the driver; free memory from NVML where
-// present); "sim" runs on RINGACTOR_SIM_DEVICES simulated devices (default
-// 4) with a topology from RINGACTOR_SIM_P2P ("all", "none", or pairs with
-// link kinds like "0-1:nv4,2-3:nv2,*:sys"). "auto" takes the GPUs
-// when the CUDA backend can run them and says once, in one line, why it
-// uses simulated devices otherwise; "cuda" where it cannot run is an error
-// wrapping the cause (cuda.ErrNoDriver where there is no driver). Close
-// releases a backend the runtime opened, after its kernels have ended.
-// The CUDA backend does not yet run stage groups with stealing
-// (runtime/group): building one returns its error.
+// Each ring-kernel backend lists its own devices and says which ops they
+// run (ringkernel.DeviceLister, Supporter, Sampler); the runtime builds
+// its registry from that and asks the backend, naming none. Backend
+// packages register their kind (ringkernel.Register); New picks one by
+// name (DeviceOptions.Backend) or uses the one in Config.Backend: "cuda"
+// runs on the GPUs the CUDA driver reports (name, memory, SMs, compute
+// capability and peer access from the driver; free memory and links from
+// NVML where present); "sim" runs on RINGACTOR_SIM_DEVICES simulated
+// devices (default 4) with a topology from RINGACTOR_SIM_P2P ("all",
+// "none", or pairs with link kinds like "0-1:nv4,2-3:nv2,*:sys"). "auto"
+// takes the GPUs when the CUDA backend can run them and says once, in one
+// line, why it uses simulated devices otherwise; "cuda" where it cannot
+// run is an error wrapping the cause (cuda.ErrNoDriver where there is no
+// driver). Close releases a backend the runtime opened, after its kernels
+// have ended. The CUDA backend does not yet run stage groups with
+// stealing (runtime/group): building one returns its error.
+//
+// The runtime links the CUDA backend (ringkernel/cuda) and the simulator
+// by default, so that a program finds a GPU with no configuration: the
+// CUDA libraries are loaded with dlopen at run time, so this costs nothing
+// at build, and without a driver "auto" falls back to the simulator.
+// Registration as database/sql drivers do, where each program imports the
+// backend it wants, would let a forgotten import run a GPU program on
+// simulated devices; a backend of another kind registers itself the same
+// way and is named once a program imports it (docs/ARCHITECTURE.md §12).
 //
 // After the GPUs the registry lists the host's CPU as a device of its own
 // (Registry.CPUDevice, kind "cpu"), run by the sim backend's goroutine
-// loop whichever backend runs the GPUs. Stages whose op has only a Go side
-// go there; Build refuses them on a GPU. Registry.Connection says how two
-// devices connect in nvidia-smi topo -m terms (NV#, PIX, PXB, PHB, NODE,
-// SYS), Registry.Chain picks GPUs for consecutive stages over the fastest
-// links, and Runtime.Metrics snapshots each device's utilization, memory
+// loop (sim.NewCPU) whichever backend runs the GPUs. Stages whose op has
+// only a Go side go there; Build refuses them on a GPU, as the device's
+// backend answers (an error wrapping ringkernel.ErrUnsupported).
+// Registry.Connection says how two devices connect in nvidia-smi topo -m
+// terms (NV#, PIX, PXB, PHB, NODE, SYS), Registry.Chain picks GPUs for
+// consecutive stages over the fastest links, and Runtime.Metrics snapshots each device's utilization, memory
 // and link traffic and each stage's rate, also exported as OpenTelemetry
 // metrics (docs/METRICS.md).
 //

@@ -27,7 +27,7 @@ func (rt *Runtime) checkLink(s *StageSpec, dev Device) error {
 		return fmt.Errorf("stage %q: %w", s.Name, err)
 	}
 	need := uint64(n)
-	host, _ := hostMemory()
+	host := rt.reg.CPUDevice().MemoryBytes
 	if (dev.MemoryBytes > 0 && need > dev.MemoryBytes) || (host > 0 && need > host) {
 		hostSays := "unknown"
 		if host > 0 {

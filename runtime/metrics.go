@@ -10,6 +10,7 @@ import (
 	"go.opentelemetry.io/otel/metric"
 
 	"github.com/ringactor/ringactor/p2pqueue"
+	rk "github.com/ringactor/ringactor/ringkernel"
 )
 
 // Metrics is a snapshot of a runtime: every device, the traffic on each
@@ -161,7 +162,7 @@ func (rt *Runtime) snapshot(m *meter) Metrics {
 				Rate: delta(procKey{p, i}, st.Processed)}
 			if d := s.spec.Device; d >= 0 && d < len(devs) {
 				out.Devices[d].Kernels++
-				if st.Busy > 0 || devs[d].Backend != "cuda" {
+				if st.Busy > 0 || devs[d].MeasuresBusy {
 					sm.Busy = min(delta(busyKey{p, i}, uint64(st.Busy))/1e9, 1)
 					busy[d] += sm.Busy
 				}
@@ -169,36 +170,29 @@ func (rt *Runtime) snapshot(m *meter) Metrics {
 			out.Stages = append(out.Stages, sm)
 		}
 	}
-	var samples map[pciAddr]nvmlSample
+	var samples []rk.DeviceSample
+	if mux, ok := rt.backend.(*devices); ok {
+		samples = mux.Sample()
+	}
 	for i, d := range devs {
 		dm := &out.Devices[i]
 		for _, lm := range links[i] {
 			dm.Links = append(dm.Links, *lm)
 		}
 		sort.Slice(dm.Links, func(a, b int) bool { return dm.Links[a].Kind < dm.Links[b].Kind })
+		var s rk.DeviceSample
+		if i < len(samples) {
+			s = samples[i]
+		}
+		dm.UsedBytes = dm.RuntimeBytes // unless the backend reads more: what we hold
+		if s.TotalBytes > 0 {
+			dm.UsedBytes, dm.TotalBytes = s.UsedBytes, max(s.TotalBytes, dm.TotalBytes)
+		}
 		switch {
-		case d.Kind == KindCPU:
-			total, free := hostMemory()
-			dm.UsedBytes, dm.TotalBytes = total-min(free, total), max(total, dm.TotalBytes)
+		case s.UtilizationFrom != "":
+			dm.Utilization, dm.UtilizationFrom = s.Utilization, s.UtilizationFrom
+		case d.MeasuresBusy:
 			dm.Utilization, dm.UtilizationFrom = min(busy[i]/float64(max(d.Cores, 1)), 1), "kernels"
-		case d.nvml != nil:
-			if samples == nil {
-				samples, _ = nvmlSamples()
-				if samples == nil {
-					samples = map[pciAddr]nvmlSample{}
-				}
-			}
-			if s, ok := samples[*d.nvml]; ok {
-				dm.UsedBytes, dm.TotalBytes = s.used, max(s.total, dm.TotalBytes)
-				if s.util >= 0 {
-					dm.Utilization, dm.UtilizationFrom = s.util, "nvml"
-				}
-			}
-		case d.Backend == "sim":
-			dm.UsedBytes = dm.RuntimeBytes
-			dm.Utilization, dm.UtilizationFrom = min(busy[i], 1), "kernels"
-		default:
-			dm.UsedBytes = dm.RuntimeBytes // a GPU NVML does not see: what we hold
 		}
 	}
 	m.at, m.prev = now, seen

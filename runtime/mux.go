@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"sync/atomic"
 
+	"github.com/ringactor/ringactor/kernels"
 	"github.com/ringactor/ringactor/p2pqueue"
 	rk "github.com/ringactor/ringactor/ringkernel"
 )
@@ -107,6 +108,44 @@ func (d *devices) Start(job *rk.Job) (rk.Loop, error) {
 	local := *job
 	local.Spec.Device = r.local
 	return r.b.Start(&local)
+}
+
+// Supports asks the backend of device whether it can run op (a backend
+// that is no rk.Supporter runs every op), and says the device's global id
+// in its answer.
+func (d *devices) Supports(device int, op kernels.Op) error {
+	r, err := d.route(device)
+	if err != nil {
+		return err
+	}
+	s, ok := r.b.(rk.Supporter)
+	if !ok {
+		return nil
+	}
+	err = s.Supports(r.local, op)
+	if u, ok := errors.AsType[*rk.UnsupportedError](err); ok && u.Device == r.local {
+		g := *u
+		g.Device = device
+		return &g
+	}
+	return err
+}
+
+// Sample reads each device's use from its backend (rk.Sampler), by global
+// device id: the GPUs keep their ids, the CPU is its engine's device 0.
+func (d *devices) Sample() []rk.DeviceSample {
+	sample := func(b rk.Backend) []rk.DeviceSample {
+		if s, ok := b.(rk.Sampler); ok {
+			return s.Sample()
+		}
+		return nil
+	}
+	out := make([]rk.DeviceSample, len(d.of))
+	copy(out[:len(d.of)-1], sample(d.gpus))
+	if c := sample(d.cpu); len(c) > 0 {
+		out[len(d.of)-1] = c[0]
+	}
+	return out
 }
 
 // close closes the backends that hold resources (the CUDA backend).

@@ -2,8 +2,10 @@ package runtime
 
 import (
 	"context"
+	"errors"
 	"fmt"
 
+	"github.com/ringactor/ringactor/kernels"
 	rk "github.com/ringactor/ringactor/ringkernel"
 )
 
@@ -27,4 +29,25 @@ func (rt *Runtime) openDevices(ctx context.Context, spec *PipelineSpec) error {
 		}
 	}
 	return nil
+}
+
+// supports asks the backend of device whether it can run op (ringkernel's
+// Supporter). Where the answer is no and the CPU can run it, the fix it
+// gives names the CPU's id.
+func (rt *Runtime) supports(device int, op kernels.Op) error {
+	s, ok := rt.backend.(rk.Supporter)
+	if !ok {
+		return nil
+	}
+	err := s.Supports(device, op)
+	u, ok := errors.AsType[*rk.UnsupportedError](err)
+	if !ok {
+		return err
+	}
+	if cpu := rt.reg.CPUDevice(); u.Kind != KindCPU && s.Supports(cpu.ID, op) == nil {
+		g := *u
+		g.Fix = fmt.Sprintf("place it on the CPU, device %d (%q)", cpu.ID, CPUName)
+		return &g
+	}
+	return err
 }

@@ -264,10 +264,8 @@ func (rt *Runtime) check(spec *PipelineSpec) (graph, error) {
 		if err := rk.CheckRoute(s.Name, ops[i], len(next[i]), s.Route, s.KeyOffset); err != nil {
 			return graph{}, bad("%w", err)
 		}
-		if dev, _ := rt.reg.Device(s.Device); dev.Kind != KindCPU && ops[i].CUDA == "" {
-			cpu := rt.reg.CPUDevice()
-			return graph{}, bad("stage %q: op %s has only a Go side (no CUDA source), so it cannot run on %s %d (%s); place it on the CPU, device %d (%q)",
-				s.Name, ops[i].Name, dev.Kind, dev.ID, dev.Name, cpu.ID, CPUName)
+		if err := rt.supports(s.Device, ops[i]); err != nil {
+			return graph{}, bad("stage %q: %w", s.Name, err)
 		}
 	}
 	in, out, err := flowTypes(spec.Stages, ops, next)

@@ -103,15 +103,14 @@ var ErrNotSent = ctxcheck.ErrNotSent
 // names) and lists its devices. It prints one line on
 // Config.Devices.Log saying which devices it found, and, for "auto", why
 // it passed over a GPU.
-func New(cfg Config) (*Runtime, error) { return newRuntime(cfg, backendKinds) }
+func New(cfg Config) (*Runtime, error) { return newRuntime(cfg, rk.Kinds()) }
 
-func newRuntime(cfg Config, kinds []backendKind) (*Runtime, error) {
+func newRuntime(cfg Config, kinds []rk.Kind) (*Runtime, error) {
 	sel, err := selectBackend(kinds, cfg.Devices, cfg.Backend)
 	if err != nil {
 		return nil, err
 	}
-	cpu := sel.reg.CPUDevice()
-	devs := newDevices(sel.backend, cpu.ID, openCPU(cpu.ID, cfg.Devices))
+	devs := newDevices(sel.backend, sel.reg.CPUDevice().ID, sel.cpu)
 	rt := &Runtime{reg: sel.reg, gpus: sel.backend, backend: devs, system: cfg.System, tp: cfg.TracerProvider, mp: cfg.MeterProvider, names: map[string]*Pipeline{}, roles: map[string]bool{}}
 	if _, ok := sel.backend.(interface{ Close() error }); ok && sel.owned {
 		rt.release = devs.close

@@ -43,6 +43,35 @@ var rules = []rule{
 		"the fixed-host-list provider knows protoactor cluster membership only, nothing of ring kernels"},
 }
 
+// directRules: the packages matching pkg must not import, themselves (not
+// counting what the packages they import import), any import path with one
+// of the forbidden prefixes. runtime links the CUDA backend by default
+// (ringkernel/cuda registers its kind), so the driver and NVML are below it;
+// but runtime's own code is backend-neutral: it asks the backend
+// (ringkernel.DeviceLister, Supporter, Sampler) and never calls the driver
+// or NVML itself.
+var directRules = []rule{
+	{"github.com/ringactor/ringactor/runtime", []string{"github.com/ringactor/ringactor/cuda", "github.com/NVIDIA/go-nvml"},
+		"runtime holds no CUDA or NVML code: the CUDA backend (ringkernel/cuda) lists its GPUs and reads NVML, and runtime asks it (docs/ARCHITECTURE.md §12)"},
+}
+
+// The common ring-kernel package links no backend (ggml-backend's rule:
+// the core never names a backend); backends register their kinds with it.
+var commonRule = rule{"github.com/ringactor/ringactor/ringkernel",
+	[]string{"github.com/ringactor/ringactor/ringkernel/sim", "github.com/ringactor/ringactor/ringkernel/cuda", "github.com/ringactor/ringactor/cuda", "github.com/NVIDIA/go-nvml"},
+	"ringkernel is the interface every backend implements; backends import it, never the other way"}
+
+// imports lists what the packages matching pattern import themselves
+// (their non-test files).
+func imports(t *testing.T, pattern string) []string {
+	t.Helper()
+	out, err := exec.Command("go", "list", "-f", `{{join .Imports "\n"}}`, pattern).CombinedOutput()
+	if err != nil {
+		t.Fatalf("go list -f .Imports %s: %v\n%s", pattern, err, out)
+	}
+	return strings.Fields(string(out))
+}
+
 // deps lists every package pattern's packages depend on, themselves included.
 func deps(t *testing.T, pattern string) []string {
 	t.Helper()
@@ -58,11 +87,20 @@ func TestImportRules(t *testing.T) {
 	if _, err := exec.LookPath("go"); err != nil {
 		t.Skipf("no go command to list imports: %v", err)
 	}
-	for _, r := range rules {
+	for _, r := range append(rules, commonRule) {
 		for _, d := range deps(t, r.pkg) {
 			for _, f := range r.forbidden {
 				if d == f || strings.HasPrefix(d, f+"/") {
 					t.Errorf("%s depends on %s: %s", r.pkg, d, r.why)
+				}
+			}
+		}
+	}
+	for _, r := range directRules {
+		for _, d := range imports(t, r.pkg) {
+			for _, f := range r.forbidden {
+				if d == f || strings.HasPrefix(d, f+"/") {
+					t.Errorf("%s imports %s: %s", r.pkg, d, r.why)
 				}
 			}
 		}

@@ -69,6 +69,11 @@ type Backend struct {
 	portArn *pinnedArena // portable pinned memory, shared by all devices
 	allocs  map[uint64]allocation
 	closed  bool
+
+	// listOnce lists the GPUs once (ListDevices).
+	listOnce sync.Once
+	gpus     []gpu
+	listErr  error
 }
 
 // New loads the driver and readies a backend. It fails with an error

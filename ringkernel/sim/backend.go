@@ -18,8 +18,14 @@ type Backend struct {
 	// and work stealing can be exercised. Set it before the first Start.
 	Cost map[int]time.Duration
 	// Kind is the name it gives (default "sim"): "cpu" where it runs the
-	// host's CPU as a device beside GPUs.
+	// host's CPU as a device beside GPUs (NewCPU).
 	Kind string
+	// Topology, Memory and MemoryOf say how its devices look when they
+	// are listed (ListDevices; ringkernel.OpenOptions says what each
+	// means). They change nothing of how kernels run.
+	Topology string
+	Memory   uint64
+	MemoryOf map[int]uint64
 
 	gate gate.Gate
 }

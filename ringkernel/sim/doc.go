@@ -15,4 +15,11 @@
 // is dead-lettered ringkernel.CodePanic with the value and stack in its
 // error (kept whole for the host, ringkernel.CauseKeeper), and the loop
 // goes on.
+//
+// Devices. A Backend lists simulated GPUs (ListDevices: Devices of them, or
+// RINGACTOR_SIM_DEVICES, joined as Topology or RINGACTOR_SIM_P2P says), and
+// NewCPU makes the engine of the host's CPU, listed as one device of kind
+// "cpu". A simulated GPU stands for a real one and runs ops with a CUDA
+// source; the CPU runs ops with a Go side (Supports). The package
+// registers the "sim" kind, the one "auto" falls back to.
 package sim

@@ -1,12 +1,14 @@
 //go:build cgo
 
-package runtime
+package cuda
 
 import (
 	"errors"
 	"fmt"
 
 	"github.com/NVIDIA/go-nvml/pkg/nvml"
+
+	rk "github.com/ringactor/ringactor/ringkernel"
 )
 
 // nvmlDevices lists the GPUs NVML sees (it loads libnvidia-ml with dlopen,
@@ -32,7 +34,7 @@ func nvmlDevices() ([]nvmlGPU, error) {
 		if ret != nvml.SUCCESS {
 			return nil, fmt.Errorf("device %d: %s", i, nvml.ErrorString(ret))
 		}
-		g := nvmlGPU{Device: Device{ID: i, Backend: "cuda", Source: "nvml"}}
+		g := nvmlGPU{Device: rk.Device{ID: i, Backend: "cuda", Source: "nvml"}}
 		g.Name, _ = h.GetName()
 		if mem, ret := h.GetMemoryInfo(); ret == nvml.SUCCESS {
 			g.MemoryBytes, g.FreeBytes = mem.Total, mem.Free

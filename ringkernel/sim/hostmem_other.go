@@ -1,6 +1,6 @@
 //go:build !linux
 
-package runtime
+package sim
 
 // hostMemory is unknown off Linux: 0, 0.
 func hostMemory() (total, free uint64) { return 0, 0 }

@@ -1,6 +1,6 @@
 //go:build !cgo
 
-package runtime
+package cuda
 
 import "errors"
 
