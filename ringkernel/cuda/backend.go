@@ -231,6 +231,11 @@ func enablePeers(a, c *device) error {
 	return nil
 }
 
+// ErrKernelsRunning: Close was called while ring kernels still run. A
+// kernel that was terminated has ended when Terminate returns; one that
+// faulted ends once its loop comes back, so Close may be retried.
+var ErrKernelsRunning = errors.New("ringkernel/cuda: ring kernels still run")
+
 // Close releases every device's memory and context. Kernels must have
 // ended; Close refuses while any runs, since freeing their memory under
 // them would fault them.
@@ -239,7 +244,7 @@ func (b *Backend) Close() error {
 	defer b.mu.Unlock()
 	for id, d := range b.devs {
 		if n := d.running(); n > 0 {
-			return fmt.Errorf("ringkernel/cuda: device %d still runs %d ring kernels: terminate them before Close", id, n)
+			return fmt.Errorf("%w: device %d still runs %d ring kernels: terminate them (and wait for a faulted one's loop to end) before Close", ErrKernelsRunning, id, n)
 		}
 	}
 	var errs []error
