@@ -158,7 +158,6 @@ bench-go:
 gpu-bundle:
 	rm -rf .gpu && mkdir -p .gpu
 	CGO_ENABLED=1 $(GO) test -c -ldflags="-s -w" -o .gpu/cuda.test ./cuda
-	CGO_ENABLED=1 $(GO) test -c -ldflags="-s -w" -o .gpu/ringkernel.test ./ringkernel
 	CGO_ENABLED=1 $(GO) test -c -ldflags="-s -w" -o .gpu/ringkernel-cuda.test ./ringkernel/cuda
 	CGO_ENABLED=1 $(GO) test -c -ldflags="-s -w" -o .gpu/runtime.test ./runtime
 	CGO_ENABLED=1 $(GO) build -ldflags="-s -w" -o .gpu/ringactor ./cmd/ringactor
