@@ -23,6 +23,8 @@ type Env struct {
 	Spans   *tracetest.SpanRecorder
 	TP      *sdktrace.TracerProvider
 	Metrics *sdkmetric.ManualReader
+
+	under string // the backend under test, for Device (Devices sets it)
 }
 
 // New makes a runtime on the devices opts describe; the test's cleanup
