@@ -60,15 +60,16 @@ const (
 	// SimCost: a per-message service time the case sets on a device
 	// (DeviceOptions.SimCost), to make devices unequal.
 	SimCost
-	// Devices2: two distinct GPUs.
-	Devices2
+	// SimMemory: a device memory size the case sets
+	// (DeviceOptions.SimMemoryOf), for memory-aware placement.
+	SimMemory
 )
 
 var capNames = map[Capability]string{
 	SimTopology: "a simulated topology",
 	Steal:       "work stealing",
 	SimCost:     "simulated service times",
-	Devices2:    "two GPUs",
+	SimMemory:   "simulated memory sizes",
 }
 
 func (c Capability) String() string {
@@ -85,11 +86,13 @@ var Lacks = map[string]map[Capability]string{
 	CPU: {
 		SimTopology: "every stage a case places is on the one CPU device, whose links are host memory: no peer or staged links to check",
 		SimCost:     "simulated service times are set per simulated GPU; the case's devices are the CPU",
+		SimMemory:   "the CPU's memory is the host's, not a size the case sets",
 	},
 	CUDA: {
 		SimTopology: "the links follow the GPUs' real topology, not the simulated one the case sets",
 		Steal:       "the CUDA device loop has no steal: the backend refuses CmdSteal (see the issue on GPU coordination)",
 		SimCost:     "simulated service times are a sim backend option",
+		SimMemory:   "the GPUs' memory is what the driver reports, not a size the case sets",
 	},
 }
 
@@ -98,6 +101,10 @@ func Has(c Capability) bool {
 	_, lacks := Lacks[Backend()][c]
 	return !lacks
 }
+
+// Why is the reason the backend under test lacks c, or "" when it has it:
+// for a case that checks less, not nothing, without c.
+func Why(c Capability) string { return Lacks[Backend()][c] }
 
 // Need skips t, with the reason from Lacks, when the backend under test
 // lacks c.
