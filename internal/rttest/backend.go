@@ -63,6 +63,9 @@ const (
 	// SimMemory: a device memory size the case sets
 	// (DeviceOptions.SimMemoryOf), for memory-aware placement.
 	SimMemory
+	// ErrorTexts: a stage function's dead letters carry its error's text,
+	// not only its code (ringkerneltest.ErrorTexts).
+	ErrorTexts
 )
 
 var capNames = map[Capability]string{
@@ -70,6 +73,7 @@ var capNames = map[Capability]string{
 	Steal:       "work stealing",
 	SimCost:     "simulated service times",
 	SimMemory:   "simulated memory sizes",
+	ErrorTexts:  "stage error texts",
 }
 
 func (c Capability) String() string {
@@ -93,6 +97,7 @@ var Lacks = map[string]map[Capability]string{
 		Steal:       "the CUDA device loop has no steal: the backend refuses CmdSteal (see the issue on GPU coordination)",
 		SimCost:     "simulated service times are a sim backend option",
 		SimMemory:   "the GPUs' memory is what the driver reports, not a size the case sets",
+		ErrorTexts:  "device code reports an ErrorCode, not the stage function's error text",
 	},
 }
 
