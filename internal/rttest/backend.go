@@ -66,14 +66,21 @@ const (
 	// ErrorTexts: a stage function's dead letters carry its error's text,
 	// not only its code (ringkerneltest.ErrorTexts).
 	ErrorTexts
+	// SimMetrics: the GPUs' metrics are the simulated devices' (their set
+	// memory, utilization from the kernels' busy time).
+	SimMetrics
+	// PayloadBytes: a link's byte metrics count the messages' payloads.
+	PayloadBytes
 )
 
 var capNames = map[Capability]string{
-	SimTopology: "a simulated topology",
-	Steal:       "work stealing",
-	SimCost:     "simulated service times",
-	SimMemory:   "simulated memory sizes",
-	ErrorTexts:  "stage error texts",
+	SimTopology:  "a simulated topology",
+	Steal:        "work stealing",
+	SimCost:      "simulated service times",
+	SimMemory:    "simulated memory sizes",
+	ErrorTexts:   "stage error texts",
+	SimMetrics:   "simulated GPU metrics",
+	PayloadBytes: "payload byte counts",
 }
 
 func (c Capability) String() string {
@@ -93,11 +100,13 @@ var Lacks = map[string]map[Capability]string{
 		SimMemory:   "the CPU's memory is the host's, not a size the case sets",
 	},
 	CUDA: {
-		SimTopology: "the links follow the GPUs' real topology, not the simulated one the case sets",
-		Steal:       "the CUDA device loop has no steal: the backend refuses CmdSteal (see the issue on GPU coordination)",
-		SimCost:     "simulated service times are a sim backend option",
-		SimMemory:   "the GPUs' memory is what the driver reports, not a size the case sets",
-		ErrorTexts:  "device code reports an ErrorCode, not the stage function's error text",
+		SimTopology:  "the links follow the GPUs' real topology, not the simulated one the case sets",
+		Steal:        "the CUDA device loop has no steal: the backend refuses CmdSteal (see the issue on GPU coordination)",
+		SimCost:      "simulated service times are a sim backend option",
+		SimMemory:    "the GPUs' memory is what the driver reports, not a size the case sets",
+		ErrorTexts:   "device code reports an ErrorCode, not the stage function's error text",
+		SimMetrics:   "a GPU's memory is what the driver reports, its utilization NVML's (none on the emulated driver) and its stages' busy time unmeasured (-1)",
+		PayloadBytes: "a CUDA ring kernel does not count the bytes it publishes: a link it writes reports messages times the slot size, an upper bound (runtime.LinkMetrics)",
 	},
 }
 
@@ -133,7 +142,8 @@ func Devices(t testing.TB, opts ra.DeviceOptions) *Env {
 	switch Backend() {
 	case CUDA:
 		cudatest.Device(t, 0)
-		e := New(t, ra.DeviceOptions{Backend: CUDA, Log: opts.Log})
+		// SimCost of the CPU device still holds: the CPU engine is sim's.
+		e := New(t, ra.DeviceOptions{Backend: CUDA, Log: opts.Log, SimCost: opts.SimCost})
 		e.under = CUDA
 		return e
 	default:
@@ -142,6 +152,23 @@ func Devices(t testing.TB, opts ra.DeviceOptions) *Env {
 		e.under = Backend()
 		return e
 	}
+}
+
+// CPUID is the id the CPU device will have in the registry Devices makes
+// from opts: after opts.SimDevices simulated GPUs on sim and cpu, after
+// the driver's GPUs on cuda (skipping t like Devices without a driver).
+// For options keyed by device id, such as SimCost, before the runtime is
+// made.
+func CPUID(t testing.TB, opts ra.DeviceOptions) int {
+	t.Helper()
+	if Backend() != CUDA {
+		return opts.SimDevices
+	}
+	n, err := cudatest.Driver(t).DeviceCount()
+	if err != nil {
+		t.Fatalf("counting the GPUs: %v", err)
+	}
+	return n
 }
 
 // Device maps a case's device d onto the devices under test: d itself on
