@@ -25,9 +25,12 @@ func TestMain(m *testing.M) { rttest.Main(m) }
 
 type env = rttest.Env
 
-// newEnv is a runtime on 4 simulated devices with topology topo.
+// newEnv is a runtime on 4 simulated devices with topology topo, for the
+// cases written for simulated GPUs: under another backend they skip
+// (rttest.SimDevices), since the sim pass runs them.
 func newEnv(t *testing.T, topo string) *env {
 	t.Helper()
+	rttest.Need(t, rttest.SimDevices)
 	under.Store(nil) // sim's devices, whatever the backend under test
 	return newEnvOn(t, ra.DeviceOptions{Backend: "sim", SimDevices: 4, SimP2P: topo, Log: io.Discard})
 }

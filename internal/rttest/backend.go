@@ -57,6 +57,10 @@ const (
 	SimTopology Capability = iota + 1
 	// Steal: work stealing between a group's instances (CmdSteal).
 	Steal
+	// SimDevices: the case is written for simulated GPUs it sets up
+	// itself (a topology, sim sizes, Go stages, panics or stalls on them).
+	// Elsewhere it skips: the sim pass runs it.
+	SimDevices
 	// SimCost: a per-message service time the case sets on a device
 	// (DeviceOptions.SimCost), to make devices unequal.
 	SimCost
@@ -95,11 +99,13 @@ func (c Capability) String() string {
 var Lacks = map[string]map[Capability]string{
 	Sim: {},
 	CPU: {
+		SimDevices:  "the case sets up simulated GPUs itself (a topology, their sizes, Go stages, panics or stalls on them): the sim pass runs it",
 		SimTopology: "every stage a case places is on the one CPU device, whose links are host memory: no peer or staged links to check",
 		SimCost:     "simulated service times are set per simulated GPU; the case's devices are the CPU",
 		SimMemory:   "the CPU's memory is the host's, not a size the case sets",
 	},
 	CUDA: {
+		SimDevices:   "the case sets up simulated GPUs itself (a topology, their sizes, Go stages, panics or stalls on them): the sim pass runs it",
 		SimTopology:  "the links follow the GPUs' real topology, not the simulated one the case sets",
 		Steal:        "the CUDA device loop has no steal: the backend refuses CmdSteal (see the issue on GPU coordination)",
 		SimCost:      "simulated service times are a sim backend option",
