@@ -22,7 +22,9 @@ func TestOneNodeInMemory(t *testing.T) {
 	defer cancel()
 	e := rttest.Devices(t, ra.DeviceOptions{SimDevices: 2}) // the backend under test (rttest.BackendEnv)
 	rt := e.RT
-	guide := func(name string) ra.PipelineSpec { return ra.GuideSpec(name, [3]int{e.Device(0), e.Device(1), e.Device(0)}) }
+	guide := func(name string) ra.PipelineSpec {
+		return ra.GuideSpec(name, [3]int{e.Device(0), e.Device(1), e.Device(0)})
+	}
 	if _, err := cluster.Join(ctx, rt, cluster.NodeConfig{Name: "bad name"}); !errors.Is(err, cluster.ErrNode) {
 		t.Errorf("a name with a space: %v, want ErrNode", err)
 	}
