@@ -79,6 +79,7 @@ const (
 
 var capNames = map[Capability]string{
 	SimTopology:  "a simulated topology",
+	SimDevices:   "the simulated GPUs the case is written for",
 	Steal:        "work stealing",
 	SimCost:      "simulated service times",
 	SimMemory:    "simulated memory sizes",
