@@ -1,6 +1,10 @@
 // Package rttest holds what the tests of package runtime and of its
 // sub-packages share: a runtime with recorded spans and metrics, a bounded
-// test context, and the goroutine-leak check.
+// test context, the goroutine-leak check, and the backend the
+// runtime-level suites run on (BackendEnv: sim, cpu or cuda) with its skip
+// table (Lacks), the one place that says which case cannot run where, and
+// why. The ring-kernel backends' own conformance suite is
+// ringkernel/ringkerneltest.
 package rttest
 
 import (
