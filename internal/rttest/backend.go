@@ -51,49 +51,33 @@ func Backend() string {
 // backend lacks which and why; a case that needs one calls Need.
 type Capability int
 
+//go:generate stringer -type=Capability -linecomment
+
 const (
 	// SimTopology: the devices are simulated GPUs whose topology the case
 	// sets (SimP2P), so it can check where links are placed.
-	SimTopology Capability = iota + 1
+	SimTopology Capability = iota + 1 // a simulated topology
 	// Steal: work stealing between a group's instances (CmdSteal).
-	Steal
+	Steal // work stealing
 	// SimDevices: the case is written for simulated GPUs it sets up
 	// itself (a topology, sim sizes, Go stages, panics or stalls on them).
 	// Elsewhere it skips: the sim pass runs it.
-	SimDevices
+	SimDevices // the simulated GPUs the case is written for
 	// SimCost: a per-message service time the case sets on a device
 	// (DeviceOptions.SimCost), to make devices unequal.
-	SimCost
+	SimCost // simulated service times
 	// SimMemory: a device memory size the case sets
 	// (DeviceOptions.SimMemoryOf), for memory-aware placement.
-	SimMemory
+	SimMemory // simulated memory sizes
 	// ErrorTexts: a stage function's dead letters carry its error's text,
 	// not only its code (ringkerneltest.ErrorTexts).
-	ErrorTexts
+	ErrorTexts // stage error texts
 	// SimMetrics: the GPUs' metrics are the simulated devices' (their set
 	// memory, utilization from the kernels' busy time).
-	SimMetrics
+	SimMetrics // simulated GPU metrics
 	// PayloadBytes: a link's byte metrics count the messages' payloads.
-	PayloadBytes
+	PayloadBytes // payload byte counts
 )
-
-var capNames = map[Capability]string{
-	SimTopology:  "a simulated topology",
-	SimDevices:   "the simulated GPUs the case is written for",
-	Steal:        "work stealing",
-	SimCost:      "simulated service times",
-	SimMemory:    "simulated memory sizes",
-	ErrorTexts:   "stage error texts",
-	SimMetrics:   "simulated GPU metrics",
-	PayloadBytes: "payload byte counts",
-}
-
-func (c Capability) String() string {
-	if n, ok := capNames[c]; ok {
-		return n
-	}
-	return fmt.Sprintf("Capability(%d)", int(c))
-}
 
 // Lacks is the skip table of the runtime-level suites: per backend, each
 // capability it lacks and why.

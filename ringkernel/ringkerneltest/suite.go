@@ -18,44 +18,30 @@ import (
 // reason (or, for ErrorTexts, check less).
 type Capability int
 
+//go:generate stringer -type=Capability -linecomment
+
 const (
 	// GoStageFunctions: ops registered with a Go function only run, and a
 	// Go stage function that never returns can be abandoned (the loop is a
 	// ringkernel.Abandoner).
-	GoStageFunctions Capability = iota + 1
+	GoStageFunctions Capability = iota + 1 // Go stage functions
 	// Workers: Stage.Workers runs a stateless stage on parallel workers.
-	Workers
+	Workers // parallel workers
 	// Steal: Kernel.Steal forwards queued messages to a thief (CmdSteal).
-	Steal
+	Steal // work stealing
 	// UserStages: an op registered at run time (kernels.Register) runs
 	// through a ring kernel: its Go side on a Go loop, its CUDA side
 	// compiled by NVRTC on a GPU.
-	UserStages
+	UserStages // user stages
 	// ErrorTexts: a stage function's dead letters carry its error's text,
 	// not only its ErrorCode. Without it the cases check the code only.
-	ErrorTexts
+	ErrorTexts // stage error texts
 	// CountsBeforeHead: the loop stores a batch's counters before it
 	// releases the batch's head (docs/ARCHITECTURE.md §3.2), so a Status
 	// snapshot finds every message below the head it read counted.
 	// Without it the cases check the counters against what was sent only.
-	CountsBeforeHead
+	CountsBeforeHead // counters stored before the head
 )
-
-var capabilityNames = map[Capability]string{
-	GoStageFunctions: "Go stage functions",
-	Workers:          "parallel workers",
-	Steal:            "work stealing",
-	UserStages:       "user stages",
-	ErrorTexts:       "stage error texts",
-	CountsBeforeHead: "counters stored before the head",
-}
-
-func (c Capability) String() string {
-	if n, ok := capabilityNames[c]; ok {
-		return n
-	}
-	return fmt.Sprintf("Capability(%d)", int(c))
-}
 
 // Options describes the backend under test.
 type Options struct {
@@ -131,7 +117,7 @@ func Run(t *testing.T, newBackend func(testing.TB) rk.Backend, opts Options) {
 		opts.Name = "backend"
 	}
 	for c, why := range opts.Lacks {
-		if _, ok := capabilityNames[c]; !ok || strings.TrimSpace(why) == "" {
+		if strings.HasPrefix(c.String(), "Capability(") || strings.TrimSpace(why) == "" {
 			t.Fatalf("%s: skip table entry %v needs a known capability and a reason (%q)", opts.Name, c, why)
 		}
 	}
