@@ -62,7 +62,7 @@ const (
 	// SimDevices: the case is written for simulated GPUs it sets up
 	// itself (a topology, sim sizes, Go stages, panics or stalls on them).
 	// Elsewhere it skips: the sim pass runs it.
-	SimDevices // the simulated GPUs the case is written for
+	SimDevices // simulated GPUs of the case's own
 	// SimCost: a per-message service time the case sets on a device
 	// (DeviceOptions.SimCost), to make devices unequal.
 	SimCost // simulated service times

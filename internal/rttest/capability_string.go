@@ -18,9 +18,9 @@ func _() {
 	_ = x[PayloadBytes-8]
 }
 
-const _Capability_name = "a simulated topologywork stealingthe simulated GPUs the case is written forsimulated service timessimulated memory sizesstage error textssimulated GPU metricspayload byte counts"
+const _Capability_name = "a simulated topologywork stealingsimulated GPUs of the case's ownsimulated service timessimulated memory sizesstage error textssimulated GPU metricspayload byte counts"
 
-var _Capability_index = [...]uint8{0, 20, 33, 75, 98, 120, 137, 158, 177}
+var _Capability_index = [...]uint8{0, 20, 33, 65, 88, 110, 127, 148, 167}
 
 func (i Capability) String() string {
 	idx := int(i) - 1
