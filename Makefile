@@ -14,7 +14,7 @@ help:
 	@echo "make emu             build the emulated CUDA driver into $(EMU_DIR)/ (the device code compiled for the CPU)"
 	@echo "make tsan            the device loop under ThreadSanitizer: each case at 1, 4 and 32 threads per block, host threads as the Go side (TSAN_N=1,4,32, TSAN_RUN=regexp)"
 	@echo "make build           compile every package and command"
-	@echo "make test            go vet, the Relacy models, make tsan, then go test -race over every package (the two-process tests without -race), then the CUDA-backend suites over the emulated driver at $(EMU_THREADS) threads per block, and some once more with its copy engine $(EMU_LAG_US) us late (bounded by $(TEST_TIMEOUT))"
+	@echo "make test            go vet, the Relacy models, make tsan, then go test -race over every package (the two-process tests without -race; the runtime-level suites on sim), the runtime-level suites on the CPU device, then the conformance and runtime-level suites over the emulated CUDA driver at $(EMU_THREADS) threads per block, and some once more with its copy engine $(EMU_LAG_US) us late (bounded by $(TEST_TIMEOUT))"
 	@echo "make relacy          the Relacy models of the link queue, drain, command, barrier and doorbell protocols (internal/relacy; needs relacy-dev), seconds"
 	@echo "make flake           every package's tests FLAKE_N times (default 10) with -race and -short, in one process each, and the emulated CUDA suites: hunts flaky tests (not part of CI)"
 	@echo "make flake-load      make flake beside a heavy load (a go build -a -race loop, LOAD_SPINNERS busy threads), all stopped when it ends: hunts tests that fail on a busy machine"
@@ -40,7 +40,17 @@ EMU_LIB   = $(abspath $(EMU_DIR))/libcudaemu.so
 # and enough to show every barrier and strided loop of the device code.
 EMU_THREADS ?= 32
 EMU_ENV   = RINGACTOR_LIBCUDA=$(EMU_LIB) RINGACTOR_TEST_BACKEND=cuda RINGACTOR_REQUIRE_GPU=1 RINGACTOR_EMU_THREADS=$(EMU_THREADS)
-EMU_PKGS ?= ./cuda ./ringkernel/... ./runtime ./examples/pipeline ./examples/graph
+# The suites that run over the emulated driver: the CUDA backend's
+# conformance suite (ringkernel/cuda calls ringkernel/ringkerneltest) and
+# the runtime-level suites, which read RINGACTOR_TEST_BACKEND
+# (internal/rttest; a case that cannot run on a backend skips with the
+# reason from rttest.Lacks). EMU_WIDE_PKGS spread one stage over four
+# devices (groups, collectives): four emulated GPUs.
+EMU_PKGS ?= ./cuda ./ringkernel/cuda ./runtime ./internal/nodeproc/inmem ./examples/pipeline ./examples/graph ./examples/stealing
+EMU_WIDE_PKGS ?= ./runtime/group ./runtime/collective
+# The runtime-level suites once more on the CPU device
+# (RINGACTOR_TEST_BACKEND=cpu: every stage a case places is on the CPU).
+CPU_PKGS ?= ./runtime ./runtime/group ./runtime/collective ./internal/nodeproc/inmem
 # The bench rows that go through the CUDA backend (the rest are sim's).
 EMU_BENCH_TESTS ?= P2PRowsOnTheGPUs|PipelineRowOnTheGPUs
 EMU_BENCH_PKGS  ?= ./internal/bench
@@ -49,7 +59,7 @@ EMU_BENCH_PKGS  ?= ./internal/bench
 # fenced after them (GPU-REVIEW D2) fails. The packages that set up device
 # links, and the P2P rows.
 EMU_LAG_US        ?= 2000
-EMU_LAG_PKGS      ?= ./ringkernel/... ./examples/pipeline
+EMU_LAG_PKGS      ?= ./ringkernel/cuda ./examples/pipeline
 EMU_LAG_BENCH     ?= P2PRowsOnTheGPUs
 
 emu:
@@ -91,7 +101,9 @@ relacy:
 test: vet emu relacy tsan
 	$(GO) test -race -timeout $(TEST_TIMEOUT) $(PKGS)
 	$(GO) test -timeout $(TEST_TIMEOUT) -run '$(REMOTE_TESTS)' $(REMOTE_PKGS)
+	RINGACTOR_TEST_BACKEND=cpu $(GO) test -race -count=1 -timeout $(TEST_TIMEOUT) $(CPU_PKGS)
 	$(EMU_ENV) $(GO) test -race -count=1 -timeout $(TEST_TIMEOUT) $(EMU_PKGS)
+	$(EMU_ENV) RINGACTOR_EMU_DEVICES=4 $(GO) test -race -count=1 -timeout $(TEST_TIMEOUT) $(EMU_WIDE_PKGS)
 	$(EMU_ENV) $(GO) test -race -count=1 -timeout $(TEST_TIMEOUT) -run '$(EMU_BENCH_TESTS)' $(EMU_BENCH_PKGS)
 	$(EMU_ENV) RINGACTOR_EMU_COPY_LAG_US=$(EMU_LAG_US) $(GO) test -race -count=1 -timeout $(TEST_TIMEOUT) $(EMU_LAG_PKGS)
 	$(EMU_ENV) RINGACTOR_EMU_COPY_LAG_US=$(EMU_LAG_US) $(GO) test -race -count=1 -timeout $(TEST_TIMEOUT) -run '$(EMU_LAG_BENCH)' $(EMU_BENCH_PKGS)
@@ -106,7 +118,9 @@ FLAKE_TIMEOUT ?= 40m
 flake: emu
 	$(GO) test -race -short -count=$(FLAKE_N) -timeout $(FLAKE_TIMEOUT) $(PKGS)
 	$(GO) test -short -count=$(FLAKE_N) -timeout $(FLAKE_TIMEOUT) -run '$(REMOTE_TESTS)' $(REMOTE_PKGS)
+	RINGACTOR_TEST_BACKEND=cpu $(GO) test -race -short -count=$(FLAKE_N) -timeout $(FLAKE_TIMEOUT) $(CPU_PKGS)
 	$(EMU_ENV) $(GO) test -race -short -count=$(FLAKE_N) -timeout $(FLAKE_TIMEOUT) $(EMU_PKGS)
+	$(EMU_ENV) RINGACTOR_EMU_DEVICES=4 $(GO) test -race -short -count=$(FLAKE_N) -timeout $(FLAKE_TIMEOUT) $(EMU_WIDE_PKGS)
 	$(EMU_ENV) $(GO) test -race -short -count=$(FLAKE_N) -timeout $(FLAKE_TIMEOUT) -run '$(EMU_BENCH_TESTS)' $(EMU_BENCH_PKGS)
 
 # make flake beside a heavy, realistic load (scripts/flake-load.sh): a loop
@@ -158,7 +172,6 @@ bench-go:
 gpu-bundle:
 	rm -rf .gpu && mkdir -p .gpu
 	CGO_ENABLED=1 $(GO) test -c -ldflags="-s -w" -o .gpu/cuda.test ./cuda
-	CGO_ENABLED=1 $(GO) test -c -ldflags="-s -w" -o .gpu/ringkernel.test ./ringkernel
 	CGO_ENABLED=1 $(GO) test -c -ldflags="-s -w" -o .gpu/ringkernel-cuda.test ./ringkernel/cuda
 	CGO_ENABLED=1 $(GO) test -c -ldflags="-s -w" -o .gpu/runtime.test ./runtime
 	CGO_ENABLED=1 $(GO) build -ldflags="-s -w" -o .gpu/ringactor ./cmd/ringactor

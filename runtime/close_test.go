@@ -12,7 +12,7 @@ import (
 // every message delivered, no error (before, it waited for its whole ctx
 // and reported the drain as unfinished).
 func TestDrainedCloseActivatesADeactivatedStage(t *testing.T) {
-	e := newEnv(t, "")
+	e := deviceEnv(t)
 	var delivered atomic.Int64
 	p := startCounting(t, e.RT, "deactivated", &delivered)
 	pid, _ := p.PID("root") // the middle stage

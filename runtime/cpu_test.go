@@ -8,11 +8,21 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/ringactor/ringactor/internal/rttest"
 	"github.com/ringactor/ringactor/kernels"
 	ra "github.com/ringactor/ringactor/runtime"
 )
 
 var cpuOpOnce sync.Once
+
+// gpuDevice is testDevice for a case that puts stages on GPUs beside the
+// CPU: under the cpu backend it keeps the simulated GPU d.
+func gpuDevice(d int) int {
+	if rttest.Backend() == rttest.CPU {
+		return d
+	}
+	return testDevice(d)
+}
 
 // registerCPUOp registers test_cpu_square, a Go stage with no CUDA side: it
 // squares a Keyed's values and counts them.
@@ -52,7 +62,7 @@ func TestCPUStagesBesideGPUStages(t *testing.T) {
 	const n = 3000
 	acc := newAccount()
 	spec := guide("cpu-guide")
-	spec.Stages[1].Device = cpu.ID
+	spec.Stages[0].Device, spec.Stages[1].Device, spec.Stages[2].Device = gpuDevice(0), cpu.ID, gpuDevice(2)
 	spec.Deliver.Func, spec.OnDeadLetter = acc.result, acc.deadLetter
 	var mu sync.Mutex
 	got := map[uint64][]float32{}
@@ -67,8 +77,8 @@ func TestCPUStagesBesideGPUStages(t *testing.T) {
 	desc := p.Describe()
 	for _, want := range []string{
 		fmt.Sprintf("root       op sqrt[] on device %d (cpu)", cpu.ID),
-		fmt.Sprintf("from double: egress (mapped-pinned memory on device %d) over PHB", testDevice(0)),
-		fmt.Sprintf("from root: ingress (mapped-pinned memory on device %d) over PHB", testDevice(2)),
+		fmt.Sprintf("from double: egress (mapped-pinned memory on device %d) over PHB", gpuDevice(0)),
+		fmt.Sprintf("from root: ingress (mapped-pinned memory on device %d) over PHB", gpuDevice(2)),
 		fmt.Sprintf("ingress: ingress (host memory on device %d)", cpu.ID),
 	} {
 		if !strings.Contains(desc, want) {
@@ -100,9 +110,9 @@ func TestCPUStagesBesideGPUStages(t *testing.T) {
 	// in Go on the CPU, summed on a GPU.
 	res := make(chan ra.Result, 64)
 	q := buildStarted(t, e.RT, ra.PipelineSpec{Name: "cpu-typed", Stages: []ra.StageSpec{
-		{Name: "scale", Op: "keyed_scale", Params: []float32{3}, Device: testDevice(0)},
+		{Name: "scale", Op: "keyed_scale", Params: []float32{3}, Device: gpuDevice(0)},
 		{Name: "square", Op: "test_cpu_square", Device: cpu.ID},
-		{Name: "sum", Op: "keyed_sum", Device: testDevice(1)},
+		{Name: "sum", Op: "keyed_sum", Device: gpuDevice(1)},
 	}, Deliver: ra.Sink{Chan: res}})
 	const m = 200
 	go func() {

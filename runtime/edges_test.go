@@ -28,7 +28,7 @@ import (
 // those that reach a PID after its actor stopped (protoactor hands them
 // to its dead-letter process). 20 runs.
 func TestPIDSendsRacingCloseLoseNothing(t *testing.T) {
-	e := newEnv(t, "")
+	e := deviceEnv(t)
 	for run := range 20 {
 		var delivered, dead atomic.Uint64
 		spec := guide("race-pid")
@@ -88,7 +88,7 @@ func TestPIDSendsRacingCloseLoseNothing(t *testing.T) {
 // One Data sent to a stage PID after Close has returned is counted and
 // dead-lettered "pipeline closed" before Send returns.
 func TestPIDSendAfterCloseIsDeadLettered(t *testing.T) {
-	e := newEnv(t, "")
+	e := deviceEnv(t)
 	var got []ra.DeadLetter
 	var mu sync.Mutex
 	spec := guide("after-close")
@@ -113,7 +113,7 @@ func TestPIDSendAfterCloseIsDeadLettered(t *testing.T) {
 // A nil ctx is refused by every call that takes one, with ErrNilContext;
 // nothing panics, nothing is counted.
 func TestNilContextIsRefused(t *testing.T) {
-	e := newEnv(t, "")
+	e := deviceEnv(t)
 	var none context.Context
 	if _, err := e.RT.Build(none, guide("nil-ctx")); !errors.Is(err, ra.ErrNilContext) || !strings.Contains(err.Error(), "Runtime.Build") {
 		t.Fatalf("Build(nil ctx) = %v; want ErrNilContext naming Runtime.Build", err)
@@ -143,7 +143,7 @@ func TestNilContextIsRefused(t *testing.T) {
 // A ctx that has already ended is answered with its error before any
 // work: the message is not sent and not counted.
 func TestEndedContextSendsNothing(t *testing.T) {
-	e := newEnv(t, "")
+	e := deviceEnv(t)
 	var delivered atomic.Int64
 	p := startCounting(t, e.RT, "ended-ctx", &delivered)
 	ctx, cancel := context.WithCancel(ctxT(t))
@@ -165,7 +165,7 @@ func TestEndedContextSendsNothing(t *testing.T) {
 // Closed objects refuse work with errors wrapping a sentinel, and
 // Runtime.Close ends the pipelines still open without losing a message.
 func TestClosedRuntimeAndPipelineRefuseWork(t *testing.T) {
-	e := newEnv(t, "")
+	e := deviceEnv(t)
 	var delivered atomic.Int64
 	closed := startCounting(t, e.RT, "closed-first", &delivered)
 	if err := closed.Close(ctxT(t), true); err != nil {
@@ -201,7 +201,7 @@ func TestClosedRuntimeAndPipelineRefuseWork(t *testing.T) {
 // ErrMailboxFull and "send cancelled" ctx's error, never ErrClosed while
 // the pipeline is open.
 func TestDeadLetterErrorsMatchTheirReason(t *testing.T) {
-	e := newEnv(t, "")
+	e := deviceEnv(t)
 	var mu sync.Mutex
 	var dead []ra.DeadLetter
 	for _, bp := range []ra.Backpressure{ra.Reject, ra.Block} {
@@ -246,7 +246,7 @@ func TestDeadLetterErrorsMatchTheirReason(t *testing.T) {
 // before Close.
 func TestStopMiddleStageThenSend(t *testing.T) {
 	for _, drain := range []bool{false, true} {
-		e := newEnv(t, "")
+		e := deviceEnv(t)
 		a := newAccount()
 		spec := guide("stop-middle")
 		spec.Deliver.Func, spec.OnDeadLetter = a.result, a.deadLetter
@@ -308,7 +308,7 @@ func TestStopMiddleStageThenSend(t *testing.T) {
 // a ctx that never ends (as the README closes): it returns, and every
 // message taken is delivered.
 func TestDrainedCloseBehindAFullDeactivatedStageReturns(t *testing.T) {
-	e := newEnv(t, "")
+	e := deviceEnv(t)
 	a := newAccount()
 	spec := guide("full-behind")
 	for i := range spec.Stages {
@@ -341,7 +341,7 @@ func TestDrainedCloseBehindAFullDeactivatedStageReturns(t *testing.T) {
 
 // Idle waits for the messages sent so far, and gives up with ctx.
 func TestIdleWaitsForWhatWasSent(t *testing.T) {
-	e := newEnv(t, "")
+	e := deviceEnv(t)
 	var delivered atomic.Int64
 	p := startCounting(t, e.RT, "idle", &delivered)
 	for i := range 3000 {
@@ -380,7 +380,7 @@ func TestIdleWaitsForWhatWasSent(t *testing.T) {
 // after Sink.CloseWait, and what the channel never took is dead-lettered
 // "sink not read", not counted as delivered.
 func TestUnreadSinkChanIsDeadLettered(t *testing.T) {
-	e := newEnv(t, "")
+	e := deviceEnv(t)
 	for _, buffered := range []int{0, 10} {
 		res := make(chan ra.Result, buffered)
 		a := newAccount()
@@ -416,7 +416,7 @@ func TestUnreadSinkChanIsDeadLettered(t *testing.T) {
 // oversize, pipeline closed) or a kernel dropped it (shutdown without
 // drain); and no root span ends before its stage spans.
 func TestDeadSampledMessagesHaveRootSpans(t *testing.T) {
-	e := newEnv(t, "")
+	e := deviceEnv(t)
 	a := newAccount()
 	spec := guide("dead-traces")
 	spec.SampleRatio = 1
@@ -502,7 +502,7 @@ func TestDeadSampledMessagesHaveRootSpans(t *testing.T) {
 // process with Go's fatal "out of memory"); an unknown device matches
 // ErrNoDevice.
 func TestSizesAndDevicesAreRefusedWithTheUsersValues(t *testing.T) {
-	e := newEnv(t, "")
+	e := newEnv(t, "") // sim: the error names its 16 GiB devices
 	one := func(s ra.StageSpec) error {
 		if s.Name == "" {
 			s.Name = "s"
@@ -548,7 +548,7 @@ func TestSizesAndDevicesAreRefusedWithTheUsersValues(t *testing.T) {
 // Callers learn the ids assigned to ID 0, auto ids keep clear of
 // explicit ones, and a duplicate explicit id travels as given.
 func TestAssignedIDsAreReportedAndClearOfExplicitOnes(t *testing.T) {
-	e := newEnv(t, "")
+	e := deviceEnv(t)
 	a := newAccount()
 	spec := guide("ids")
 	spec.Deliver.Func, spec.OnDeadLetter = a.result, a.deadLetter
@@ -643,7 +643,7 @@ func closeUnbounded(t *testing.T, p *ra.Pipeline, what string) {
 // did anything wraps ErrNotSent and counts nothing; a send whose message
 // was counted and dead-lettered does not wrap it.
 func TestNotSentIsToldFromDeadLettered(t *testing.T) {
-	e := newEnv(t, "")
+	e := deviceEnv(t)
 	spec := guide("notsent")
 	spec.Stages[0].Capacity, spec.Stages[0].Backpressure = 2, ra.Reject
 	p, err := e.RT.Build(ctxT(t), spec)

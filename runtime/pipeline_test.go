@@ -5,7 +5,6 @@ import (
 	"errors"
 	"io"
 	"math"
-	"os"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -17,7 +16,6 @@ import (
 	"go.opentelemetry.io/otel/sdk/metric/metricdata"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 
-	"github.com/ringactor/ringactor/cuda/cudatest"
 	"github.com/ringactor/ringactor/internal/rttest"
 	ra "github.com/ringactor/ringactor/runtime"
 )
@@ -27,41 +25,38 @@ func TestMain(m *testing.M) { rttest.Main(m) }
 
 type env = rttest.Env
 
-// newEnv is a runtime on 4 simulated devices with topology topo.
+// newEnv is a runtime on 4 simulated devices with topology topo, for the
+// cases written for simulated GPUs: under another backend they skip
+// (rttest.SimDevices), since the sim pass runs them.
 func newEnv(t *testing.T, topo string) *env {
 	t.Helper()
+	rttest.Need(t, rttest.SimDevices)
+	under.Store(nil) // sim's devices, whatever the backend under test
 	return newEnvOn(t, ra.DeviceOptions{Backend: "sim", SimDevices: 4, SimP2P: topo, Log: io.Discard})
 }
 
-// BackendEnv picks the backend the tests that use deviceEnv run on: "sim"
-// (the default) or "cuda", which runs them on the GPUs (the GPU bundle
-// sets it), as in package ringkernel's suite.
-const BackendEnv = "RINGACTOR_TEST_BACKEND"
+func onCUDA() bool { return rttest.Backend() == rttest.CUDA }
 
-func onCUDA() bool { return os.Getenv(BackendEnv) == "cuda" }
+// under is the runtime deviceEnv last made, for testDevice.
+var under atomic.Pointer[env]
 
-// gpus is how many GPUs deviceEnv found on cuda, for testDevice.
-var gpus atomic.Int32
-
-// deviceEnv is a runtime on the backend under test: newEnv's simulated
-// devices (any topology), or under RINGACTOR_TEST_BACKEND=cuda the GPUs,
-// where it skips without one (fails under RINGACTOR_REQUIRE_GPU=1). Its
-// tests name devices through testDevice and check placement only on sim.
+// deviceEnv is a runtime on the backend under test (rttest.Backend:
+// RINGACTOR_TEST_BACKEND): newEnv's simulated devices (any topology), the
+// CPU device, or the GPUs of the CUDA backend, where it skips without one
+// (fails under RINGACTOR_REQUIRE_GPU=1). Its tests name devices through
+// testDevice and check placement only where rttest.Has(rttest.SimTopology).
 func deviceEnv(t *testing.T) *env {
 	t.Helper()
-	if !onCUDA() {
-		return newEnv(t, "")
-	}
-	cudatest.Device(t, 0)
-	e := newEnvOn(t, ra.DeviceOptions{Backend: "cuda", Log: io.Discard})
-	gpus.Store(int32(len(e.RT.Registry().GPUs())))
+	e := rttest.Devices(t, ra.DeviceOptions{SimDevices: 4})
+	under.Store(e)
 	return e
 }
 
-// testDevice maps a test's device id onto the GPUs there are on cuda.
+// testDevice maps a test's device id onto the devices under test
+// (rttest.Env.Device) of the runtime deviceEnv made last.
 func testDevice(d int) int {
-	if n := int(gpus.Load()); onCUDA() && n > 0 {
-		return d % n
+	if e := under.Load(); e != nil {
+		return e.Device(d)
 	}
 	return d
 }
@@ -90,10 +85,10 @@ func want(x float32) float32 { return float32(math.Sqrt(float64(x*2))) + 1 }
 // per the topology.
 func TestGuidePipeline(t *testing.T) {
 	var e *env
-	if onCUDA() {
-		e = deviceEnv(t)
-	} else {
+	if rttest.Has(rttest.SimTopology) {
 		e = newEnv(t, "0-1")
+	} else {
+		e = deviceEnv(t)
 	}
 	spec := guide("guide")
 	var mu sync.Mutex
@@ -106,11 +101,11 @@ func TestGuidePipeline(t *testing.T) {
 	d := p.Describe()
 	for _, w := range []string{"ingress (mapped-pinned memory on device 0)", "from double: peer (device memory on device 1)",
 		"from root: staged (portable-pinned memory on device 2)", "egress (mapped-pinned memory on device 2)"} {
-		if !strings.Contains(d, w) && !onCUDA() { // the placement follows the simulated topology
+		if !strings.Contains(d, w) && rttest.Has(rttest.SimTopology) { // the placement follows the simulated topology
 			t.Fatalf("describe lacks %q:\n%s", w, d)
 		}
 	}
-	if !onCUDA() && (!strings.Contains(d, "peer") || !strings.Contains(d, "staged")) {
+	if rttest.Has(rttest.SimTopology) && (!strings.Contains(d, "peer") || !strings.Contains(d, "staged")) {
 		t.Fatalf("describe does not show the placements:\n%s", d)
 	}
 	if err := p.Start(ctxT(t)); err != nil {

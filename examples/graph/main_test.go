@@ -2,12 +2,12 @@ package main
 
 import (
 	"context"
-	"os"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/ringactor/ringactor/cuda/cudatest"
+	"github.com/ringactor/ringactor/internal/rttest"
 )
 
 // The graph example end to end on a small load, on the backend under test
@@ -15,8 +15,8 @@ import (
 // RINGACTOR_TEST_BACKEND=cuda): every result verified, the account and
 // the latency table printed.
 func TestGraphExample(t *testing.T) {
-	backend := "sim"
-	if os.Getenv("RINGACTOR_TEST_BACKEND") == "cuda" {
+	backend := "sim" // the example's devices: simulated GPUs and the CPU, or the GPUs
+	if rttest.Backend() == rttest.CUDA {
 		cudatest.Device(t, 0)
 		backend = "cuda"
 	}

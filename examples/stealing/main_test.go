@@ -5,11 +5,17 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/ringactor/ringactor/internal/rttest"
 )
 
 // The example runs end to end on a small load and prints every run, every
 // device, and the ratios.
 func TestStealingExampleRuns(t *testing.T) {
+	// The demo's devices are simulated GPUs of unequal speed, and it
+	// steals: on another backend it says why it cannot run.
+	rttest.Need(t, rttest.Steal)
+	rttest.Need(t, rttest.SimCost)
 	var b strings.Builder
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()

@@ -5,11 +5,11 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
 	"strings"
 	"testing"
 
 	"github.com/ringactor/ringactor/cuda/cudatest"
+	"github.com/ringactor/ringactor/internal/rttest"
 	ra "github.com/ringactor/ringactor/runtime"
 )
 
@@ -104,7 +104,7 @@ func TestP2POnly(t *testing.T) {
 // on a GPU in the GPU bundle. Every ordered pair of GPUs gets its rows,
 // the diagonal a peer (device-local) row against the staged one.
 func TestP2PRowsOnTheGPUs(t *testing.T) {
-	if os.Getenv("RINGACTOR_TEST_BACKEND") != "cuda" {
+	if rttest.Backend() != rttest.CUDA {
 		t.Skip("the P2P rows on the CUDA backend run with RINGACTOR_TEST_BACKEND=cuda (make test runs them under the emulated driver)")
 	}
 	cudatest.Device(t, 0)
@@ -146,7 +146,7 @@ func TestP2PRowsOnTheGPUs(t *testing.T) {
 // pipeline through the CUDA backend (the device loop, under the emulated
 // driver in make test), against the same pipeline on simulated devices.
 func TestPipelineRowOnTheGPUs(t *testing.T) {
-	if os.Getenv("RINGACTOR_TEST_BACKEND") != "cuda" {
+	if rttest.Backend() != rttest.CUDA {
 		t.Skip("pipeline/cuda-3stage runs with RINGACTOR_TEST_BACKEND=cuda (make test runs it under the emulated driver)")
 	}
 	cudatest.Device(t, 0)

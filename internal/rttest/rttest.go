@@ -1,6 +1,10 @@
 // Package rttest holds what the tests of package runtime and of its
 // sub-packages share: a runtime with recorded spans and metrics, a bounded
-// test context, and the goroutine-leak check.
+// test context, the goroutine-leak check, and the backend the
+// runtime-level suites run on (BackendEnv: sim, cpu or cuda) with its skip
+// table (Lacks), the one place that says which case cannot run where, and
+// why. The ring-kernel backends' own conformance suite is
+// ringkernel/ringkerneltest.
 package rttest
 
 import (
@@ -23,6 +27,8 @@ type Env struct {
 	Spans   *tracetest.SpanRecorder
 	TP      *sdktrace.TracerProvider
 	Metrics *sdkmetric.ManualReader
+
+	under string // the backend under test, for Device (Devices sets it)
 }
 
 // New makes a runtime on the devices opts describe; the test's cleanup

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"math/rand/v2"
 	goruntime "runtime"
 	"strings"
@@ -19,22 +18,17 @@ import (
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 
+	"github.com/ringactor/ringactor/internal/rttest"
 	ra "github.com/ringactor/ringactor/runtime"
 	"github.com/ringactor/ringactor/runtime/collective"
 )
 
-// barrierEnv is a runtime over one simulated device with an in-memory
-// span recorder.
+// barrierEnv is a runtime over one device under test (rttest.Devices)
+// with an in-memory span recorder.
 func barrierEnv(t *testing.T) (*ra.Runtime, *tracetest.SpanRecorder) {
 	t.Helper()
-	spans := tracetest.NewSpanRecorder()
-	tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(spans))
-	rt, err := ra.New(ra.Config{Devices: ra.DeviceOptions{Backend: "sim", SimDevices: 1, Log: io.Discard}, TracerProvider: tp})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { rt.Close(); tp.Shutdown(context.Background()) })
-	return rt, spans
+	e := rttest.Devices(t, ra.DeviceOptions{SimDevices: 1})
+	return e.RT, e.Spans
 }
 
 func newBarrier(t *testing.T, rt *ra.Runtime, spec collective.BarrierSpec) *collective.Barrier {

@@ -24,17 +24,29 @@ func TestMain(m *testing.M) { rttest.Main(m) }
 
 func ctxT(t *testing.T) context.Context { return rttest.Ctx(t) }
 
-// groupEnv is 4 simulated devices; cost gives some of them a service time
-// per message, memory some of them less memory.
+// under is the runtime groupEnv made last, for devices.
+var under *rttest.Env
+
+// groupEnv is a runtime on the devices under test (rttest.Devices: 4
+// simulated GPUs on sim); cost gives some of them a service time per
+// message, memory some of them less memory, which only simulated GPUs
+// have: the case skips elsewhere, saying why (rttest.Lacks).
 func groupEnv(t *testing.T, cost map[int]time.Duration, memory map[int]uint64) *ra.Runtime {
 	t.Helper()
-	rt, err := ra.New(ra.Config{Devices: ra.DeviceOptions{Backend: "sim", SimDevices: 4, Log: io.Discard,
-		SimCost: cost, SimMemoryOf: memory}})
-	if err != nil {
-		t.Fatal(err)
+	if cost != nil {
+		rttest.Need(t, rttest.SimCost)
 	}
-	t.Cleanup(func() { rt.Close() })
-	return rt
+	if memory != nil {
+		rttest.Need(t, rttest.SimMemory)
+	}
+	under = rttest.Devices(t, ra.DeviceOptions{SimDevices: 4, SimCost: cost, SimMemoryOf: memory})
+	return under.RT
+}
+
+// devices is n distinct devices under test for a group's instances.
+func devices(t *testing.T, n int) []int {
+	t.Helper()
+	return under.DeviceSet(t, n)
 }
 
 // collector counts each result once and checks its value.
@@ -111,7 +123,7 @@ func runGroup(t *testing.T, rt *ra.Runtime, spec group.Spec, n int) group.Stats 
 }
 
 func TestGroupStaticSplitsEqually(t *testing.T) {
-	st := runGroup(t, groupEnv(t, nil, nil), group.Spec{Name: "static", Devices: []int{0, 1, 2, 3}, Policy: group.Static}, 4000)
+	st := runGroup(t, groupEnv(t, nil, nil), group.Spec{Name: "static", Devices: devices(t, 4), Policy: group.Static}, 4000)
 	for _, in := range st.Instances {
 		if in.Assigned != 1000 || in.Stolen != 0 {
 			t.Fatalf("static: %+v, want 1000 each and no steals", st.Instances)
@@ -157,9 +169,18 @@ func TestGroupMemoryAwareFollowsFreeMemory(t *testing.T) {
 // With device 3 four times slower, the dynamic and guided policies give it
 // less work than the others get on average.
 func TestGroupDynamicAndGuidedFavourFastDevices(t *testing.T) {
+	if !rttest.Has(rttest.SimCost) {
+		// No unequal devices here: every policy still delivers every
+		// message once (runGroup checks), which is what runs here.
+		for _, p := range []group.Policy{group.Dynamic, group.Guided, group.MemoryAware} {
+			runGroup(t, groupEnv(t, nil, nil), group.Spec{Name: "even-" + p.String(), Devices: devices(t, 4), Policy: p}, 4000)
+		}
+		t.Logf("the skew is not checked on %s: %s", rttest.Backend(), rttest.Why(rttest.SimCost))
+		return
+	}
 	cost := map[int]time.Duration{0: 20 * time.Microsecond, 1: 20 * time.Microsecond, 2: 20 * time.Microsecond, 3: 80 * time.Microsecond}
 	for _, p := range []group.Policy{group.Dynamic, group.Guided} {
-		st := runGroup(t, groupEnv(t, cost, nil), group.Spec{Name: "skew-" + p.String(), Devices: []int{0, 1, 2, 3}, Policy: p}, 6000)
+		st := runGroup(t, groupEnv(t, cost, nil), group.Spec{Name: "skew-" + p.String(), Devices: devices(t, 4), Policy: p}, 6000)
 		fast := (st.Instances[0].Assigned + st.Instances[1].Assigned + st.Instances[2].Assigned) / 3
 		if slow := st.Instances[3].Assigned; slow >= fast {
 			t.Errorf("%s: the slow device was assigned %d, the fast ones %d on average: %+v", p, slow, fast, st.Instances)
@@ -170,8 +191,9 @@ func TestGroupDynamicAndGuidedFavourFastDevices(t *testing.T) {
 // Stealing under skew: the slow device's queue is taken by the others;
 // nothing is lost or duplicated (runGroup checks every message).
 func TestGroupStealsFromTheSlowDevice(t *testing.T) {
+	rttest.Need(t, rttest.Steal)
 	cost := map[int]time.Duration{3: 200 * time.Microsecond}
-	st := runGroup(t, groupEnv(t, cost, nil), group.Spec{Name: "steal", Devices: []int{0, 1, 2, 3}, Policy: group.Static, Steal: true}, 4000)
+	st := runGroup(t, groupEnv(t, cost, nil), group.Spec{Name: "steal", Devices: devices(t, 4), Policy: group.Static, Steal: true}, 4000)
 	if st.Instances[3].Stolen == 0 || st.Steals == 0 {
 		t.Fatalf("no work stolen from the slow device: %+v", st.Instances)
 	}
@@ -183,6 +205,7 @@ func TestGroupStealsFromTheSlowDevice(t *testing.T) {
 
 // Steal is an actor message to an instance's PID, answered with Stolen.
 func TestGroupStealThroughThePID(t *testing.T) {
+	rttest.Need(t, rttest.Steal)
 	rt := groupEnv(t, map[int]time.Duration{0: time.Millisecond}, nil)
 	g, err := group.New(ctxT(t), rt, group.Spec{Name: "pid", Devices: []int{0, 1}, Policy: group.Static, Steal: true, StealEvery: time.Hour,
 		Stage: ra.StageSpec{Name: "x3", Op: "scale", Params: []float32{3}}})
@@ -245,7 +268,7 @@ func TestSendBatchOversizeInTheMiddle(t *testing.T) {
 	var mu sync.Mutex
 	var got []uint64
 	var dead []ra.DeadLetter
-	p, err := rt.Build(ctxT(t), ra.PipelineSpec{Name: "oversize", Stages: []ra.StageSpec{{Name: "id", Op: "identity", SlotSize: 64}},
+	p, err := rt.Build(ctxT(t), ra.PipelineSpec{Name: "oversize", Stages: []ra.StageSpec{{Name: "id", Op: "identity", SlotSize: 64, Device: under.Device(0)}},
 		Deliver:      ra.Sink{Func: func(r ra.Result) { mu.Lock(); got = append(got, r.ID); mu.Unlock() }},
 		OnDeadLetter: func(d ra.DeadLetter) { mu.Lock(); dead = append(dead, d); mu.Unlock() }})
 	if err != nil {
@@ -313,7 +336,7 @@ func TestGroupStealingRefusalSurfaces(t *testing.T) {
 func TestDrainedCloseActivatesADeactivatedGroupInstance(t *testing.T) {
 	rt := groupEnv(t, nil, nil)
 	var delivered atomic.Int64
-	g, err := group.New(ctxT(t), rt, group.Spec{Name: "g", Devices: []int{0, 1},
+	g, err := group.New(ctxT(t), rt, group.Spec{Name: "g", Devices: devices(t, 2),
 		Stage:   ra.StageSpec{Name: "x3", Op: "scale", Params: []float32{3}, Capacity: 256},
 		Deliver: ra.Sink{Func: func(ra.Result) { delivered.Add(1) }}})
 	if err != nil {
@@ -343,7 +366,8 @@ func TestDrainedCloseActivatesADeactivatedGroupInstance(t *testing.T) {
 // The group's imbalance is exported through the runtime's MeterProvider
 // while it runs, with the group's name.
 func TestGroupImbalanceMetric(t *testing.T) {
-	e := rttest.New(t, ra.DeviceOptions{Backend: "sim", SimDevices: 2, SimMemoryOf: map[int]uint64{0: 1 << 30, 1: 3 << 30}, Log: io.Discard})
+	rttest.Need(t, rttest.SimMemory)
+	e := rttest.Devices(t, ra.DeviceOptions{SimDevices: 2, SimMemoryOf: map[int]uint64{0: 1 << 30, 1: 3 << 30}})
 	res := make(chan ra.Result, 400)
 	g, err := group.New(ctxT(t), e.RT, group.Spec{Name: "skewed", Devices: []int{0, 1}, Policy: group.MemoryAware,
 		Stage: ra.StageSpec{Name: "x3", Op: "scale", Params: []float32{3}}, Deliver: ra.Sink{Chan: res}})
@@ -400,7 +424,7 @@ func TestGroupImbalanceMetric(t *testing.T) {
 func TestGroupRefusesNilAndEndedContexts(t *testing.T) {
 	rt := groupEnv(t, nil, nil)
 	var none context.Context
-	spec := group.Spec{Name: "ctxs", Stage: ra.StageSpec{Name: "x", Op: "identity"}, Devices: []int{0, 1}}
+	spec := group.Spec{Name: "ctxs", Stage: ra.StageSpec{Name: "x", Op: "identity"}, Devices: devices(t, 2)}
 	if _, err := group.New(none, rt, spec); !errors.Is(err, ra.ErrNilContext) {
 		t.Fatalf("New(nil ctx) = %v", err)
 	}

@@ -3,13 +3,13 @@ package inmem
 import (
 	"context"
 	"errors"
-	"io"
 	"strings"
 	"testing"
 	"time"
 
 	clustertest "github.com/asynkron/protoactor-go/cluster/clusterproviders/test"
 
+	"github.com/ringactor/ringactor/internal/rttest"
 	ra "github.com/ringactor/ringactor/runtime"
 	"github.com/ringactor/ringactor/runtime/cluster"
 )
@@ -20,9 +20,10 @@ import (
 func TestOneNodeInMemory(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	rt, err := ra.New(ra.Config{Devices: ra.DeviceOptions{Backend: "sim", SimDevices: 2, Log: io.Discard}})
-	if err != nil {
-		t.Fatal(err)
+	e := rttest.Devices(t, ra.DeviceOptions{SimDevices: 2}) // the backend under test (rttest.BackendEnv)
+	rt := e.RT
+	guide := func(name string) ra.PipelineSpec {
+		return ra.GuideSpec(name, [3]int{e.Device(0), e.Device(1), e.Device(0)})
 	}
 	if _, err := cluster.Join(ctx, rt, cluster.NodeConfig{Name: "bad name"}); !errors.Is(err, cluster.ErrNode) {
 		t.Errorf("a name with a space: %v, want ErrNode", err)
@@ -55,7 +56,7 @@ func TestOneNodeInMemory(t *testing.T) {
 	}
 
 	// A stage on a node that is not there: refused, naming the node and the fix.
-	spec := ra.GuideSpec("absent", [3]int{0, 1, 0})
+	spec := guide("absent")
 	spec.Stages[1].Node = "ghost"
 	if _, err := node.Build(ctx, spec, cluster.ClusterOptions{Timeout: time.Second}); !errors.Is(err, cluster.ErrNode) || !strings.Contains(err.Error(), `"ghost"`) {
 		t.Errorf("stage on an absent node: %v, want ErrNode naming it", err)
@@ -67,7 +68,7 @@ func TestOneNodeInMemory(t *testing.T) {
 
 	// Stages that name this node run here.
 	results := make(chan ra.Result, 100)
-	spec = ra.GuideSpec("self", [3]int{0, 1, 0})
+	spec = guide("self")
 	for i := range spec.Stages {
 		spec.Stages[i].Node = "solo"
 	}

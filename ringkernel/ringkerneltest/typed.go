@@ -1,4 +1,4 @@
-package ringkernel_test
+package ringkerneltest
 
 import (
 	"encoding/binary"
@@ -40,7 +40,7 @@ func testKeyed(i int) kernels.Keyed {
 // and the bytes the Go reference computes; messages of a type the op does
 // not take (a float vector, a Keyed of the wrong size) are dead-lettered
 // as "wrong type", not counted as the stage's errors, and leave no gap.
-func TestTypedStages(t *testing.T) {
+func (s *suite) testTypedStages(t *testing.T) {
 	const n = 120
 	// Every 9th message is a float vector, every 13th a Keyed cut short.
 	msgs := make([]p2pqueue.Message, n)
@@ -77,7 +77,7 @@ func TestTypedStages(t *testing.T) {
 		}
 	}
 	t.Run("keyed_scale", func(t *testing.T) {
-		got, dead, st := routedMsgs(t, rk.Stage{Name: "s", Op: "keyed_scale", Params: []float32{1.5}}, rk.RouteOne, 0, 1, msgs)
+		got, dead, st := s.routedMsgs(t, rk.Stage{Name: "s", Op: "keyed_scale", Params: []float32{1.5}}, rk.RouteOne, 0, 1, msgs)
 		wantDead(t, dead, st)
 		j := 0
 		for i := range n {
@@ -96,7 +96,7 @@ func TestTypedStages(t *testing.T) {
 		}
 	})
 	t.Run("keyed_sum", func(t *testing.T) {
-		got, dead, st := routedMsgs(t, rk.Stage{Name: "s", Op: "keyed_sum"}, rk.RouteOne, 0, 1, msgs)
+		got, dead, st := s.routedMsgs(t, rk.Stage{Name: "s", Op: "keyed_sum"}, rk.RouteOne, 0, 1, msgs)
 		wantDead(t, dead, st)
 		j := 0
 		for i := range n {
@@ -116,7 +116,7 @@ func TestTypedStages(t *testing.T) {
 		}
 	})
 	t.Run("keyed_count", func(t *testing.T) {
-		got, dead, st := routedMsgs(t, rk.Stage{Name: "s", Op: "keyed_count", Stateful: true}, rk.RouteOne, 0, 1, msgs)
+		got, dead, st := s.routedMsgs(t, rk.Stage{Name: "s", Op: "keyed_count", Stateful: true}, rk.RouteOne, 0, 1, msgs)
 		wantDead(t, dead, st)
 		seen := map[uint32]uint32{}
 		j := 0
@@ -134,7 +134,7 @@ func TestTypedStages(t *testing.T) {
 	})
 	t.Run("float op given a Keyed", func(t *testing.T) {
 		ms := []p2pqueue.Message{keyedMsg(1, testKeyed(1)), {Header: p2pqueue.Header{ID: 2}, Payload: kernels.EncodeFloats(nil, []float32{3})}}
-		got, dead, st := routedMsgs(t, rk.Stage{Name: "s", Op: "scale", Params: []float32{2}}, rk.RouteOne, 0, 1, ms)
+		got, dead, st := s.routedMsgs(t, rk.Stage{Name: "s", Op: "scale", Params: []float32{2}}, rk.RouteOne, 0, 1, ms)
 		if len(dead) != 1 || dead[0].ID != 1 || dead[0].Code != rk.CodeWrongType || st.Errors != 0 {
 			t.Fatalf("dead letters %v (errors %d), want message 1 as wrong type", dead, st.Errors)
 		}
@@ -146,7 +146,7 @@ func TestTypedStages(t *testing.T) {
 
 // pass hands any type on as it is, and RouteKey routes a Keyed by its key:
 // one key always down the same link.
-func TestTypedPassRoutesByKey(t *testing.T) {
+func (s *suite) testTypedPassRoutesByKey(t *testing.T) {
 	const n = 200
 	msgs := make([]p2pqueue.Message, n)
 	for i := range msgs {
@@ -157,7 +157,7 @@ func TestTypedPassRoutesByKey(t *testing.T) {
 			msgs[i].Payload = binary.LittleEndian.AppendUint32(msgs[i].Payload, math.Float32bits(float32(i)))
 		}
 	}
-	got, dead, st := routedMsgs(t, rk.Stage{Name: "s", Op: "pass"}, rk.RouteKey, 0, 2, msgs)
+	got, dead, st := s.routedMsgs(t, rk.Stage{Name: "s", Op: "pass"}, rk.RouteKey, 0, 2, msgs)
 	if len(dead) != 0 || st.Processed != n {
 		t.Fatalf("dead letters %v, processed %d", dead, st.Processed)
 	}

@@ -1,4 +1,4 @@
-package ringkernel_test
+package ringkerneltest
 
 import (
 	"context"
@@ -13,12 +13,11 @@ import (
 // A victim forwards queued messages to a thief over their dedicated link:
 // the victim stays the only consumer of its in-link, nothing is lost or
 // duplicated, and both kernels' counters conserve.
-func TestStealForwardsQueuedMessages(t *testing.T) {
-	simOnly(t, "the device loop does not forward stolen work yet")
+func (s *suite) testStealForwardsQueuedMessages(t *testing.T) {
 	ctx := ctxT(t)
-	b := testBackend(t, 2)
-	vin, tin, steal := newLink(t, 64, 4), newLink(t, 64, 4), newLink(t, 64, 4)
-	vout, tout := newLink(t, 64, 4), newLink(t, 64, 4)
+	b := s.backend(t)
+	vin, tin, steal := s.newLink(t, 64, 4), s.newLink(t, 64, 4), s.newLink(t, 64, 4)
+	vout, tout := s.newLink(t, 64, 4), s.newLink(t, 64, 4)
 	victim, err := rk.Launch(ctx, b, rk.Spec{Stage: rk.Stage{Name: "victim", Op: "identity"}, ID: 1, Device: 0,
 		In: []*p2pqueue.Link{vin}, Out: []*p2pqueue.Link{vout}, StealTo: []*p2pqueue.Link{steal}})
 	if err != nil {

@@ -1,4 +1,4 @@
-package ringkernel_test
+package ringkerneltest
 
 import (
 	"errors"
@@ -44,12 +44,11 @@ func registerHang(t *testing.T) *hangChans {
 // A kernel stuck in its stage function stops beating; the host declares it
 // faulted, takes over the account of what is queued, and hears nothing more
 // from it, even once the function returns.
-func TestFaultAbandonsAHungKernel(t *testing.T) {
-	simOnly(t, "a Go stage function that hangs")
+func (s *suite) testFaultAbandonsAHungKernel(t *testing.T) {
 	hang := registerHang(t)
 	// All four are queued before the kernel may take any, so they are one
 	// batch: the one the function hangs in.
-	r := launch(t, rk.Stage{Name: "hang", Op: "rk_test_hang", Stateful: true}, 16, 4, false)
+	r := s.launch(t, rk.Stage{Name: "hang", Op: "rk_test_hang", Stateful: true}, 16, 4, false)
 	for id, v := range []float32{1, -1, 2, 3} {
 		if err := r.send.TryEnqueue(&p2pqueue.Message{Header: p2pqueue.Header{ID: uint64(id + 1)}, Payload: kernels.EncodeFloats(nil, []float32{v})}); err != nil {
 			t.Fatal(err)

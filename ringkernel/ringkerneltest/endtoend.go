@@ -1,96 +1,32 @@
-package cuda_test
+package ringkerneltest
 
 import (
-	"context"
 	"math/rand/v2"
 	"sync"
 	"testing"
 	"time"
 
-	"github.com/ringactor/ringactor/cuda/cudatest"
 	"github.com/ringactor/ringactor/kernels"
 	"github.com/ringactor/ringactor/p2pqueue"
 	rk "github.com/ringactor/ringactor/ringkernel"
-	rkcuda "github.com/ringactor/ringactor/ringkernel/cuda"
 )
-
-// These tests need a GPU: they skip with the reason without one, and fail
-// instead under RINGACTOR_REQUIRE_GPU=1 (the GPU bundle sets it). The
-// lifecycle, counters and every built-in op run through package
-// ringkernel's own suite with RINGACTOR_TEST_BACKEND=cuda.
-
-var (
-	once    sync.Once
-	backend *rkcuda.Backend
-	newErr  error
-)
-
-func gpu(t *testing.T) *rkcuda.Backend {
-	t.Helper()
-	cudatest.Driver(t)
-	once.Do(func() { backend, newErr = rkcuda.New(rkcuda.Options{}) })
-	if newErr != nil {
-		t.Fatalf("cuda backend: %v", newErr)
-	}
-	return backend
-}
-
-func link(t *testing.T, b *rkcuda.Backend, kind p2pqueue.MemoryKind, capacity uint32, floats int) *p2pqueue.Link {
-	t.Helper()
-	cfg := p2pqueue.ConfigFor(capacity, 4*floats)
-	n, err := cfg.RegionSize()
-	if err != nil {
-		t.Fatal(err)
-	}
-	r, err := b.Alloc(0, n, kind)
-	if err != nil {
-		t.Fatal(err)
-	}
-	l, err := p2pqueue.Init(r, cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { b.Free(r) })
-	return l
-}
-
-// launch is rk.Launch with a cleanup that terminates the kernel before the
-// cleanups registered earlier free its links.
-func launch(t *testing.T, ctx context.Context, b *rkcuda.Backend, spec rk.Spec) (*rk.Kernel, error) {
-	k, err := rk.Launch(ctx, b, spec)
-	if err == nil {
-		t.Cleanup(func() {
-			c, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-			defer cancel()
-			k.Terminate(c, false)
-		})
-	}
-	return k, err
-}
-
-func ctxFor(t *testing.T, d time.Duration) context.Context {
-	ctx, cancel := context.WithTimeout(context.Background(), d)
-	t.Cleanup(cancel)
-	return ctx
-}
 
 // Two ring kernels on one GPU joined by a link in device memory: x*2, then
 // +1, checked message by message against Go; nothing lost, in order.
-func TestGPUTwoStagesOverADeviceMemoryLink(t *testing.T) {
-	b := gpu(t)
-	in := link(t, b, p2pqueue.MappedPinnedMemory, 1024, 16)
-	mid := link(t, b, p2pqueue.DeviceMemory, 1024, 16)
-	out := link(t, b, p2pqueue.MappedPinnedMemory, 1024, 16)
+func (s *suite) testGPUTwoStagesOverADeviceMemoryLink(t *testing.T) {
+	in := s.allocLink(t, p2pqueue.MappedPinnedMemory, s.device(0), 1024, 16)
+	mid := s.allocLink(t, p2pqueue.DeviceMemory, s.device(0), 1024, 16)
+	out := s.allocLink(t, p2pqueue.MappedPinnedMemory, s.device(0), 1024, 16)
 	ctx := ctxFor(t, time.Minute)
 	var mu sync.Mutex
 	var dead []rk.DeadLetter
 	onDead := func(d rk.DeadLetter) { mu.Lock(); dead = append(dead, d); mu.Unlock() }
-	k1, err := launch(t, ctx, b, rk.Spec{Stage: rk.Stage{Name: "double", Op: "scale", Params: []float32{2}}, ID: 1,
+	k1, err := s.launchSpec(t, ctx, rk.Spec{Stage: rk.Stage{Name: "double", Op: "scale", Params: []float32{2}}, ID: 1,
 		In: []*p2pqueue.Link{in}, Out: []*p2pqueue.Link{mid}, OutLocal: []bool{true}, OnDeadLetter: onDead})
 	if err != nil {
 		t.Fatal(err)
 	}
-	k2, err := launch(t, ctx, b, rk.Spec{Stage: rk.Stage{Name: "plus1", Op: "offset", Params: []float32{1}}, ID: 2,
+	k2, err := s.launchSpec(t, ctx, rk.Spec{Stage: rk.Stage{Name: "plus1", Op: "offset", Params: []float32{1}}, ID: 2,
 		In: []*p2pqueue.Link{mid}, InLocal: []bool{true}, Out: []*p2pqueue.Link{out}, OnDeadLetter: onDead})
 	if err != nil {
 		t.Fatal(err)
@@ -154,14 +90,14 @@ func TestGPUTwoStagesOverADeviceMemoryLink(t *testing.T) {
 	}
 }
 
-// A million 64-byte messages through one ring kernel: every one arrives
+// Options.StressMessages 64-byte messages through one ring kernel (a
+// million on the CUDA backend): every one arrives
 // once, in order, and the counters conserve.
-func TestGPUStressMillionMessages(t *testing.T) {
-	b := gpu(t)
-	in := link(t, b, p2pqueue.MappedPinnedMemory, 4096, 16)
-	out := link(t, b, p2pqueue.MappedPinnedMemory, 4096, 16)
+func (s *suite) testGPUStressMillionMessages(t *testing.T) {
+	in := s.allocLink(t, p2pqueue.MappedPinnedMemory, s.device(0), 4096, 16)
+	out := s.allocLink(t, p2pqueue.MappedPinnedMemory, s.device(0), 4096, 16)
 	ctx := ctxFor(t, 5*time.Minute)
-	k, err := launch(t, ctx, b, rk.Spec{Stage: rk.Stage{Name: "id", Op: "identity"}, In: []*p2pqueue.Link{in}, Out: []*p2pqueue.Link{out}})
+	k, err := s.launchSpec(t, ctx, rk.Spec{Stage: rk.Stage{Name: "id", Op: "identity"}, In: []*p2pqueue.Link{in}, Out: []*p2pqueue.Link{out}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -170,20 +106,20 @@ func TestGPUStressMillionMessages(t *testing.T) {
 	}
 	send, _ := in.Producer()
 	recv, _ := out.Consumer()
-	const total = 1_000_000
+	total := uint64(s.stressMessages())
 	payload := kernels.EncodeFloats(nil, make([]float32, 16))
 	go func() {
 		batch := make([]p2pqueue.Message, 64)
-		for i := 0; i < total; {
-			n := min(len(batch), total-i)
+		for i := uint64(0); i < total; {
+			n := min(uint64(len(batch)), total-i)
 			for j := range n {
-				batch[j] = p2pqueue.Message{Header: p2pqueue.Header{ID: uint64(i + j)}, Payload: payload}
+				batch[j] = p2pqueue.Message{Header: p2pqueue.Header{ID: i + j}, Payload: payload}
 			}
 			done, err := send.EnqueueBatch(ctx, batch[:n])
 			if err != nil {
 				return
 			}
-			i += done
+			i += uint64(done)
 		}
 		send.Close()
 	}()
@@ -202,7 +138,7 @@ func TestGPUStressMillionMessages(t *testing.T) {
 			t.Fatalf("after %d messages: %v (%+v)", next, err, k.Status())
 		}
 	}
-	t.Logf("%d messages in %v: %.2f M msg/s", total, time.Since(start), total/time.Since(start).Seconds()/1e6)
+	t.Logf("%d messages in %v: %.2f M msg/s", total, time.Since(start), float64(total)/time.Since(start).Seconds()/1e6)
 	if err := k.Terminate(ctx, true); err != nil {
 		t.Fatal(err)
 	}
@@ -213,10 +149,9 @@ func TestGPUStressMillionMessages(t *testing.T) {
 }
 
 // Terminate ends a busy-polling kernel well within 100 ms.
-func TestGPUTerminateWithin100ms(t *testing.T) {
-	b := gpu(t)
-	in := link(t, b, p2pqueue.MappedPinnedMemory, 64, 16)
-	k, err := launch(t, ctxFor(t, time.Minute), b, rk.Spec{Stage: rk.Stage{Name: "sink", Op: "identity"}, In: []*p2pqueue.Link{in}})
+func (s *suite) testGPUTerminateWithin100ms(t *testing.T) {
+	in := s.allocLink(t, p2pqueue.MappedPinnedMemory, s.device(0), 64, 16)
+	k, err := s.launchSpec(t, ctxFor(t, time.Minute), rk.Spec{Stage: rk.Stage{Name: "sink", Op: "identity"}, In: []*p2pqueue.Link{in}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -235,12 +170,11 @@ func TestGPUTerminateWithin100ms(t *testing.T) {
 
 // Sampled messages come back as trace records whose device times, through
 // the launch-time calibration, land near the host's clock.
-func TestGPUTraceTimesAreCalibrated(t *testing.T) {
-	b := gpu(t)
-	in := link(t, b, p2pqueue.MappedPinnedMemory, 64, 16)
+func (s *suite) testGPUTraceTimesAreCalibrated(t *testing.T) {
+	in := s.allocLink(t, p2pqueue.MappedPinnedMemory, s.device(0), 64, 16)
 	ctx := ctxFor(t, time.Minute)
 	recs := make(chan rk.TraceRecord, 16)
-	k, err := launch(t, ctx, b, rk.Spec{Stage: rk.Stage{Name: "sink", Op: "identity"}, In: []*p2pqueue.Link{in},
+	k, err := s.launchSpec(t, ctx, rk.Spec{Stage: rk.Stage{Name: "sink", Op: "identity"}, In: []*p2pqueue.Link{in},
 		OnTrace: func(r rk.TraceRecord) { recs <- r }})
 	if err != nil {
 		t.Fatal(err)
