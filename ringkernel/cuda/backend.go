@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"sync"
+	"time"
 
 	drv "github.com/ringactor/ringactor/cuda"
 )
@@ -229,6 +230,27 @@ func enablePeers(a, c *device) error {
 		}
 	}
 	return nil
+}
+
+// Shutdown is Close for a backend whose kernels are ending: while Close
+// refuses because kernels still run (ErrKernelsRunning: a faulted kernel
+// whose loop has not come back yet, or one whose stream the backend has
+// not yet seen finish), it waits, with backoff, and tries again, until ctx
+// ends. It does not stop kernels: terminate them first.
+func (b *Backend) Shutdown(ctx context.Context) error {
+	wait := time.Millisecond
+	for {
+		err := b.Close()
+		if !errors.Is(err, ErrKernelsRunning) {
+			return err
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("%w (waited until: %w)", err, ctx.Err())
+		case <-time.After(wait):
+		}
+		wait = min(2*wait, 100*time.Millisecond)
+	}
 }
 
 // ErrKernelsRunning: Close was called while ring kernels still run. A

@@ -50,7 +50,9 @@ func TestConformance(t *testing.T) {
 		t.Fatalf("cuda backend: %v", err)
 	}
 	t.Cleanup(func() {
-		if err := b.Close(); err != nil {
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		if err := b.Shutdown(ctx); err != nil { // a faulted case's kernel may still be ending
 			t.Errorf("closing the cuda backend: %v", err)
 		}
 	})

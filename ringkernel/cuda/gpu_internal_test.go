@@ -28,7 +28,9 @@ func gpuBackend(t *testing.T, opts Options) *Backend {
 		t.Fatalf("cuda backend: %v", err)
 	}
 	t.Cleanup(func() {
-		if err := b.Close(); err != nil {
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		if err := b.Shutdown(ctx); err != nil {
 			t.Errorf("close: %v", err)
 		}
 	})

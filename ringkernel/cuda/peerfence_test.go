@@ -1,6 +1,7 @@
 package cuda_test
 
 import (
+	"context"
 	"os"
 	"os/exec"
 	"testing"
@@ -46,7 +47,9 @@ func TestGPUPeerLinkSetupIsFenced(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer func() {
-		if err := b.Close(); err != nil {
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		if err := b.Shutdown(ctx); err != nil {
 			t.Errorf("close: %v", err)
 		}
 	}()
