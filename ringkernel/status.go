@@ -96,7 +96,14 @@ func (k *Kernel) Status() Status {
 	} else {
 		for i, l := range k.spec.In {
 			ls := l.Stats()
-			st.InQueued = append(st.InQueued, int(min(ls.Published-heads[i], uint64(l.Cap()))))
+			// Not capped at the link's capacity: tail is read after head,
+			// so published minus that head may pass it for a moment, and
+			// In() - Queued() must stay the head that was read.
+			q := ls.Published - heads[i]
+			if q > 1<<31 { // only a corrupt link reads so: as Stats does
+				q = uint64(l.Cap())
+			}
+			st.InQueued = append(st.InQueued, int(q))
 			st.InPublished = append(st.InPublished, ls.Published)
 		}
 		for _, l := range k.spec.Out {

@@ -460,6 +460,10 @@ func (k *kernel) process(c *p2pqueue.Consumer, m int) {
 	} else {
 		k.publish(m, deq)
 	}
+	// The counters before head, as the device loop: a host that reads
+	// head and then the counters (ringkernel.Kernel.Status) finds every
+	// message below head counted.
+	k.cb.StoreCounters(k.processed, k.dropped, k.errs, k.traced)
 	if err := c.Release(m); err != nil {
 		k.fault(err)
 	}
@@ -672,6 +676,7 @@ func (k *kernel) deadLetterQueued() {
 				h, _, _ := c.Read(i) // a corrupt slot still has an id to report
 				k.deadLetter(&h, rk.CodeShutdown, errors.New("terminated without drain while queued"), now)
 			}
+			k.cb.StoreCounters(k.processed, k.dropped, k.errs, k.traced) // before head, as above
 			if err := c.Release(n); err != nil {
 				k.fault(err)
 				break
