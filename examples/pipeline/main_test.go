@@ -25,7 +25,7 @@ func TestMainJob(t *testing.T) {
 	if err != nil {
 		t.Fatalf("%v\n%s\n%s", err, out.String(), errOut.String())
 	}
-	for _, want := range []string{"pipeline \"guide\" on sim backend", "wait p99", "service p50", "verified 5000 results against the Go reference: 0 mismatches",
+	for _, want := range []string{"pipeline \"guide\" (number ", ") on sim backend, 3 stages", "wait p99", "service p50", "verified 5000 results against the Go reference: 0 mismatches",
 		"delivered 5000, dead-lettered 0"} {
 		if !strings.Contains(out.String(), want) {
 			t.Fatalf("output lacks %q:\n%s", want, out.String())
