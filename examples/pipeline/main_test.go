@@ -168,7 +168,7 @@ func TestMainJobCUDA(t *testing.T) {
 	if err != nil {
 		t.Fatalf("%v\n%s\n%s", err, out.String(), errOut.String())
 	}
-	for _, want := range []string{`pipeline "guide" on cuda backend`, "verified 20000 results against the Go reference: 0 mismatches", "PASS"} {
+	for _, want := range []string{`pipeline "guide" (number `, `) on cuda backend, 3 stages`, "verified 20000 results against the Go reference: 0 mismatches", "PASS"} {
 		if !strings.Contains(out.String(), want) {
 			t.Fatalf("output lacks %q:\n%s", want, out.String())
 		}
