@@ -38,8 +38,8 @@ func (c *Consumer) avail() (int, error) {
 	t := order.LoadAcquire64(c.l.tail) // acquire: slots up to tail are visible
 	n := t - c.head
 	if n > uint64(c.l.cfg.Capacity) {
-		return 0, fmt.Errorf("%w: link %d: tail %d is behind head %d or more than %d slots ahead of it",
-			ErrCorrupt, c.l.cfg.LinkID, t, c.head, c.l.cfg.Capacity)
+		return 0, fmt.Errorf("%w: %s: tail %d is behind head %d or more than %d slots ahead of it",
+			ErrCorrupt, c.l.cfg.LinkID.named(), t, c.head, c.l.cfg.Capacity)
 	}
 	c.tailCache = t
 	return int(n), nil
@@ -70,10 +70,10 @@ func (c *Consumer) Peek(n int) (int, error) {
 				return 0, err
 			}
 			if a == 0 {
-				return 0, fmt.Errorf("%w: link %d drained", ErrClosed, c.l.cfg.LinkID)
+				return 0, fmt.Errorf("%w: %s drained", ErrClosed, c.l.cfg.LinkID.named())
 			}
 		default:
-			return 0, fmt.Errorf("%w: link %d: closed flag is %d, want 0 or 1", ErrCorrupt, c.l.cfg.LinkID, closed)
+			return 0, fmt.Errorf("%w: %s: closed flag is %d, want 0 or 1", ErrCorrupt, c.l.cfg.LinkID.named(), closed)
 		}
 	}
 	c.peeked = min(n, a)
@@ -91,7 +91,7 @@ func (c *Consumer) Read(i int) (Header, []byte, error) {
 	idx := c.head + uint64(i)
 	h, payload, err := DecodeSlot(c.l.slot(idx))
 	if err != nil {
-		return h, nil, fmt.Errorf("link %d slot %d: %w", c.l.cfg.LinkID, idx, err)
+		return h, nil, fmt.Errorf("%s slot %d: %w", c.l.cfg.LinkID.named(), idx, err)
 	}
 	return h, payload, nil
 }
@@ -147,7 +147,7 @@ func (c *Consumer) copyOut(slot []byte, idx uint64, m *Message) error {
 	payload, ok := readSlot(slot, &m.Header)
 	m.Payload = append(m.Payload[:0], payload...)
 	if !ok {
-		return fmt.Errorf("link %d slot %d: %w", c.l.cfg.LinkID, idx, corruptSlot(slot, &m.Header))
+		return fmt.Errorf("%s slot %d: %w", c.l.cfg.LinkID.named(), idx, corruptSlot(slot, &m.Header))
 	}
 	return nil
 }
@@ -162,7 +162,7 @@ func (c *Consumer) Dequeue(ctx context.Context, m *Message) error {
 			return err
 		}
 		if err := c.pause(ctx); err != nil {
-			return fmt.Errorf("link %d: dequeue: %w", c.l.cfg.LinkID, err)
+			return fmt.Errorf("%s: dequeue: %w", c.l.cfg.LinkID.named(), err)
 		}
 	}
 }
@@ -187,7 +187,7 @@ func (c *Consumer) TryDequeueBatch(ms []Message) (int, error) {
 		payload, ok := readSlot(slot, &m.Header)
 		if !ok {
 			m.Payload = m.Payload[:0]
-			err := fmt.Errorf("link %d slot %d: %w", c.l.cfg.LinkID, idx, corruptSlot(slot, &m.Header))
+			err := fmt.Errorf("%s slot %d: %w", c.l.cfg.LinkID.named(), idx, corruptSlot(slot, &m.Header))
 			c.release(i+1, bytes)
 			return i + 1, err
 		}
@@ -208,7 +208,7 @@ func (c *Consumer) DequeueBatch(ctx context.Context, ms []Message) (int, error) 
 			return n, err
 		}
 		if err := c.pause(ctx); err != nil {
-			return 0, fmt.Errorf("link %d: dequeue: %w", c.l.cfg.LinkID, err)
+			return 0, fmt.Errorf("%s: dequeue: %w", c.l.cfg.LinkID.named(), err)
 		}
 	}
 }
@@ -224,7 +224,7 @@ func (c *Consumer) PeekWait(ctx context.Context, n int) (int, error) {
 			return k, err
 		}
 		if err := c.pause(ctx); err != nil {
-			return 0, fmt.Errorf("link %d: peek: %w", c.l.cfg.LinkID, err)
+			return 0, fmt.Errorf("%s: peek: %w", c.l.cfg.LinkID.named(), err)
 		}
 	}
 }

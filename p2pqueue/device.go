@@ -51,13 +51,13 @@ func initDevice(r Region, cfg Config) (*Link, error) {
 	l.dev = &deviceLink{access: r.Access}
 	format(l, cfg, 0)
 	if err := r.Access.CopyIn(0, make([]byte, 4)); err != nil { // invalidate first
-		return nil, fmt.Errorf("p2pqueue: formatting link %d in %s memory on device %d: %w", cfg.LinkID, r.Kind, r.Device, err)
+		return nil, fmt.Errorf("p2pqueue: formatting %s in %s memory on device %d: %w", cfg.LinkID.named(), r.Kind, r.Device, err)
 	}
 	if err := r.Access.CopyIn(4, shadow.Bytes[4:OffSlots]); err != nil {
-		return nil, fmt.Errorf("p2pqueue: formatting link %d in %s memory on device %d: %w", cfg.LinkID, r.Kind, r.Device, err)
+		return nil, fmt.Errorf("p2pqueue: formatting %s in %s memory on device %d: %w", cfg.LinkID.named(), r.Kind, r.Device, err)
 	}
 	if err := r.Access.CopyIn(OffMagic, shadow.Bytes[OffMagic:OffMagic+4]); err != nil {
-		return nil, fmt.Errorf("p2pqueue: formatting link %d in %s memory on device %d: %w", cfg.LinkID, r.Kind, r.Device, err)
+		return nil, fmt.Errorf("p2pqueue: formatting %s in %s memory on device %d: %w", cfg.LinkID.named(), r.Kind, r.Device, err)
 	}
 	return l, nil
 }
@@ -86,6 +86,6 @@ func copyWords(dst, buf []byte) {
 
 // hostUse is the error for moving messages on a device link from the host.
 func (d *deviceLink) hostUse(l *Link, what string) error {
-	return fmt.Errorf("%w: the host cannot %s link %d: it is in %s memory on device %d, where a device loop owns both ends; place links the host touches in mapped pinned memory",
-		ErrNotHostVisible, what, l.cfg.LinkID, l.r.Kind, l.r.Device)
+	return fmt.Errorf("%w: the host cannot %s %s: it is in %s memory on device %d, where a device loop owns both ends; place links the host touches in mapped pinned memory",
+		ErrNotHostVisible, what, l.cfg.LinkID.named(), l.r.Kind, l.r.Device)
 }

@@ -86,8 +86,9 @@ type Config struct {
 	// SlotSize is the size of a slot in bytes, slot header included: a
 	// multiple of SlotAlign in [MinSlotSize, MaxSlotSize].
 	SlotSize uint32
-	// LinkID names the link; it is stored in the header for diagnostics.
-	LinkID uint64
+	// LinkID names the link; it is stored in the header for diagnostics
+	// and decoded by errors (NewLinkID).
+	LinkID LinkID
 }
 
 // ConfigFor returns the smallest Config whose slots hold payloads of

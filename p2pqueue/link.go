@@ -79,7 +79,7 @@ func format(l *Link, cfg Config, start uint64) {
 	binary.LittleEndian.PutUint16(b[OffVersion:], Version)
 	binary.LittleEndian.PutUint32(b[OffCapacity:], cfg.Capacity)
 	binary.LittleEndian.PutUint32(b[OffSlotSize:], cfg.SlotSize)
-	binary.LittleEndian.PutUint64(b[OffLinkID:], cfg.LinkID)
+	binary.LittleEndian.PutUint64(b[OffLinkID:], uint64(cfg.LinkID))
 	order.StoreRelease64(l.tail, start)
 	order.StoreRelease64(l.head, start)
 	order.StoreRelease32(order.Word32(b, OffMagic), Magic)
@@ -105,7 +105,7 @@ func Attach(r Region) (*Link, error) {
 	cfg := Config{
 		Capacity: binary.LittleEndian.Uint32(b[OffCapacity:]),
 		SlotSize: binary.LittleEndian.Uint32(b[OffSlotSize:]),
-		LinkID:   binary.LittleEndian.Uint64(b[OffLinkID:]),
+		LinkID:   LinkID(binary.LittleEndian.Uint64(b[OffLinkID:])),
 	}
 	need, err := cfg.RegionSize()
 	if err != nil {
@@ -264,7 +264,7 @@ func (l *Link) Stats() Stats {
 // region from producing too, so the owner of a region hands out one Link.
 func (l *Link) Producer() (*Producer, error) {
 	if !l.producerTaken.CompareAndSwap(false, true) {
-		return nil, fmt.Errorf("%w: link %d already has a producer; fan-in needs one link per producer", ErrClaimed, l.cfg.LinkID)
+		return nil, fmt.Errorf("%w: %s already has a producer; fan-in needs one link per producer", ErrClaimed, l.cfg.LinkID.named())
 	}
 	if l.dev != nil && !testhook.SkipClaimRefresh.Load() {
 		defer l.dev.refresh(l)()
@@ -273,8 +273,8 @@ func (l *Link) Producer() (*Producer, error) {
 	h := order.LoadAcquire64(l.head)
 	if t-h > uint64(l.cfg.Capacity) {
 		l.producerTaken.Store(false)
-		return nil, fmt.Errorf("%w: link %d: tail %d and head %d are %d slots apart in a queue of %d",
-			ErrCorrupt, l.cfg.LinkID, t, h, t-h, l.cfg.Capacity)
+		return nil, fmt.Errorf("%w: %s: tail %d and head %d are %d slots apart in a queue of %d",
+			ErrCorrupt, l.cfg.LinkID.named(), t, h, t-h, l.cfg.Capacity)
 	}
 	return &Producer{
 		l: l, tail: t, headCache: h, closed: l.closedFlag(), w: wait.Waiter{P: linkWait},
@@ -286,7 +286,7 @@ func (l *Link) Producer() (*Producer, error) {
 // second claim on the same Link fails with ErrClaimed.
 func (l *Link) Consumer() (*Consumer, error) {
 	if !l.consumerTaken.CompareAndSwap(false, true) {
-		return nil, fmt.Errorf("%w: link %d already has a consumer; fan-out needs one link per consumer", ErrClaimed, l.cfg.LinkID)
+		return nil, fmt.Errorf("%w: %s already has a consumer; fan-out needs one link per consumer", ErrClaimed, l.cfg.LinkID.named())
 	}
 	if l.dev != nil && !testhook.SkipClaimRefresh.Load() {
 		defer l.dev.refresh(l)()

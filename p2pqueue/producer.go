@@ -42,8 +42,8 @@ func (p *Producer) free(want int) (int, error) {
 	h := order.LoadAcquire64(p.l.head)
 	used := p.tail - h
 	if used > capacity {
-		return 0, fmt.Errorf("%w: link %d: head %d is ahead of tail %d or more than %d slots behind it",
-			ErrCorrupt, p.l.cfg.LinkID, h, p.tail, capacity)
+		return 0, fmt.Errorf("%w: %s: head %d is ahead of tail %d or more than %d slots behind it",
+			ErrCorrupt, p.l.cfg.LinkID.named(), h, p.tail, capacity)
 	}
 	p.headCache = h
 	return int(capacity - used), nil
@@ -55,7 +55,7 @@ func (p *Producer) free(want int) (int, error) {
 func (p *Producer) Reserve(n int) (int, error) {
 	p.reserved, p.lens = 0, p.lens[:0]
 	if p.closed {
-		return 0, fmt.Errorf("%w: link %d: no enqueue after Close", ErrClosed, p.l.cfg.LinkID)
+		return 0, fmt.Errorf("%w: %s: no enqueue after Close", ErrClosed, p.l.cfg.LinkID.named())
 	}
 	if n <= 0 {
 		return 0, nil
@@ -99,8 +99,8 @@ func writeMessage(slot []byte, m *Message) {
 }
 
 func (p *Producer) tooLarge(id uint64, n int) error {
-	return fmt.Errorf("link %d: message %d: %w: %d bytes, a slot holds %d; raise the link's slot size",
-		p.l.cfg.LinkID, id, ErrTooLarge, n, p.l.cfg.PayloadCap())
+	return fmt.Errorf("%s: message %d: %w: %d bytes, a slot holds %d; raise the link's slot size",
+		p.l.cfg.LinkID.named(), id, ErrTooLarge, n, p.l.cfg.PayloadCap())
 }
 
 // Slot returns reserved slot i's payload area (PayloadCap bytes) so a
@@ -190,7 +190,7 @@ func (p *Producer) Enqueue(ctx context.Context, m *Message) error {
 			return err
 		}
 		if err := p.w.Wait(ctx); err != nil {
-			return fmt.Errorf("link %d: enqueue of message %d: %w", p.l.cfg.LinkID, m.ID, err)
+			return fmt.Errorf("%s: enqueue of message %d: %w", p.l.cfg.LinkID.named(), m.ID, err)
 		}
 	}
 }
@@ -240,7 +240,7 @@ func (p *Producer) EnqueueBatch(ctx context.Context, ms []Message) (int, error) 
 			p.w.Reset()
 		case errors.Is(err, ErrFull):
 			if err := p.w.Wait(ctx); err != nil {
-				return done, fmt.Errorf("link %d: enqueue of %d messages, %d sent: %w", p.l.cfg.LinkID, len(ms), done, err)
+				return done, fmt.Errorf("%s: enqueue of %d messages, %d sent: %w", p.l.cfg.LinkID.named(), len(ms), done, err)
 			}
 		default:
 			return done, err

@@ -63,7 +63,7 @@ func (d *Doorbell) Rings() uint64 { return d.rings.Load() }
 func ParkAll(ctx context.Context, bell *Doorbell, max time.Duration, cs ...*Consumer) error {
 	for _, c := range cs {
 		if c.l.bell.Load() != bell {
-			return fmt.Errorf("%w: link %d does not ring this doorbell; SetDoorbell on every link first", ErrMisuse, c.l.cfg.LinkID)
+			return fmt.Errorf("%w: %s does not ring this doorbell; SetDoorbell on every link first", ErrMisuse, c.l.cfg.LinkID.named())
 		}
 	}
 	for _, c := range cs {

@@ -91,7 +91,7 @@ func Launch(ctx context.Context, b Backend, spec Spec) (*Kernel, error) {
 		return fail(err)
 	}
 	job.Control = k.cb
-	tcfg := p2pqueue.Config{Capacity: uint32(spec.TraceCapacity), SlotSize: TraceSlotSize, LinkID: uint64(spec.ID)<<32 | 0xffffffff}
+	tcfg := p2pqueue.Config{Capacity: uint32(spec.TraceCapacity), SlotSize: TraceSlotSize, LinkID: p2pqueue.NewLinkID(spec.ID, p2pqueue.RoleTrace, 0, 0)}
 	tsize, err := tcfg.RegionSize()
 	if err != nil {
 		return fail(err)

@@ -36,7 +36,7 @@ func (rt *Runtime) NewLink(from, to int, capacity, slotSize int, id LinkID) (*p2
 	if err != nil {
 		return nil, pl, err
 	}
-	cfg := p2pqueue.Config{Capacity: uint32(capacity), SlotSize: uint32(slotSize), LinkID: uint64(id)}
+	cfg := p2pqueue.Config{Capacity: uint32(capacity), SlotSize: uint32(slotSize), LinkID: id}
 	size, err := cfg.RegionSize()
 	if err != nil {
 		return nil, pl, err
@@ -75,7 +75,7 @@ func (rt *Runtime) FreeLink(l *p2pqueue.Link) error {
 	delete(rt.links.users, l)
 	rt.links.mu.Unlock()
 	if !ok {
-		return fmt.Errorf("%w: link %v", ErrNotALink, LinkID(l.Config().LinkID))
+		return fmt.Errorf("%w: link %v", ErrNotALink, l.Config().LinkID)
 	}
 	free := func() { rt.backend.Free(l.Region()) }
 	for i, k := range ks {

@@ -241,7 +241,7 @@ func (ch *p2pChain) open(ctx context.Context, b rk.Backend, from, to, bytes int)
 	return nil
 }
 
-func (ch *p2pChain) link(pl p2pqueue.Placement, capacity uint32, bytes int, id uint64) (*p2pqueue.Link, error) {
+func (ch *p2pChain) link(pl p2pqueue.Placement, capacity uint32, bytes int, id p2pqueue.LinkID) (*p2pqueue.Link, error) {
 	cfg := p2pqueue.ConfigFor(capacity, bytes)
 	cfg.LinkID = id
 	n, err := cfg.RegionSize()
