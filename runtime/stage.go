@@ -12,9 +12,9 @@ import (
 	"go.opentelemetry.io/otel/attribute"
 
 	"github.com/ringactor/ringactor/internal/wait"
-	"github.com/ringactor/ringactor/kernels"
 	"github.com/ringactor/ringactor/p2pqueue"
 	rk "github.com/ringactor/ringactor/ringkernel"
+	"github.com/ringactor/ringactor/runtime/internal/msgtype"
 )
 
 // StageSpec is one stage of a pipeline: what it runs and where.
@@ -260,35 +260,12 @@ func idsFrom(ids []uint64, i int) []uint64 {
 // its type id and length, or the dead-letter reason and error that keep it
 // out: "oversize payload", "unregistered type", "wrong type".
 func (s *stage) encode(d *Data, buf []byte) (uint32, int, Reason, error) {
-	if d.Value == nil {
-		if n := 4 * len(d.Floats); n > len(buf) {
-			return 0, 0, ReasonOversize, fmt.Errorf("%w: %d floats, stage %q takes at most %d; raise its SlotSize", p2pqueue.ErrTooLarge, len(d.Floats), s.spec.Name, len(buf)/4)
-		}
-		if s.in != kernels.TypeFloats && s.in != kernels.TypeAny {
-			return 0, 0, ReasonWrongType, fmt.Errorf("%w: a float32 vector, stage %q takes %s", ErrWrongType, s.spec.Name, typeName(s.in))
-		}
-		out, _ := kernels.ViewFloats(buf[:4*len(d.Floats)], nil) // a slot: aligned
-		return kernels.TypeFloats, 4 * copy(out, d.Floats), 0, nil
-	}
-	if d.Floats != nil {
-		return 0, 0, ReasonWrongType, fmt.Errorf("%w: the message sets both Floats and Value; set one", ErrWrongType)
-	}
-	m, err := typeOfValue(d.Value)
-	if err != nil {
-		return 0, 0, ReasonUnregisteredType, err
-	}
-	if s.in != m.ID && s.in != kernels.TypeAny {
-		return 0, 0, ReasonWrongType, fmt.Errorf("%w: %s, stage %q takes %s", ErrWrongType, typeName(m.ID), s.spec.Name, typeName(s.in))
-	}
-	n, err := m.encode(d.Value, buf)
-	if errors.Is(err, p2pqueue.ErrTooLarge) {
-		return 0, 0, ReasonOversize, fmt.Errorf("%w: a %s of %d bytes, stage %q takes at most %d; raise its SlotSize", p2pqueue.ErrTooLarge, m.Name, n, s.spec.Name, len(buf))
-	}
-	if err != nil {
-		return 0, 0, ReasonWrongType, err
-	}
-	return m.ID, n, 0, nil
+	typ, n, refused, err := msgtype.Encode(d.Floats, d.Value, s.in, s.spec.Name, buf)
+	return typ, n, refusalReasons[refused], err
 }
+
+// refusalReasons are the dead-letter reasons of msgtype's refusals.
+var refusalReasons = [...]Reason{msgtype.Oversize: ReasonOversize, msgtype.WrongType: ReasonWrongType, msgtype.Unregistered: ReasonUnregisteredType}
 
 // ingressWait waits for room in an ingress link: no spin (the kernel must
 // drain first), yields (it may need this core), then sleeps up to 1 ms.

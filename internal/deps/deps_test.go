@@ -28,6 +28,8 @@ var rules = []rule{
 	{"github.com/ringactor/ringactor/runtime", []string{"github.com/asynkron/protoactor-go/remote", "github.com/asynkron/protoactor-go/cluster", "google.golang.org/grpc",
 		"github.com/ringactor/ringactor/runtime/cluster", "github.com/ringactor/ringactor/runtime/group", "github.com/ringactor/ringactor/runtime/collective"},
 		"a program of local pipelines links no cluster stack (msgpack, typed messages' codec, is no part of it), and runtime never imports its sub-packages (they build on its exported API)"},
+	{"github.com/ringactor/ringactor/runtime/internal/msgtype", []string{"github.com/asynkron/protoactor-go", "go.opentelemetry.io", "github.com/ringactor/ringactor/ringkernel", "github.com/ringactor/ringactor/cuda"},
+		"message types and their codecs are pure: no actors, no telemetry, no ring kernels"},
 	{"github.com/ringactor/ringactor/runtime/group", []string{"github.com/asynkron/protoactor-go/remote", "github.com/asynkron/protoactor-go/cluster", "google.golang.org/grpc",
 		"github.com/ringactor/ringactor/runtime/cluster", "github.com/ringactor/ringactor/runtime/collective"},
 		"stage groups are local; each sub-package of runtime has one job"},
