@@ -11,7 +11,6 @@ import (
 	"time"
 
 	"github.com/asynkron/protoactor-go/actor"
-	"go.opentelemetry.io/otel/attribute"
 
 	"github.com/ringactor/ringactor/internal/ctxcheck"
 	"github.com/ringactor/ringactor/kernels"
@@ -278,8 +277,7 @@ func (rt *Runtime) check(spec *PipelineSpec) (graph, error) {
 func (p *Pipeline) build(ctx context.Context) error {
 	for i, ss := range p.spec.Stages {
 		dev, _ := p.rt.reg.Device(ss.Device)
-		s := &stage{p: p, idx: i, spec: ss, dev: dev, in: p.takes[i],
-			attrs: attribute.NewSet(attribute.String("ringactor.pipeline", p.spec.Name), attribute.String("ringactor.stage", ss.Name), attribute.Int("ringactor.device", ss.Device))}
+		s := &stage{p: p, idx: i, spec: ss, dev: dev, in: p.takes[i]}
 		var err error
 		if s.ingressLink, s.inPlacement, err = p.rt.NewLink(p2pqueue.Host, ss.Device, ss.Capacity, ss.SlotSize, NewLinkID(p.number, LinkIn, i, 0)); err != nil {
 			return fmt.Errorf("ringactor: stage %q ingress: %w", ss.Name, err)
@@ -835,7 +833,7 @@ func (p *Pipeline) copied(stats []StageStats) uint64 {
 func (p *Pipeline) Latency() []StageLatency {
 	out := make([]StageLatency, len(p.stages))
 	for i, s := range p.stages {
-		out[i] = s.lat.summary(s.spec.Name, s.spec.Device)
+		out[i] = p.tele.latency(s)
 	}
 	return out
 }

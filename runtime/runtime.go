@@ -20,6 +20,7 @@ import (
 	"github.com/ringactor/ringactor/internal/gate"
 	rk "github.com/ringactor/ringactor/ringkernel"
 	"github.com/ringactor/ringactor/runtime/internal/account"
+	"github.com/ringactor/ringactor/runtime/internal/meter"
 )
 
 // Config configures a Runtime. The zero value picks a backend (a GPU where
@@ -64,7 +65,7 @@ type Runtime struct {
 
 	// meter and otelMeter hold the previous readings of Metrics and of
 	// the OpenTelemetry callback, for rates.
-	meter, otelMeter *meter
+	meter, otelMeter *meter.Rates
 	metricsReg       metric.Registration
 
 	mu    sync.Mutex
@@ -128,7 +129,7 @@ func newRuntime(cfg Config, kinds []rk.Kind) (*Runtime, error) {
 		rt.mp = otel.GetMeterProvider()
 	}
 	rt.orphans = rt.system.EventStream.Subscribe(rt.orphan)
-	rt.meter, rt.otelMeter = newMeter(time.Now()), newMeter(time.Now())
+	rt.meter, rt.otelMeter = meter.NewRates(time.Now()), meter.NewRates(time.Now())
 	if err := rt.registerMetrics(); err != nil {
 		return nil, fmt.Errorf("ringactor: device metrics: %w", err)
 	}

@@ -9,7 +9,6 @@ import (
 	"time"
 
 	"github.com/asynkron/protoactor-go/actor"
-	"go.opentelemetry.io/otel/attribute"
 
 	"github.com/ringactor/ringactor/internal/wait"
 	"github.com/ringactor/ringactor/p2pqueue"
@@ -102,12 +101,10 @@ func (s StageSpec) kernelStage() rk.Stage {
 
 // stage is a built stage: its kernel, its host ingress and its actor.
 type stage struct {
-	p     *Pipeline
-	idx   int
-	spec  StageSpec
-	dev   Device
-	attrs attribute.Set
-	lat   latencies
+	p    *Pipeline
+	idx  int
+	spec StageSpec
+	dev  Device
 
 	ups         []edge  // links from the stages feeding this one
 	outs        []edge  // links to the stages in To, in order

@@ -43,6 +43,12 @@ var rules = []rule{
 		"the wire format is pure bytes: no transport, no membership"},
 	{"github.com/ringactor/ringactor/runtime/cluster/internal/hosts", []string{"github.com/ringactor/ringactor/ringkernel", "github.com/ringactor/ringactor/p2pqueue", "github.com/ringactor/ringactor/cuda"},
 		"the fixed-host-list provider knows protoactor cluster membership only, nothing of ring kernels"},
+	{"github.com/ringactor/ringactor/runtime/internal/spans", []string{"github.com/asynkron/protoactor-go", "go.opentelemetry.io/otel/metric", "go.opentelemetry.io/otel/sdk",
+		"github.com/ringactor/ringactor/runtime/internal/meter"},
+		"message spans know no actors and no metrics, and use the OpenTelemetry API only (the SDK is the user's choice)"},
+	{"github.com/ringactor/ringactor/runtime/internal/meter", []string{"github.com/asynkron/protoactor-go", "go.opentelemetry.io/otel/trace", "go.opentelemetry.io/otel/sdk",
+		"github.com/ringactor/ringactor/runtime/internal/spans"},
+		"metrics know no actors and no traces, and use the OpenTelemetry API only (the SDK is the user's choice)"},
 }
 
 // directRules: the packages matching pkg must not import, themselves (not

@@ -1,0 +1,52 @@
+package meter
+
+import (
+	"testing"
+	"time"
+)
+
+// Nearest-rank percentiles of a shuffled 1..100 ms; the input is left as
+// it was; none of nothing.
+func TestPercentiles(t *testing.T) {
+	var d []time.Duration
+	for i := range 100 {
+		d = append(d, time.Duration((i*37)%100+1)*time.Millisecond)
+	}
+	first := d[0]
+	got := percentiles(d)
+	want := Percentiles{P50: 51 * time.Millisecond, P90: 91 * time.Millisecond, P99: 100 * time.Millisecond}
+	if got != want {
+		t.Fatalf("percentiles: %+v, want %+v", got, want)
+	}
+	if d[0] != first {
+		t.Fatal("percentiles sorted its input")
+	}
+	if one := percentiles([]time.Duration{7}); one != (Percentiles{7, 7, 7}) {
+		t.Fatalf("one sample: %+v", one)
+	}
+	if none := percentiles(nil); none != (Percentiles{}) {
+		t.Fatalf("no samples: %+v", none)
+	}
+}
+
+// Latencies counts every sample, keeps at most maxSamples of them, and
+// summarises queue waits and service times apart.
+func TestLatenciesBounded(t *testing.T) {
+	var l Latencies
+	if s := l.Summary(); s != (Latency{}) {
+		t.Fatalf("empty: %+v", s)
+	}
+	for i := range maxSamples + 10 {
+		l.Add(time.Duration(i%10), time.Duration(100+i%10))
+	}
+	if len(l.wait) != maxSamples || len(l.service) != maxSamples {
+		t.Fatalf("kept %d waits, %d service times; want at most %d", len(l.wait), len(l.service), maxSamples)
+	}
+	// The kept samples are i%10 for i < 2^20: 0 to 5 once more than 6 to
+	// 9, which puts the median at 4 and the 90th percentile at 8.
+	s := l.Summary()
+	want := Latency{Samples: maxSamples + 10, QueueWait: Percentiles{4, 8, 9}, Service: Percentiles{104, 108, 109}}
+	if s != want {
+		t.Fatalf("summary: %+v, want %+v", s, want)
+	}
+}

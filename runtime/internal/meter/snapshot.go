@@ -1,0 +1,201 @@
+package meter
+
+import (
+	"sort"
+	"sync"
+	"time"
+
+	"github.com/ringactor/ringactor/p2pqueue"
+	rk "github.com/ringactor/ringactor/ringkernel"
+)
+
+// Metrics is a snapshot (runtime.Metrics, field for field but for the
+// element types).
+type Metrics struct {
+	At       time.Time
+	Interval time.Duration
+	Devices  []DeviceMetrics
+	Stages   []StageMetrics
+}
+
+// DeviceMetrics is one device's share of a snapshot (runtime.DeviceMetrics).
+type DeviceMetrics struct {
+	Device                              int
+	Name, Kind                          string
+	Utilization                         float64
+	UtilizationFrom                     string
+	Kernels                             int
+	RuntimeBytes, UsedBytes, TotalBytes uint64
+	Links                               []LinkMetrics
+}
+
+// LinkMetrics is the traffic on the links of one kind on one device
+// (runtime.LinkMetrics).
+type LinkMetrics struct {
+	Kind                              string
+	Links                             int
+	Messages, Bytes                   uint64
+	MessagesPerSecond, BytesPerSecond float64
+}
+
+// StageMetrics is one running stage's share of a snapshot
+// (runtime.StageMetrics).
+type StageMetrics struct {
+	Pipeline, Stage            string
+	Device                     int
+	Processed, Dropped, Queued uint64
+	Rate                       float64
+	Busy                       float64
+}
+
+// Reading is what a snapshot is computed from, read at its time.
+type Reading struct {
+	Devices []rk.Device
+	// RuntimeBytes is the memory the runtime holds on each device, by
+	// device id, where known.
+	RuntimeBytes []int64
+	Links        []LinkReading
+	Stages       []StageReading
+	// Samples is the backend's reading of each device, by id, where it
+	// reads them (rk.Sampler).
+	Samples []rk.DeviceSample
+}
+
+// LinkReading is one link's counters.
+type LinkReading struct {
+	Key       any // the same for the same link in every reading
+	Placement p2pqueue.Placement
+	Published uint64
+	// BytesIn is the payload bytes its producer counted: 0 where a CUDA
+	// kernel writes it, which counts none; then a snapshot counts
+	// Published × SlotSize.
+	BytesIn  uint64
+	SlotSize uint32
+}
+
+// StageReading is one running stage's kernel status.
+type StageReading struct {
+	Key             any // the same for the same stage in every reading
+	Pipeline, Stage string
+	Device          int
+	Status          rk.Status
+}
+
+// Rates remembers the last reading of each counter, so that a snapshot
+// can say rates over the time since the previous one. Keep one per
+// reader (the runtime has one for Metrics and one for its OpenTelemetry
+// callback), so that neither shortens the other's interval.
+type Rates struct {
+	now func() time.Time
+
+	mu   sync.Mutex
+	at   time.Time
+	prev map[key]uint64
+}
+
+// key names a counter in Rates: a reading's Key and which of its
+// counters.
+type key struct {
+	k       any
+	counter int
+}
+
+const (
+	linkMessages = iota
+	linkBytes
+	stageProcessed
+	stageBusy
+)
+
+// NewRates starts the first interval at start.
+func NewRates(start time.Time) *Rates {
+	return &Rates{now: time.Now, at: start, prev: map[key]uint64{}}
+}
+
+// Take reads (calling read once, with concurrent Takes held back, so they
+// share one interval) and returns the snapshot, with rates and
+// utilization over the time since the previous Take.
+func (r *Rates) Take(read func() Reading) Metrics {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	now := r.now()
+	dt := now.Sub(r.at).Seconds()
+	seen := map[key]uint64{}
+	delta := func(k key, v uint64) float64 {
+		seen[k] = v
+		if dt <= 0 {
+			return 0
+		}
+		return float64(v-min(v, r.prev[k])) / dt
+	}
+	in := read()
+	out := Metrics{At: now, Interval: now.Sub(r.at)}
+	devs := in.Devices
+	busy := make([]float64, len(devs))
+	out.Devices = make([]DeviceMetrics, len(devs))
+	links := make([]map[p2pqueue.LinkKind]*LinkMetrics, len(devs))
+	for i, d := range devs {
+		out.Devices[i] = DeviceMetrics{Device: d.ID, Name: d.Name, Kind: d.Kind, Utilization: -1, TotalBytes: d.MemoryBytes}
+		links[i] = map[p2pqueue.LinkKind]*LinkMetrics{}
+		if i < len(in.RuntimeBytes) {
+			out.Devices[i].RuntimeBytes = uint64(max(in.RuntimeBytes[i], 0))
+		}
+	}
+	for _, l := range in.Links {
+		pl := l.Placement
+		if pl.Device < 0 || pl.Device >= len(devs) {
+			continue
+		}
+		b := l.BytesIn
+		if b == 0 {
+			b = l.Published * uint64(l.SlotSize)
+		}
+		lm := links[pl.Device][pl.Kind]
+		if lm == nil {
+			lm = &LinkMetrics{Kind: pl.Kind.String()}
+			links[pl.Device][pl.Kind] = lm
+		}
+		lm.Links++
+		lm.Messages += l.Published
+		lm.Bytes += b
+		lm.MessagesPerSecond += delta(key{l.Key, linkMessages}, l.Published)
+		lm.BytesPerSecond += delta(key{l.Key, linkBytes}, b)
+	}
+	for _, s := range in.Stages {
+		st := s.Status
+		sm := StageMetrics{Pipeline: s.Pipeline, Stage: s.Stage, Device: s.Device,
+			Processed: st.Processed, Dropped: st.Dropped, Queued: st.Queued(), Busy: -1,
+			Rate: delta(key{s.Key, stageProcessed}, st.Processed)}
+		if d := s.Device; d >= 0 && d < len(devs) {
+			out.Devices[d].Kernels++
+			if st.Busy > 0 || devs[d].MeasuresBusy {
+				sm.Busy = min(delta(key{s.Key, stageBusy}, uint64(st.Busy))/1e9, 1)
+				busy[d] += sm.Busy
+			}
+		}
+		out.Stages = append(out.Stages, sm)
+	}
+	for i, d := range devs {
+		dm := &out.Devices[i]
+		for _, lm := range links[i] {
+			dm.Links = append(dm.Links, *lm)
+		}
+		sort.Slice(dm.Links, func(a, b int) bool { return dm.Links[a].Kind < dm.Links[b].Kind })
+		var s rk.DeviceSample
+		if i < len(in.Samples) {
+			s = in.Samples[i]
+		}
+		dm.UsedBytes = dm.RuntimeBytes // unless the backend reads more: what we hold
+		if s.TotalBytes > 0 {
+			dm.UsedBytes, dm.TotalBytes = s.UsedBytes, max(s.TotalBytes, dm.TotalBytes)
+		}
+		switch {
+		case s.UtilizationFrom != "":
+			dm.Utilization, dm.UtilizationFrom = s.Utilization, s.UtilizationFrom
+		case d.MeasuresBusy:
+			dm.Utilization, dm.UtilizationFrom = min(busy[i]/float64(max(d.Cores, 1)), 1), "kernels"
+		}
+	}
+	r.at, r.prev = now, seen
+	return out
+}
