@@ -11,6 +11,7 @@ import (
 
 	"github.com/ringactor/ringactor/p2pqueue"
 	rk "github.com/ringactor/ringactor/ringkernel"
+	"github.com/ringactor/ringactor/runtime/internal/devreg"
 )
 
 // Metrics is a snapshot of a runtime: every device, the traffic on each
@@ -120,8 +121,8 @@ func (rt *Runtime) snapshot(m *meter) Metrics {
 	for i, d := range devs {
 		out.Devices[i] = DeviceMetrics{Device: d.ID, Name: d.Name, Kind: d.Kind, Utilization: -1, TotalBytes: d.MemoryBytes}
 		links[i] = map[p2pqueue.LinkKind]*LinkMetrics{}
-		if mux, ok := rt.backend.(*devices); ok && i < len(mux.bytes) {
-			out.Devices[i].RuntimeBytes = uint64(max(mux.bytes[i].Load(), 0))
+		if mux, ok := rt.backend.(*devreg.Mux); ok {
+			out.Devices[i].RuntimeBytes = mux.Held(i)
 		}
 	}
 	addLink := func(l *p2pqueue.Link, pl p2pqueue.Placement) {
@@ -171,7 +172,7 @@ func (rt *Runtime) snapshot(m *meter) Metrics {
 		}
 	}
 	var samples []rk.DeviceSample
-	if mux, ok := rt.backend.(*devices); ok {
+	if mux, ok := rt.backend.(*devreg.Mux); ok {
 		samples = mux.Sample()
 	}
 	for i, d := range devs {
