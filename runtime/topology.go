@@ -1,9 +1,7 @@
 package runtime
 
 import (
-	"fmt"
-	"strings"
-
+	"github.com/ringactor/ringactor/internal/devlist"
 	rk "github.com/ringactor/ringactor/ringkernel"
 )
 
@@ -47,26 +45,10 @@ func (r *Registry) Chain(n int) ([]int, error) { return r.reg().Chain(n) }
 // it: "auto" (Chain(n)), one device for all of them ("2", "cpu"), or one
 // per stage ("0,cpu,2"), each an id or "cpu". A name that is no device is
 // reported (with the ids there are) before a list of the wrong length.
-func (r *Registry) DeviceList(s string, n int) ([]int, error) {
-	s = strings.TrimSpace(s)
-	if s == "auto" {
-		return r.Chain(n)
-	}
-	names := strings.Split(s, ",")
-	found := make([]int, len(names))
-	for i, name := range names {
-		d, err := r.Lookup(name)
-		if err != nil {
-			return nil, err
-		}
-		found[i] = d.ID
-	}
-	if len(names) != 1 && len(names) != n {
-		return nil, fmt.Errorf("%w: %q names %d devices; give one per stage (%d), one for all, or auto", ErrNoDevice, s, len(names), n)
-	}
-	ids := make([]int, n)
-	for i := range ids {
-		ids[i] = found[i%len(found)]
-	}
-	return ids, nil
-}
+//
+// Deprecated: reading a command line is the program's job, not the
+// library's; DeviceList goes in the next release. Copy the few lines of
+// parsing a program needs: split the list on commas, name each device
+// with Registry.Lookup (an id or "cpu"), and take Registry.Chain(n) for
+// "auto".
+func (r *Registry) DeviceList(s string, n int) ([]int, error) { return devlist.Parse(s, n, r) }
