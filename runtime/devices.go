@@ -1,16 +1,17 @@
 package runtime
 
 import (
-	"errors"
-	"fmt"
 	"io"
-	"sort"
-	"strconv"
-	"strings"
 	"time"
 
 	rk "github.com/ringactor/ringactor/ringkernel"
+	// The backends linked by default: each registers its kind
+	// (ringkernel.Register), and the runtime picks among the kinds as data.
+	// The CUDA backend is linked so that "auto" finds a GPU with no
+	// configuration; see the package doc.
+	_ "github.com/ringactor/ringactor/ringkernel/cuda"
 	"github.com/ringactor/ringactor/ringkernel/sim"
+	"github.com/ringactor/ringactor/runtime/internal/devreg"
 )
 
 // Device is one device ringactor can place stages on, as its backend
@@ -58,22 +59,29 @@ type DeviceOptions struct {
 var ErrNoDevice = rk.ErrNoDevice
 
 // ErrBackend: the chosen backend cannot run here.
-var ErrBackend = errors.New("ringactor: backend unavailable")
+var ErrBackend = devreg.ErrBackend
 
 // Registry is the set of devices found at start: the GPUs of one backend
 // (ids 0..n-1), then the CPU (id n).
 type Registry struct {
-	devices []Device
-	backend string
-	note    string
-	// more says how to get more GPUs (the backend kind's More).
-	more string
+	r *devreg.Registry
 }
 
-// newRegistry lists gpus and then the CPU, and says so in note.
-func newRegistry(backend string, gpus []Device, cpu Device, note string) *Registry {
-	devs := append(append([]Device(nil), gpus...), cpu)
-	return &Registry{devices: devs, backend: backend, note: note + "; " + describeCPU(cpu)}
+// noDevices is what a zero Registry answers from.
+var noDevices = new(devreg.Registry)
+
+// reg is the registry r wraps.
+func (r *Registry) reg() *devreg.Registry {
+	if r.r == nil {
+		return noDevices
+	}
+	return r.r
+}
+
+// devregOptions is opts as devreg takes them.
+func devregOptions(opts DeviceOptions) devreg.Options {
+	return devreg.Options{Backend: opts.Backend, Log: opts.Log, Open: rk.OpenOptions{Devices: opts.SimDevices, Topology: opts.SimP2P,
+		Memory: opts.SimMemory, MemoryOf: opts.SimMemoryOf, Cost: opts.SimCost}}
 }
 
 // DiscoverDevices lists the devices of the backend opts.Backend names, as
@@ -82,94 +90,41 @@ func newRegistry(backend string, gpus []Device, cpu Device, note string) *Regist
 // opts.Log why there is no GPU ("cuda" is then an error wrapping the cause).
 // It opens the backend only to ask it, and closes it again.
 func DiscoverDevices(opts DeviceOptions) (*Registry, error) {
-	sel, err := selectBackend(rk.Kinds(), opts, nil)
+	r, err := devreg.Discover(rk.Kinds(), devregOptions(opts))
 	if err != nil {
 		return nil, err
 	}
-	closeBackend(sel.backend) // nothing ran on it
-	return sel.reg, nil
+	return &Registry{r: r}, nil
 }
 
 // Note is the line DiscoverDevices printed.
-func (r *Registry) Note() string { return r.note }
+func (r *Registry) Note() string { return r.reg().Note() }
 
 // BackendName is the backend the registry's GPUs run on.
-func (r *Registry) BackendName() string { return r.backend }
+func (r *Registry) BackendName() string { return r.reg().BackendName() }
 
 // Devices lists the devices by id.
-func (r *Registry) Devices() []Device { return append([]Device(nil), r.devices...) }
+func (r *Registry) Devices() []Device { return r.reg().Devices() }
 
 // Device returns device id, or an error listing the ids there are.
-func (r *Registry) Device(id int) (Device, error) {
-	if id < 0 || id >= len(r.devices) {
-		return Device{}, fmt.Errorf("%w %d: %s", ErrNoDevice, id, r.idsText())
-	}
-	return r.devices[id], nil
-}
-
-// idsText says which ids there are.
-func (r *Registry) idsText() string {
-	if len(r.devices) == 0 {
-		return "this registry has no devices; get one from DiscoverDevices or Runtime.Registry"
-	}
-	n := len(r.devices) - 1
-	gpus := fmt.Sprintf("GPUs are 0..%d", n-1)
-	switch {
-	case n == 0:
-		gpus = "there are no GPUs"
-	case n == 1:
-		gpus = "the GPU is 0"
-	}
-	more := ""
-	if r.more != "" {
-		more = " (" + r.more + ")"
-	}
-	return fmt.Sprintf("%s and the CPU is %d%s", gpus, n, more)
-}
+func (r *Registry) Device(id int) (Device, error) { return r.reg().Device(id) }
 
 // CPU reports whether device d is the CPU.
-func (r *Registry) CPU(d int) bool {
-	return d >= 0 && d < len(r.devices) && r.devices[d].Kind == KindCPU
-}
+func (r *Registry) CPU(d int) bool { return r.reg().CPU(d) }
 
 // CPUDevice is the CPU (ID -1 in a Registry not made by DiscoverDevices
 // or New, which has no devices).
-func (r *Registry) CPUDevice() Device {
-	if len(r.devices) == 0 {
-		return Device{ID: -1, Name: CPUName, Kind: KindCPU}
-	}
-	return r.devices[len(r.devices)-1]
-}
+func (r *Registry) CPUDevice() Device { return r.reg().CPUDevice() }
 
 // GPUs lists the GPUs by id.
-func (r *Registry) GPUs() []Device {
-	if len(r.devices) == 0 {
-		return nil
-	}
-	return append([]Device(nil), r.devices[:len(r.devices)-1]...)
-}
+func (r *Registry) GPUs() []Device { return r.reg().GPUs() }
 
 // Lookup finds a device by its id ("2") or by the CPU's name ("cpu"), as
 // device lists on command lines give them.
-func (r *Registry) Lookup(name string) (Device, error) {
-	name = strings.TrimSpace(name)
-	if name == CPUName && len(r.devices) > 0 {
-		return r.CPUDevice(), nil
-	}
-	id, err := strconv.Atoi(name)
-	if err != nil {
-		return Device{}, fmt.Errorf("%w %q: name a device by its id or as %q; %s", ErrNoDevice, name, CPUName, r.idsText())
-	}
-	return r.Device(id)
-}
+func (r *Registry) Lookup(name string) (Device, error) { return r.reg().Lookup(name) }
 
 // Peer reports whether device a can write device b's memory.
-func (r *Registry) Peer(a, b int) bool {
-	if a < 0 || a >= len(r.devices) || b < 0 || b >= len(r.devices[a].P2P) {
-		return false
-	}
-	return r.devices[a].P2P[b]
-}
+func (r *Registry) Peer(a, b int) bool { return r.reg().Peer(a, b) }
 
 // Requirements select devices.
 type Requirements struct {
@@ -184,53 +139,5 @@ type Requirements struct {
 // Select returns GPUs meeting req, most memory first, or an error saying
 // which requirement ruled them out.
 func (r *Registry) Select(req Requirements) ([]Device, error) {
-	var picked []Device
-	for _, d := range r.devices {
-		if d.Kind == KindCPU || d.MemoryBytes < req.MinMemory {
-			continue
-		}
-		ok := true
-		if req.P2P {
-			for _, p := range picked {
-				if !r.Peer(d.ID, p.ID) || !r.Peer(p.ID, d.ID) {
-					ok = false
-				}
-			}
-		}
-		if ok {
-			picked = append(picked, d)
-		}
-		if req.Count > 0 && len(picked) == req.Count {
-			break
-		}
-	}
-	if len(picked) == 0 || (req.Count > 0 && len(picked) < req.Count) {
-		return nil, fmt.Errorf("%w: %d of %d devices meet %+v", ErrNoDevice, len(picked), len(r.devices), req)
-	}
-	sort.SliceStable(picked, func(i, j int) bool { return picked[i].MemoryBytes > picked[j].MemoryBytes })
-	return picked, nil
-}
-
-func describeP2P(devs []Device) string {
-	all, none := true, true
-	var pairs []string
-	for i, d := range devs {
-		for j, p := range d.P2P {
-			if i == j {
-				continue
-			}
-			all = all && p
-			none = none && !p
-			if p && i < j {
-				pairs = append(pairs, fmt.Sprintf("%d-%d", i, j))
-			}
-		}
-	}
-	switch {
-	case all:
-		return "all pairs"
-	case none:
-		return "none"
-	}
-	return strings.Join(pairs, ",")
+	return r.reg().Select(devreg.Requirements(req))
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 
 	"github.com/ringactor/ringactor/ringkernel/sim"
+	"github.com/ringactor/ringactor/runtime/internal/devreg"
 )
 
 // Freeze models a stall of the whole process (a GC pause, a frozen VM,
@@ -14,7 +15,7 @@ import (
 // the stall made old, and only then the loops and pumps.
 func Freeze(rt *Runtime) (thaw func()) {
 	var thawLoops []func()
-	for _, b := range []any{rt.gpus, rt.backend.(*devices).cpu} {
+	for _, b := range []any{rt.gpus, rt.backend.(*devreg.Mux).CPU()} {
 		if sb, ok := b.(*sim.Backend); ok {
 			thawLoops = append(thawLoops, sb.Freeze())
 		}

@@ -4,6 +4,7 @@ import (
 	"fmt"
 
 	"github.com/ringactor/ringactor/p2pqueue"
+	"github.com/ringactor/ringactor/runtime/internal/devreg"
 )
 
 // checkLink refuses a stage's Capacity and SlotSize as the user gave them
@@ -31,10 +32,10 @@ func (rt *Runtime) checkLink(s *StageSpec, dev Device) error {
 	if (dev.MemoryBytes > 0 && need > dev.MemoryBytes) || (host > 0 && need > host) {
 		hostSays := "unknown"
 		if host > 0 {
-			hostSays = gib(host)
+			hostSays = devreg.GiB(host)
 		}
 		return fmt.Errorf("stage %q: %w: Capacity %d slots of SlotSize %d bytes need %s a link, and a stage has at least two; device %d (%s) has %s and this host %s of memory; lower Capacity or SlotSize",
-			s.Name, p2pqueue.ErrBadCapacity, s.Capacity, s.SlotSize, gib(need), dev.ID, dev.Name, gib(dev.MemoryBytes), hostSays)
+			s.Name, p2pqueue.ErrBadCapacity, s.Capacity, s.SlotSize, devreg.GiB(need), dev.ID, dev.Name, devreg.GiB(dev.MemoryBytes), hostSays)
 	}
 	return nil
 }

@@ -5,6 +5,7 @@ import (
 
 	"github.com/ringactor/ringactor/p2pqueue"
 	"github.com/ringactor/ringactor/runtime/internal/meter"
+	"github.com/ringactor/ringactor/runtime/internal/devreg"
 )
 
 // Metrics is a snapshot of a runtime: every device, the traffic on each
@@ -74,11 +75,11 @@ func (rt *Runtime) Metrics() Metrics { return metricsOf(rt.meter.Take(rt.reading
 // pipeline's links and running stages, and the backend's samples.
 func (rt *Runtime) reading() meter.Reading {
 	in := meter.Reading{Devices: rt.reg.Devices()}
-	mux, _ := rt.backend.(*devices)
+	mux, _ := rt.backend.(*devreg.Mux)
 	if mux != nil {
-		in.RuntimeBytes = make([]int64, len(mux.bytes))
-		for i := range mux.bytes {
-			in.RuntimeBytes[i] = mux.bytes[i].Load()
+		in.RuntimeBytes = make([]int64, len(in.Devices))
+		for i := range in.RuntimeBytes {
+			in.RuntimeBytes[i] = int64(mux.Held(i))
 		}
 	}
 	link := func(l *p2pqueue.Link, pl p2pqueue.Placement) {

@@ -21,6 +21,7 @@ import (
 	rk "github.com/ringactor/ringactor/ringkernel"
 	"github.com/ringactor/ringactor/runtime/internal/account"
 	"github.com/ringactor/ringactor/runtime/internal/meter"
+	"github.com/ringactor/ringactor/runtime/internal/devreg"
 )
 
 // Config configures a Runtime. The zero value picks a backend (a GPU where
@@ -107,14 +108,14 @@ var ErrNotSent = ctxcheck.ErrNotSent
 func New(cfg Config) (*Runtime, error) { return newRuntime(cfg, rk.Kinds()) }
 
 func newRuntime(cfg Config, kinds []rk.Kind) (*Runtime, error) {
-	sel, err := selectBackend(kinds, cfg.Devices, cfg.Backend)
+	sel, err := devreg.Open(kinds, devregOptions(cfg.Devices), cfg.Backend)
 	if err != nil {
 		return nil, err
 	}
-	devs := newDevices(sel.backend, sel.reg.CPUDevice().ID, sel.cpu)
-	rt := &Runtime{reg: sel.reg, gpus: sel.backend, backend: devs, system: cfg.System, tp: cfg.TracerProvider, mp: cfg.MeterProvider, names: map[string]*Pipeline{}, roles: map[string]bool{}}
-	if _, ok := sel.backend.(interface{ Close() error }); ok && sel.owned {
-		rt.release = devs.close
+	devs := devreg.NewMux(sel.Backend, sel.Reg.CPUDevice().ID, sel.CPU)
+	rt := &Runtime{reg: &Registry{r: sel.Reg}, gpus: sel.Backend, backend: devs, system: cfg.System, tp: cfg.TracerProvider, mp: cfg.MeterProvider, names: map[string]*Pipeline{}, roles: map[string]bool{}}
+	if _, ok := sel.Backend.(interface{ Close() error }); ok && sel.Owned {
+		rt.release = devs.Close
 	}
 	if rt.system == nil {
 		rt.system = actor.NewActorSystem(actor.WithLoggerFactory(func(*actor.ActorSystem) *slog.Logger {

@@ -1,10 +1,7 @@
 package runtime
 
 import (
-	"fmt"
-	"slices"
-	"strings"
-
+	"github.com/ringactor/ringactor/internal/devlist"
 	rk "github.com/ringactor/ringactor/ringkernel"
 )
 
@@ -32,24 +29,7 @@ func ParseConnection(s string) (Connection, error) { return rk.ParseConnection(s
 
 // Connection says how device a reaches device b (LevelUnknown for ids not
 // in the registry).
-func (r *Registry) Connection(a, b int) Connection {
-	if a < 0 || a >= len(r.devices) || b < 0 || b >= len(r.devices) {
-		return Connection{Level: LevelUnknown}
-	}
-	if a == b {
-		return Connection{Level: LevelSelf}
-	}
-	if r.CPU(a) || r.CPU(b) {
-		return Connection{Level: LevelPHB}
-	}
-	if t := r.devices[a].Topology; b < len(t) {
-		return t[b]
-	}
-	return Connection{Level: LevelUnknown}
-}
-
-// rank orders connections, fastest (lowest) first.
-func rank(c Connection) int { return int(c.Level)*100 - c.NVLinks }
+func (r *Registry) Connection(a, b int) Connection { return r.reg().Connection(a, b) }
 
 // Chain picks GPUs for n consecutive stages (a pipeline's stage i sends to
 // stage i+1), preferring the fastest link between each stage and the
@@ -59,70 +39,16 @@ func rank(c Connection) int { return int(c.Level)*100 - c.NVLinks }
 // (then the next slowest, then the lowest ids). With fewer GPUs than
 // stages the chain starts over on the same GPUs, so one GPU takes every
 // stage. The CPU is never picked: place stages there by name.
-func (r *Registry) Chain(n int) ([]int, error) {
-	gpus := len(r.devices) - 1
-	switch {
-	case n < 1:
-		return nil, fmt.Errorf("%w: a chain of %d stages; ask for at least one", ErrNoDevice, n)
-	case len(r.devices) == 0:
-		return nil, fmt.Errorf("%w: %s", ErrNoDevice, r.idsText())
-	case gpus == 0:
-		return nil, fmt.Errorf("%w: no GPUs to chain stages over; place them on the CPU, device %d", ErrNoDevice, r.CPUDevice().ID)
-	}
-	k := min(n, gpus)
-	var best []int
-	var bestCost []int
-	for start := range gpus {
-		path := []int{start}
-		used := map[int]bool{start: true}
-		var cost []int
-		for len(path) < k {
-			from, next := path[len(path)-1], -1
-			for j := range gpus {
-				if !used[j] && (next < 0 || rank(r.Connection(from, j)) < rank(r.Connection(from, next))) {
-					next = j
-				}
-			}
-			path = append(path, next)
-			used[next] = true
-			cost = append(cost, rank(r.Connection(from, next)))
-		}
-		slices.SortFunc(cost, func(a, b int) int { return b - a }) // slowest first
-		if best == nil || slices.Compare(cost, bestCost) < 0 {
-			best, bestCost = path, cost
-		}
-	}
-	out := make([]int, n)
-	for i := range out {
-		out[i] = best[i%k]
-	}
-	return out, nil
-}
+func (r *Registry) Chain(n int) ([]int, error) { return r.reg().Chain(n) }
 
 // DeviceList reads a list of devices for n stages as command lines give
 // it: "auto" (Chain(n)), one device for all of them ("2", "cpu"), or one
 // per stage ("0,cpu,2"), each an id or "cpu". A name that is no device is
 // reported (with the ids there are) before a list of the wrong length.
-func (r *Registry) DeviceList(s string, n int) ([]int, error) {
-	s = strings.TrimSpace(s)
-	if s == "auto" {
-		return r.Chain(n)
-	}
-	names := strings.Split(s, ",")
-	found := make([]int, len(names))
-	for i, name := range names {
-		d, err := r.Lookup(name)
-		if err != nil {
-			return nil, err
-		}
-		found[i] = d.ID
-	}
-	if len(names) != 1 && len(names) != n {
-		return nil, fmt.Errorf("%w: %q names %d devices; give one per stage (%d), one for all, or auto", ErrNoDevice, s, len(names), n)
-	}
-	ids := make([]int, n)
-	for i := range ids {
-		ids[i] = found[i%len(found)]
-	}
-	return ids, nil
-}
+//
+// Deprecated: reading a command line is the program's job, not the
+// library's; DeviceList goes in the next release. Copy the few lines of
+// parsing a program needs: split the list on commas, name each device
+// with Registry.Lookup (an id or "cpu"), and take Registry.Chain(n) for
+// "auto".
+func (r *Registry) DeviceList(s string, n int) ([]int, error) { return devlist.Parse(s, n, r) }

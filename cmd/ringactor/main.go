@@ -32,6 +32,7 @@ import (
 	"strings"
 	"text/tabwriter"
 
+	"github.com/ringactor/ringactor/internal/devlist"
 	"github.com/ringactor/ringactor/internal/nodeproc"
 	"github.com/ringactor/ringactor/internal/stdio"
 	ra "github.com/ringactor/ringactor/runtime"
@@ -192,7 +193,7 @@ func guideRuntime(backend, devices string, errOut io.Writer) (*ra.Runtime, [3]in
 	if err != nil {
 		return nil, [3]int{}, err
 	}
-	ids, err := rt.Registry().DeviceList(devices, 3)
+	ids, err := devlist.Parse(devices, 3, rt.Registry())
 	if err != nil {
 		rt.Close()
 		return nil, [3]int{}, fmt.Errorf("-devices: %w", err)

@@ -42,6 +42,7 @@ import (
 	"go.opentelemetry.io/otel/trace"
 	"go.opentelemetry.io/otel/trace/noop"
 
+	"github.com/ringactor/ringactor/internal/devlist"
 	"github.com/ringactor/ringactor/internal/nodeproc"
 	"github.com/ringactor/ringactor/internal/stdio"
 	"github.com/ringactor/ringactor/kernels"
@@ -50,7 +51,7 @@ import (
 )
 
 type options struct {
-	devices   string // Registry.DeviceList's form
+	devices   string // devlist.Parse's form
 	messages  int
 	payload   int
 	backend   string
@@ -100,7 +101,7 @@ func parse(args []string, errOut io.Writer) (options, error) {
 	if err := fs.Parse(args); err != nil {
 		return o, err
 	}
-	// -devices is read against the registry (Registry.DeviceList), which
+	// -devices is read against the registry (devlist.Parse), which
 	// names an id that is no device, and the ids there are, before it
 	// counts the list: counting here first would hide the unknown id.
 	o.devices = *devs
@@ -229,7 +230,7 @@ func run(ctx context.Context, args []string, out, errOut io.Writer) error {
 
 	var mismatches, checked atomic.Uint64
 	var firstBad atomic.Pointer[string]
-	ids, err := rt.Registry().DeviceList(o.devices, 3)
+	ids, err := devlist.Parse(o.devices, 3, rt.Registry())
 	if err != nil {
 		return fmt.Errorf("-devices: %w", err)
 	}

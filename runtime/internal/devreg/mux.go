@@ -1,4 +1,4 @@
-package runtime
+package devreg
 
 import (
 	"context"
@@ -11,49 +11,61 @@ import (
 	rk "github.com/ringactor/ringactor/ringkernel"
 )
 
-// devices runs each device's kernels on the backend of its kind: the GPUs'
+// Mux runs each device's kernels on the backend of its kind: the GPUs'
 // backend (CUDA or sim) and the CPU's goroutine engine, behind the one
 // Backend interface. The registry's device ids are global; each backend
 // sees its own (a GPU keeps its id, the CPU is its engine's device 0).
 // Regions it hands out carry the global id, so Free finds their backend.
-type devices struct {
-	of        []devRoute // by global device id
+type Mux struct {
+	of        []route // by global device id
 	gpus, cpu rk.Backend
 	// bytes is the memory allocated on each device and not freed (links,
 	// control blocks, trace rings), for Metrics.
 	bytes []atomic.Int64
 }
 
-type devRoute struct {
+type route struct {
 	b     rk.Backend
 	local int
 }
 
-// newDevices joins gpus (whose devices are ids 0..n-1) and the CPU's
-// engine (device n).
-func newDevices(gpus rk.Backend, n int, cpu rk.Backend) *devices {
-	d := &devices{gpus: gpus, cpu: cpu}
+// NewMux joins gpus (whose devices are ids 0..n-1) and the CPU's engine
+// (device n).
+func NewMux(gpus rk.Backend, n int, cpu rk.Backend) *Mux {
+	m := &Mux{gpus: gpus, cpu: cpu}
 	for i := range n {
-		d.of = append(d.of, devRoute{gpus, i})
+		m.of = append(m.of, route{gpus, i})
 	}
-	d.of = append(d.of, devRoute{cpu, 0})
-	d.bytes = make([]atomic.Int64, len(d.of))
-	return d
+	m.of = append(m.of, route{cpu, 0})
+	m.bytes = make([]atomic.Int64, len(m.of))
+	return m
 }
 
 // Name lists the backends: "cuda+cpu".
-func (d *devices) Name() string { return d.gpus.Name() + "+" + d.cpu.Name() }
+func (m *Mux) Name() string { return m.gpus.Name() + "+" + m.cpu.Name() }
 
-func (d *devices) route(device int) (devRoute, error) {
-	if device < 0 || device >= len(d.of) {
-		return devRoute{}, fmt.Errorf("%w %d: devices are 0..%d", ErrNoDevice, device, len(d.of)-1)
+// CPU is the CPU's engine.
+func (m *Mux) CPU() rk.Backend { return m.cpu }
+
+// Held is the memory allocated on device through m and not freed (0 for
+// an id m does not route).
+func (m *Mux) Held(device int) uint64 {
+	if device < 0 || device >= len(m.bytes) {
+		return 0
 	}
-	return d.of[device], nil
+	return uint64(max(m.bytes[device].Load(), 0))
+}
+
+func (m *Mux) route(device int) (route, error) {
+	if device < 0 || device >= len(m.of) {
+		return route{}, fmt.Errorf("%w %d: devices are 0..%d", rk.ErrNoDevice, device, len(m.of)-1)
+	}
+	return m.of[device], nil
 }
 
 // Alloc allocates on the backend of device's kind.
-func (d *devices) Alloc(device, size int, kind p2pqueue.MemoryKind) (p2pqueue.Region, error) {
-	r, err := d.route(device)
+func (m *Mux) Alloc(device, size int, kind p2pqueue.MemoryKind) (p2pqueue.Region, error) {
+	r, err := m.route(device)
 	if err != nil {
 		return p2pqueue.Region{}, err
 	}
@@ -64,14 +76,14 @@ func (d *devices) Alloc(device, size int, kind p2pqueue.MemoryKind) (p2pqueue.Re
 	if reg.Device == r.local {
 		reg.Device = device
 	}
-	d.bytes[device].Add(int64(reg.Len()))
+	m.bytes[device].Add(int64(reg.Len()))
 	return reg, nil
 }
 
 // OpenDevice opens device on its backend, within ctx, where that backend
 // has devices to open (rk.DeviceOpener).
-func (d *devices) OpenDevice(ctx context.Context, device int) error {
-	r, err := d.route(device)
+func (m *Mux) OpenDevice(ctx context.Context, device int) error {
+	r, err := m.route(device)
 	if err != nil {
 		return err
 	}
@@ -82,8 +94,8 @@ func (d *devices) OpenDevice(ctx context.Context, device int) error {
 }
 
 // Free returns a region to the backend that allocated it.
-func (d *devices) Free(reg p2pqueue.Region) error {
-	r, err := d.route(reg.Device)
+func (m *Mux) Free(reg p2pqueue.Region) error {
+	r, err := m.route(reg.Device)
 	if err != nil {
 		return err
 	}
@@ -92,13 +104,13 @@ func (d *devices) Free(reg p2pqueue.Region) error {
 	if err := r.b.Free(reg); err != nil {
 		return err
 	}
-	d.bytes[dev].Add(-n)
+	m.bytes[dev].Add(-n)
 	return nil
 }
 
 // Start launches job on the backend of its device's kind.
-func (d *devices) Start(job *rk.Job) (rk.Loop, error) {
-	r, err := d.route(job.Spec.Device)
+func (m *Mux) Start(job *rk.Job) (rk.Loop, error) {
+	r, err := m.route(job.Spec.Device)
 	if err != nil {
 		return nil, err
 	}
@@ -113,8 +125,8 @@ func (d *devices) Start(job *rk.Job) (rk.Loop, error) {
 // Supports asks the backend of device whether it can run op (a backend
 // that is no rk.Supporter runs every op), and says the device's global id
 // in its answer.
-func (d *devices) Supports(device int, op kernels.Op) error {
-	r, err := d.route(device)
+func (m *Mux) Supports(device int, op kernels.Op) error {
+	r, err := m.route(device)
 	if err != nil {
 		return err
 	}
@@ -133,25 +145,25 @@ func (d *devices) Supports(device int, op kernels.Op) error {
 
 // Sample reads each device's use from its backend (rk.Sampler), by global
 // device id: the GPUs keep their ids, the CPU is its engine's device 0.
-func (d *devices) Sample() []rk.DeviceSample {
+func (m *Mux) Sample() []rk.DeviceSample {
 	sample := func(b rk.Backend) []rk.DeviceSample {
 		if s, ok := b.(rk.Sampler); ok {
 			return s.Sample()
 		}
 		return nil
 	}
-	out := make([]rk.DeviceSample, len(d.of))
-	copy(out[:len(d.of)-1], sample(d.gpus))
-	if c := sample(d.cpu); len(c) > 0 {
-		out[len(d.of)-1] = c[0]
+	out := make([]rk.DeviceSample, len(m.of))
+	copy(out[:len(m.of)-1], sample(m.gpus))
+	if c := sample(m.cpu); len(c) > 0 {
+		out[len(m.of)-1] = c[0]
 	}
 	return out
 }
 
-// close closes the backends that hold resources (the CUDA backend).
-func (d *devices) close() error {
+// Close closes the backends that hold resources (the CUDA backend).
+func (m *Mux) Close() error {
 	var errs []error
-	for _, b := range []rk.Backend{d.gpus, d.cpu} {
+	for _, b := range []rk.Backend{m.gpus, m.cpu} {
 		if c, ok := b.(interface{ Close() error }); ok {
 			errs = append(errs, c.Close())
 		}

@@ -1,0 +1,161 @@
+package devreg
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+
+	rk "github.com/ringactor/ringactor/ringkernel"
+	"github.com/ringactor/ringactor/ringkernel/sim"
+)
+
+// ErrBackend: the chosen backend cannot run here (runtime.ErrBackend).
+var ErrBackend = errors.New("ringactor: backend unavailable")
+
+// Options chooses how devices are found (runtime.DeviceOptions, as the
+// backends take it).
+type Options struct {
+	// Backend names a kind, or "auto" (also when empty).
+	Backend string
+	// Open is handed to the kind's Open and List; its Cost also prices
+	// the CPU's messages, by the CPU's device id.
+	Open rk.OpenOptions
+	// Log receives the one line (os.Stderr when nil).
+	Log io.Writer
+}
+
+// Selection is a chosen backend, the CPU's engine beside it, and the
+// registry of their devices.
+type Selection struct {
+	Backend, CPU rk.Backend
+	Reg          *Registry
+	// Owned: the selection opened the backend, so its runtime closes it.
+	Owned bool
+}
+
+// Discover lists the devices of the backend opts.Backend names among
+// kinds, as Open would choose it, then closes the backend again.
+func Discover(kinds []rk.Kind, opts Options) (*Registry, error) {
+	sel, err := Open(kinds, opts, nil)
+	if err != nil {
+		return nil, err
+	}
+	CloseBackend(sel.Backend) // nothing ran on it
+	return sel.Reg, nil
+}
+
+// Open picks the backend opts.Backend names among kinds (in the order
+// "auto" tries them), or uses injected, and prints one line on opts.Log
+// saying what it found and why it passed over the kinds it could not
+// open.
+func Open(kinds []rk.Kind, opts Options, injected rk.Backend) (Selection, error) {
+	if opts.Log == nil {
+		opts.Log = os.Stderr
+	}
+	want := opts.Backend
+	if want == "" {
+		want = "auto"
+	}
+	names := make([]string, len(kinds))
+	byName := map[string]*rk.Kind{}
+	for i := range kinds {
+		names[i] = kinds[i].Name
+		byName[kinds[i].Name] = &kinds[i]
+	}
+	if want != "auto" && byName[want] == nil {
+		return Selection{}, fmt.Errorf("%w: backend %q; choose auto, %s", ErrBackend, want, strings.Join(names, ", "))
+	}
+	if injected != nil {
+		return useInjected(byName, names, want, opts, injected)
+	}
+	var why []string
+	for i := range kinds {
+		k := &kinds[i]
+		if want != "auto" && want != k.Name {
+			continue
+		}
+		b, devs, err := openKind(k, opts)
+		if err != nil {
+			if want == "auto" && i < len(kinds)-1 {
+				why = append(why, fmt.Sprintf("%s (%v)", k.Missing, err))
+				continue
+			}
+			if k.Fix == "" {
+				return Selection{}, err
+			}
+			return Selection{}, fmt.Errorf("%w: %s: %w; %s", ErrBackend, k.Name, err, k.Fix)
+		}
+		note := describe(k, b, devs)
+		if len(why) > 0 {
+			note = strings.Join(why, "; ") + "; " + note
+		}
+		sel := newSelection(k, b, devs, "ringactor: "+note, opts)
+		sel.Owned = true
+		fmt.Fprintln(opts.Log, sel.Reg.note)
+		return sel, nil
+	}
+	return Selection{}, fmt.Errorf("%w: %s", ErrBackend, strings.Join(why, "; ")) // kinds has no fallback
+}
+
+// openKind opens a backend of kind k and lists its devices.
+func openKind(k *rk.Kind, opts Options) (rk.Backend, []rk.Device, error) {
+	b, err := k.Open(opts.Open)
+	if err != nil {
+		return nil, nil, err
+	}
+	devs, err := k.ListDevices(b, opts.Open)
+	if err != nil {
+		CloseBackend(b)
+		return nil, nil, err
+	}
+	return b, devs, nil
+}
+
+// useInjected lists the devices of a backend the caller made.
+func useInjected(byName map[string]*rk.Kind, names []string, want string, opts Options, b rk.Backend) (Selection, error) {
+	k := byName[b.Name()]
+	if k == nil {
+		return Selection{}, fmt.Errorf("%w: Config.Backend is a %q backend; the runtime lists the devices of %s backends only",
+			ErrBackend, b.Name(), strings.Join(names, ", "))
+	}
+	if want != "auto" && want != k.Name {
+		return Selection{}, fmt.Errorf("%w: Config.Backend is a %s backend but DeviceOptions.Backend asks for %s; leave that auto or make them agree",
+			ErrBackend, k.Name, want)
+	}
+	devs, err := k.ListDevices(b, opts.Open)
+	if err != nil {
+		return Selection{}, fmt.Errorf("%w: listing the devices of Config.Backend (%s): %w", ErrBackend, k.Name, err)
+	}
+	sel := newSelection(k, b, devs, "ringactor: "+describe(k, b, devs)+", on the backend given in Config", opts)
+	fmt.Fprintln(opts.Log, sel.Reg.note)
+	return sel, nil
+}
+
+// newSelection adds the CPU's engine beside b, whose devices are gpus,
+// and lists both in a registry.
+func newSelection(k *rk.Kind, b rk.Backend, gpus []rk.Device, note string, opts Options) Selection {
+	id := len(gpus)
+	cpu := sim.NewCPU(opts.Open.Cost[id])
+	r := New(k.Name, gpus, cpuDevice(cpu, id), note)
+	r.more = k.More
+	return Selection{Backend: b, CPU: cpu, Reg: r}
+}
+
+// describe is the kind's line on what b found, with its peer pairs.
+func describe(k *rk.Kind, b rk.Backend, devs []rk.Device) string {
+	say := fmt.Sprintf("using %d %s devices", len(devs), k.Name)
+	if k.Describe != nil {
+		say = k.Describe(b, devs)
+	}
+	return fmt.Sprintf("%s (P2P %s)", say, describeP2P(devs))
+}
+
+// CloseBackend closes b where it holds resources (the CUDA backend).
+func CloseBackend(b rk.Backend) error {
+	if c, ok := b.(interface{ Close() error }); ok {
+		return c.Close()
+	}
+	return nil
+}
