@@ -19,6 +19,7 @@ import (
 	"github.com/ringactor/ringactor/runtime/internal/account"
 	"github.com/ringactor/ringactor/runtime/internal/graph"
 	"github.com/ringactor/ringactor/runtime/internal/naming"
+	"github.com/ringactor/ringactor/runtime/internal/requests"
 )
 
 // PipelineSpec defines a pipeline: its stages (a chain in order, or a
@@ -138,7 +139,7 @@ type Pipeline struct {
 	sinks       *deadSinks       // the name and dead-letter subscribers alone, for late sends (closedStage)
 	sampleEvery uint64
 
-	reqs requests // in flight, by message id
+	reqs requests.Table[outcome] // in flight, by message id
 
 	faulted  atomic.Pointer[StageFaulted]
 	stopDog  context.CancelFunc
@@ -534,7 +535,7 @@ func (p *Pipeline) undeliver(from uint32, d DeadLetter) {
 // the spec's subscribers; the account has counted it.
 func (p *Pipeline) tellDead(from uint32, d DeadLetter) {
 	p.tele.end(d.ID, from, time.Now(), &d)
-	if p.reqs.n.Load() > 0 {
+	if p.reqs.Pending() {
 		dd := d
 		p.answer(d.ID, outcome{dead: &dd}) // after the count: an answered request is in the account
 	}
