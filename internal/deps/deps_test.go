@@ -43,6 +43,8 @@ var rules = []rule{
 		"a pipeline's graph is pure: plain stages in, indices and type ids out; no actors, no telemetry, no driver"},
 	{"github.com/ringactor/ringactor/runtime/internal/requests", []string{"github.com/asynkron/protoactor-go", "go.opentelemetry.io", "github.com/ringactor/ringactor/ringkernel", "github.com/ringactor/ringactor/p2pqueue"},
 		"the correlation table is pure: ids and waiters, no actors, no kernels"},
+	{"github.com/ringactor/ringactor/runtime/internal/watchdog", []string{"github.com/asynkron/protoactor-go", "go.opentelemetry.io", "github.com/ringactor/ringactor/ringkernel", "github.com/ringactor/ringactor/p2pqueue"},
+		"the watchdog's decision is pure: looks in, the hung stage out; the runtime reads the kernels and faults"},
 	{"github.com/ringactor/ringactor/runtime/cluster/internal/hosts", []string{"github.com/ringactor/ringactor/ringkernel", "github.com/ringactor/ringactor/p2pqueue", "github.com/ringactor/ringactor/cuda"},
 		"the fixed-host-list provider knows protoactor cluster membership only, nothing of ring kernels"},
 }
