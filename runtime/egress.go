@@ -112,7 +112,7 @@ func (p *Pipeline) deliverPeeked(s *stage, n int) bool {
 		// finds it counted; one a Chan sink never takes moves to the dead.
 		p.acct.Deliver(1)
 		r := Result{ID: h.ID, Type: h.Type, Floats: v, Bytes: b, Stage: s.spec.Name}
-		if p.reqs.n.Load() == 0 || !p.answer(h.ID, outcome{r: r}) {
+		if !p.reqs.Pending() || !p.answer(h.ID, outcome{r: r}) {
 			if reason, err := p.handOver(r); err != nil {
 				p.undeliver(s.id(), DeadLetter{ID: h.ID, Stage: "egress", Device: p2pqueue.Host, Reason: reason, Err: err})
 				continue

@@ -8,6 +8,7 @@ import (
 
 	"github.com/ringactor/ringactor/p2pqueue"
 	rk "github.com/ringactor/ringactor/ringkernel"
+	"github.com/ringactor/ringactor/runtime/internal/watchdog"
 )
 
 // A ring kernel cannot be killed, only abandoned. The watchdog reads each
@@ -45,25 +46,16 @@ func (p *Pipeline) hangAfter() time.Duration {
 	return p.spec.HangAfter
 }
 
-// watchdog checks the stages' heartbeats until Close. A stall of the
-// whole process (a GC pause, a frozen VM, CPU starvation, SIGSTOP) stops
-// every loop's heartbeat and the watchdog alike, and is not a hang of a
-// stage: a stage's miss counts only over intervals in which the
-// watchdog itself ran on time (a look more than twice its interval
-// after the last one counts for nothing) and another stage of the
-// pipeline went round its loop (when it has others that are running);
-// it is faulted once such misses add up to HangAfter.
+// watchdog looks at the stages' heartbeats until Close, and faults the
+// stage its watch (package watchdog: the decision, which a stall of the
+// whole process does not fool) finds hung.
 func (p *Pipeline) watchdog(ctx context.Context) {
 	defer close(p.dogDone)
 	limit := p.hangAfter()
-	every := max(limit/4, time.Millisecond)
-	tick := time.NewTicker(every)
+	w := watchdog.New(len(p.stages), limit, time.Now())
+	tick := time.NewTicker(w.Every())
 	defer tick.Stop()
-	n := len(p.stages)
-	beat := make([]time.Time, n)       // each stage's heartbeat at the last look
-	missed := make([]time.Duration, n) // on-time watching since its heartbeat last moved
-	st := make([]rk.Status, n)
-	last := time.Now()
+	look := make([]watchdog.Stage, len(p.stages))
 	for {
 		select {
 		case <-ctx.Done():
@@ -72,38 +64,14 @@ func (p *Pipeline) watchdog(ctx context.Context) {
 		}
 		p.rt.stall.Pass()
 		now := time.Now()
-		onTime := now.Sub(last) <= 2*every
-		elapsed := now.Sub(last)
-		last = now
-		running, moved := 0, 0
 		for i, s := range p.stages {
-			st[i] = s.kernel.Status()
-			if st[i].State.Running() {
-				running++
-				if !st[i].Heartbeat.Equal(beat[i]) {
-					moved++
-				}
-			}
+			st := s.kernel.Status()
+			look[i] = watchdog.Stage{Heartbeat: st.Heartbeat, Running: st.State.Running(), Active: st.State == rk.Active, Queued: st.Queued()}
 		}
-		for i, s := range p.stages {
-			still := st[i].Heartbeat.Equal(beat[i])
-			beat[i] = st[i].Heartbeat
-			switch {
-			case !still || st[i].State != rk.Active || st[i].Queued() == 0:
-				missed[i] = 0
-			case !onTime:
-				// The watchdog was held up too: the process stalled.
-			case running > 1 && moved == 0:
-				// No loop of the pipeline went round: the process
-				// stalled (or every stage hung at once).
-			default:
-				missed[i] += elapsed
-			}
-			if missed[i] > limit {
-				p.fault(s, fmt.Sprintf("no heartbeat for %v (watched on time) with %d messages queued (HangAfter %v): its stage function has not returned",
-					missed[i].Round(time.Millisecond), st[i].Queued(), limit))
-				return
-			}
+		if i, missed := w.Look(now, look); i >= 0 {
+			p.fault(p.stages[i], fmt.Sprintf("no heartbeat for %v (watched on time) with %d messages queued (HangAfter %v): its stage function has not returned",
+				missed.Round(time.Millisecond), look[i].Queued, limit))
+			return
 		}
 		p.dogLooks.Add(1)
 	}

@@ -13,11 +13,12 @@ import (
 	"github.com/asynkron/protoactor-go/actor"
 
 	"github.com/ringactor/ringactor/internal/ctxcheck"
-	"github.com/ringactor/ringactor/kernels"
 	"github.com/ringactor/ringactor/p2pqueue"
 	rk "github.com/ringactor/ringactor/ringkernel"
 	"github.com/ringactor/ringactor/runtime/internal/account"
+	"github.com/ringactor/ringactor/runtime/internal/graph"
 	"github.com/ringactor/ringactor/runtime/internal/naming"
+	"github.com/ringactor/ringactor/runtime/internal/requests"
 )
 
 // PipelineSpec defines a pipeline: its stages (a chain in order, or a
@@ -137,7 +138,7 @@ type Pipeline struct {
 	sinks       *deadSinks       // the name and dead-letter subscribers alone, for late sends (closedStage)
 	sampleEvery uint64
 
-	reqs requests // in flight, by message id
+	reqs requests.Table[outcome] // in flight, by message id
 
 	faulted  atomic.Pointer[StageFaulted]
 	stopDog  context.CancelFunc
@@ -182,7 +183,7 @@ func (rt *Runtime) Build(ctx context.Context, spec PipelineSpec) (*Pipeline, err
 	if err := rt.claimName(spec.Name); err != nil {
 		return nil, err
 	}
-	p := &Pipeline{rt: rt, spec: spec, acct: &account.Account{}, next: g.next, takes: g.in, gives: g.out, byName: map[string]*stage{}, pumpDone: make(chan struct{}), dogDone: make(chan struct{}), closingCh: make(chan struct{})}
+	p := &Pipeline{rt: rt, spec: spec, acct: &account.Account{}, next: g.Next, takes: g.In, gives: g.Out, byName: map[string]*stage{}, pumpDone: make(chan struct{}), dogDone: make(chan struct{}), closingCh: make(chan struct{})}
 	p.number = rt.NewLinkOwner()
 	p.sinks = &deadSinks{name: spec.Name, on: spec.OnDeadLetter, ch: spec.DeadLetterChan, pid: spec.DeadLetterPID}
 	p.pumpCtx, p.stopPump = context.WithCancel(context.Background())
@@ -202,76 +203,62 @@ func (rt *Runtime) Build(ctx context.Context, spec PipelineSpec) (*Pipeline, err
 	return p, nil
 }
 
-// graph is a checked spec's graph: where each stage's results go, and the
-// type each stage takes and gives (flowTypes).
-type graph struct {
-	next    [][]int
-	in, out []uint32
-}
-
-// check validates spec, fills in its defaults, and resolves its graph.
-func (rt *Runtime) check(spec *PipelineSpec) (graph, error) {
+// check validates spec, fills in its defaults, and resolves its graph
+// (package graph: where each stage's results go, the types they carry).
+func (rt *Runtime) check(spec *PipelineSpec) (graph.Graph, error) {
 	bad := func(format string, a ...any) error { // wraps ErrBadPipeline and any %w in format
 		return fmt.Errorf("%w %q: %w", ErrBadPipeline, spec.Name, fmt.Errorf(format, a...))
 	}
 	if err := naming.Check("pipeline", spec.Name, ""); err != nil {
-		return graph{}, fmt.Errorf("%w: %w", ErrBadPipeline, err)
+		return graph.Graph{}, fmt.Errorf("%w: %w", ErrBadPipeline, err)
 	}
 	if len(spec.Stages) == 0 {
-		return graph{}, bad("no stages")
+		return graph.Graph{}, bad("no stages")
 	}
 	if spec.SampleRatio < 0 || spec.SampleRatio > 1 || math.IsNaN(spec.SampleRatio) {
-		return graph{}, bad("sample ratio %g; want 0 to 1", spec.SampleRatio)
+		return graph.Graph{}, bad("sample ratio %g; want 0 to 1", spec.SampleRatio)
 	}
 	if n := spec.Deliver.count(); n > 1 {
-		return graph{}, bad("Deliver names %d sinks; set one of Func, Chan, PID, Slots", n)
+		return graph.Graph{}, bad("Deliver names %d sinks; set one of Func, Chan, PID, Slots", n)
 	}
 	seen := map[string]bool{}
-	ops := make([]kernels.Op, len(spec.Stages)) // each stage's op, resolved once
+	gs := make([]graph.Stage, len(spec.Stages)) // each stage as the graph sees it, its op resolved once
 	for i := range spec.Stages {
 		s := &spec.Stages[i]
 		*s = s.WithDefaults()
 		if err := naming.Check("stage", s.Name, ""); err != nil {
-			return graph{}, bad("stage %d: %w", i, err)
+			return graph.Graph{}, bad("stage %d: %w", i, err)
 		}
 		if s.Node != "" {
-			return graph{}, bad("stage %q names node %q: a pipeline across nodes is built with package runtime/cluster (Join, then Node.Build)", s.Name, s.Node)
+			return graph.Graph{}, bad("stage %q names node %q: a pipeline across nodes is built with package runtime/cluster (Join, then Node.Build)", s.Name, s.Node)
 		}
 		if seen[s.Name] {
-			return graph{}, bad("two stages are named %q; stage names are unique", s.Name)
+			return graph.Graph{}, bad("two stages are named %q; stage names are unique", s.Name)
 		}
 		seen[s.Name] = true
 		dev, err := rt.reg.Device(s.Device)
 		if err != nil {
-			return graph{}, bad("stage %q: %w", s.Name, err)
+			return graph.Graph{}, bad("stage %q: %w", s.Name, err)
 		}
 		if err := rt.checkLink(s, dev); err != nil {
-			return graph{}, bad("%w", err)
+			return graph.Graph{}, bad("%w", err)
 		}
-		if ops[i], err = s.kernelStage().Resolve(); err != nil {
-			return graph{}, bad("%w", err)
+		gs[i] = graph.Stage{Name: s.Name, To: s.To, Route: s.Route, KeyOffset: s.KeyOffset}
+		if gs[i].Op, err = s.kernelStage().Resolve(); err != nil {
+			return graph.Graph{}, bad("%w", err)
 		}
 		if s.Backpressure != Block && s.Backpressure != Reject {
-			return graph{}, bad("stage %q: Backpressure %d; use Block or Reject", s.Name, s.Backpressure)
+			return graph.Graph{}, bad("stage %q: Backpressure %d; use Block or Reject", s.Name, s.Backpressure)
+		}
+		if err := rt.supports(s.Device, gs[i].Op); err != nil {
+			return graph.Graph{}, bad("stage %q: %w", s.Name, err)
 		}
 	}
-	next, err := graphOf(spec.Stages, len(spec.StealIn))
+	g, err := graph.Resolve(gs, len(spec.StealIn), typeName)
 	if err != nil {
-		return graph{}, bad("%w", err)
+		return graph.Graph{}, bad("%w", err)
 	}
-	for i, s := range spec.Stages {
-		if err := rk.CheckRoute(s.Name, ops[i], len(next[i]), s.Route, s.KeyOffset); err != nil {
-			return graph{}, bad("%w", err)
-		}
-		if err := rt.supports(s.Device, ops[i]); err != nil {
-			return graph{}, bad("stage %q: %w", s.Name, err)
-		}
-	}
-	in, out, err := flowTypes(spec.Stages, ops, next)
-	if err != nil {
-		return graph{}, bad("%w", err)
-	}
-	return graph{next: next, in: in, out: out}, nil
+	return g, nil
 }
 
 func (p *Pipeline) build(ctx context.Context) error {
@@ -546,7 +533,7 @@ func (p *Pipeline) undeliver(from uint32, d DeadLetter) {
 // the spec's subscribers; the account has counted it.
 func (p *Pipeline) tellDead(from uint32, d DeadLetter) {
 	p.tele.end(d.ID, from, time.Now(), &d)
-	if p.reqs.n.Load() > 0 {
+	if p.reqs.Pending() {
 		dd := d
 		p.answer(d.ID, outcome{dead: &dd}) // after the count: an answered request is in the account
 	}

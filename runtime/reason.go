@@ -6,57 +6,66 @@ import (
 	rk "github.com/ringactor/ringactor/ringkernel"
 )
 
+//go:generate go run golang.org/x/tools/cmd/stringer@v0.52.0 -type=Reason -linecomment
+
 // Reason is a dead letter's class: one of the constants below, a closed
 // set (a misspelt reason does not compile). Its String is the name the
 // docs, the traces (ringactor.dead_letter.reason) and the wire use;
-// ParseReason reads one back.
+// ParseReason reads one back. An invalid value (the zero Reason) reads
+// "Reason(n)".
 type Reason uint16
 
-// The dead-letter reasons: the whole list (docs/ARCHITECTURE.md §6).
+// The dead-letter reasons: the whole list (docs/ARCHITECTURE.md §6). Each
+// one's name, its String, is its line comment.
 const (
 	// Reported by kernels (ringkernel.Reason; mapped by ReasonOf).
-	ReasonStageError   Reason = 1 + iota // the stage function failed on the message
-	ReasonDecodeError                    // a slot that does not decode (also at egress)
-	ReasonOversize                       // larger than a slot (also refused at ingress, and by a cluster's sender)
-	ReasonShutdown                       // held by a stage closed without drain
-	ReasonStageFaulted                   // held by, or sent to, a stage that faulted
-	ReasonRouteError                     // no key, or a port the stage does not have
-	ReasonWrongType                      // not the type the stage takes (also at ingress)
-	ReasonStagePanic                     // the stage function, or Sink.Func, panicked on the message (ErrStagePanic)
+	//
+	// ReasonStageError: the stage function failed on the message.
+	ReasonStageError Reason = 1 + iota // stage error
+	// ReasonDecodeError: a slot that does not decode (also at egress).
+	ReasonDecodeError // decode error
+	// ReasonOversize: larger than a slot (also refused at ingress, and by
+	// a cluster's sender).
+	ReasonOversize // oversize payload
+	// ReasonShutdown: held by a stage closed without drain.
+	ReasonShutdown // shutdown without drain
+	// ReasonStageFaulted: held by, or sent to, a stage that faulted.
+	ReasonStageFaulted // stage faulted
+	// ReasonRouteError: no key, or a port the stage does not have.
+	ReasonRouteError // route error
+	// ReasonWrongType: not the type the stage takes (also at ingress).
+	ReasonWrongType // wrong type
+	// ReasonStagePanic: the stage function, or Sink.Func, panicked on the
+	// message (ErrStagePanic).
+	ReasonStagePanic // stage panic
 
 	// Assigned by the host.
-	ReasonPipelineClosed    // sent once Close had begun (Send, or a stage's PID)
-	ReasonStageStopped      // held by, or sent to, a stage a Stop ended
-	ReasonSendCancelled     // the sender's ctx ended while it waited for room
-	ReasonMailboxFull       // no room in a stage built with Reject
-	ReasonQueueClosed       // the stage's ingress link refused the write
-	ReasonUnregisteredType  // a Value of a type never registered
-	ReasonSinkNotRead       // a result the Chan sink did not take by the end of Close
-	ReasonBadRequest        // a request the pipeline could not register (its RequestError only)
-	ReasonRemoteUnreachable // a cluster pipeline's stage on a node that cannot be reached
+	//
+	// ReasonPipelineClosed: sent once Close had begun (Send, or a stage's
+	// PID).
+	ReasonPipelineClosed // pipeline closed
+	// ReasonStageStopped: held by, or sent to, a stage a Stop ended.
+	ReasonStageStopped // stage stopped
+	// ReasonSendCancelled: the sender's ctx ended while it waited for room.
+	ReasonSendCancelled // send cancelled
+	// ReasonMailboxFull: no room in a stage built with Reject.
+	ReasonMailboxFull // mailbox full
+	// ReasonQueueClosed: the stage's ingress link refused the write.
+	ReasonQueueClosed // queue closed
+	// ReasonUnregisteredType: a Value of a type never registered.
+	ReasonUnregisteredType // unregistered type
+	// ReasonSinkNotRead: a result the Chan sink did not take by the end of
+	// Close.
+	ReasonSinkNotRead // sink not read
+	// ReasonBadRequest: a request the pipeline could not register (its
+	// RequestError only).
+	ReasonBadRequest // bad request
+	// ReasonRemoteUnreachable: a cluster pipeline's stage on a node that
+	// cannot be reached.
+	ReasonRemoteUnreachable // remote unreachable
 
-	reasonEnd
+	reasonEnd = 1 + iota // untyped: not a Reason, so stringer leaves it out
 )
-
-var reasonNames = [reasonEnd]string{
-	ReasonStageError:        "stage error",
-	ReasonDecodeError:       "decode error",
-	ReasonOversize:          "oversize payload",
-	ReasonShutdown:          "shutdown without drain",
-	ReasonStageFaulted:      "stage faulted",
-	ReasonRouteError:        "route error",
-	ReasonWrongType:         "wrong type",
-	ReasonStagePanic:        "stage panic",
-	ReasonPipelineClosed:    "pipeline closed",
-	ReasonStageStopped:      "stage stopped",
-	ReasonSendCancelled:     "send cancelled",
-	ReasonMailboxFull:       "mailbox full",
-	ReasonQueueClosed:       "queue closed",
-	ReasonUnregisteredType:  "unregistered type",
-	ReasonSinkNotRead:       "sink not read",
-	ReasonBadRequest:        "bad request",
-	ReasonRemoteUnreachable: "remote unreachable",
-}
 
 // Reasons lists every dead-letter reason.
 var Reasons = func() []Reason {
@@ -66,15 +75,6 @@ var Reasons = func() []Reason {
 	}
 	return rs
 }()
-
-// String is the reason's name ("mailbox full"); an invalid value (the
-// zero Reason) reads "Reason(n)".
-func (r Reason) String() string {
-	if r > 0 && r < reasonEnd {
-		return reasonNames[r]
-	}
-	return fmt.Sprintf("Reason(%d)", uint16(r))
-}
 
 // Valid reports whether r is one of the constants.
 func (r Reason) Valid() bool { return r > 0 && r < reasonEnd }
@@ -101,7 +101,7 @@ func (r *Reason) UnmarshalText(b []byte) error {
 // ParseReason is the reason named s, or an error naming the list.
 func ParseReason(s string) (Reason, error) {
 	for r := ReasonStageError; r < reasonEnd; r++ {
-		if reasonNames[r] == s {
+		if r.String() == s {
 			return r, nil
 		}
 	}

@@ -4,8 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"sync"
-	"sync/atomic"
 
 	"github.com/asynkron/protoactor-go/actor"
 
@@ -43,85 +41,15 @@ type outcome struct {
 	dead *DeadLetter
 }
 
-// waiter is who gets a request's outcome: a Request call's channel, or an
-// actor that asked with RequestFuture (pid). An abandoned waiter's caller
-// gave up (its ctx ended): the outcome is counted and dropped.
-type waiter struct {
-	ch        chan outcome
-	pid       *actor.PID
-	abandoned bool
-}
-
-// requests are a pipeline's requests in flight, by message id. The map is
-// read on every result only while it is not empty (n), so pipelines
-// without requests pay one atomic load per result.
-type requests struct {
-	n  atomic.Int64
-	mu sync.Mutex
-	m  map[uint64]*waiter
-}
-
-func (q *requests) add(id uint64, w *waiter) error {
-	q.mu.Lock()
-	defer q.mu.Unlock()
-	if q.m == nil {
-		q.m = map[uint64]*waiter{}
-	}
-	if _, dup := q.m[id]; dup {
-		return fmt.Errorf("ringactor: a request with message id %d is already in flight; give each request its own id, or 0 for the next", id)
-	}
-	q.m[id] = w
-	q.n.Add(1)
-	return nil
-}
-
-// take removes and returns id's waiter, if any.
-func (q *requests) take(id uint64) (*waiter, bool) {
-	if q.n.Load() == 0 {
-		return nil, false
-	}
-	q.mu.Lock()
-	defer q.mu.Unlock()
-	w, ok := q.m[id]
-	if ok {
-		delete(q.m, id)
-		q.n.Add(-1)
-	}
-	return w, ok
-}
-
-// abandon marks id's waiter as given up on: its outcome, when it comes, is
-// counted and dropped. It reports false if the outcome came first.
-func (q *requests) abandon(id uint64) bool {
-	q.mu.Lock()
-	defer q.mu.Unlock()
-	w, ok := q.m[id]
-	if ok {
-		w.abandoned = true
-	}
-	return ok
-}
-
-// answer hands a request's outcome to its waiter. It reports false when
-// id is no request (the message goes to the sink as usual).
+// answer hands a request's outcome to its waiter (an abandoned one's is
+// counted and dropped). It reports false when id is no request (the
+// message goes to the sink as usual).
 func (p *Pipeline) answer(id uint64, o outcome) bool {
-	w, ok := p.reqs.take(id)
-	if !ok {
-		return false
-	}
-	switch {
-	case w.abandoned:
+	found, abandoned := p.reqs.Answer(id, o)
+	if abandoned {
 		p.acct.Abandon()
-	case w.ch != nil:
-		w.ch <- o // buffered: never blocks the pump
-	case w.pid != nil:
-		if o.dead != nil {
-			p.rt.system.Root.Send(w.pid, &RequestError{Dead: *o.dead})
-		} else {
-			p.rt.system.Root.Send(w.pid, o.r)
-		}
 	}
-	return true
+	return found
 }
 
 // Request sends d into the pipeline and returns its result, or an error: a
@@ -147,27 +75,22 @@ func (p *Pipeline) Request(ctx context.Context, d Data) (Result, error) {
 	if d.ID == 0 {
 		d.ID = p.idOf(0)
 	}
-	w := &waiter{ch: make(chan outcome, 1)}
-	if err := p.reqs.add(d.ID, w); err != nil {
+	c, err := p.reqs.Call(d.ID)
+	if err != nil {
 		return Result{}, fmt.Errorf("%w: %w", ErrNotSent, err)
 	}
 	if err := p.Send(ctx, d); err != nil {
-		select {
-		case o := <-w.ch: // dead-lettered on the way in
+		if o, ok := c.GiveUp(); ok { // dead-lettered on the way in, or answered since
 			return o.result()
-		default:
-		}
-		if !p.reqs.abandon(d.ID) { // answered since
-			return (<-w.ch).result()
 		}
 		return Result{}, fmt.Errorf("ringactor: request %d: %w", d.ID, err)
 	}
 	select {
-	case o := <-w.ch:
+	case o := <-c.Done():
 		return o.result()
 	case <-ctx.Done():
-		if !p.reqs.abandon(d.ID) {
-			return (<-w.ch).result()
+		if o, ok := c.GiveUp(); ok {
+			return o.result()
 		}
 		return Result{}, fmt.Errorf("ringactor: request %d: gave up waiting for its result (it is still counted when it ends): %w", d.ID, ctx.Err())
 	}
@@ -186,7 +109,13 @@ func (p *Pipeline) requestFromActor(d Data, sender *actor.PID) (Data, error) {
 	if d.ID == 0 {
 		d.ID = p.idOf(0)
 	}
-	return d, p.reqs.add(d.ID, &waiter{pid: sender})
+	return d, p.reqs.Add(d.ID, func(o outcome) {
+		if o.dead != nil {
+			p.rt.system.Root.Send(sender, &RequestError{Dead: *o.dead})
+		} else {
+			p.rt.system.Root.Send(sender, o.r)
+		}
+	})
 }
 
 // RequestAs sends v, a value of a registered type (or a Data), into the
