@@ -20,6 +20,7 @@ import (
 	"github.com/ringactor/ringactor/internal/gate"
 	rk "github.com/ringactor/ringactor/ringkernel"
 	"github.com/ringactor/ringactor/runtime/internal/account"
+	"github.com/ringactor/ringactor/runtime/internal/extid"
 )
 
 // Config configures a Runtime. The zero value picks a backend (a GPU where
@@ -69,7 +70,7 @@ type Runtime struct {
 
 	mu    sync.Mutex
 	names map[string]*Pipeline // nil while the pipeline is being built
-	roles map[string]bool      // claimed by Claim
+	roles map[extid.Role]bool  // claimed by claim
 
 	closed atomic.Bool
 	// stagePIDs maps a stage actor's PID id to its stage, for data that
@@ -111,7 +112,7 @@ func newRuntime(cfg Config, kinds []rk.Kind) (*Runtime, error) {
 		return nil, err
 	}
 	devs := newDevices(sel.backend, sel.reg.CPUDevice().ID, sel.cpu)
-	rt := &Runtime{reg: sel.reg, gpus: sel.backend, backend: devs, system: cfg.System, tp: cfg.TracerProvider, mp: cfg.MeterProvider, names: map[string]*Pipeline{}, roles: map[string]bool{}}
+	rt := &Runtime{reg: sel.reg, gpus: sel.backend, backend: devs, system: cfg.System, tp: cfg.TracerProvider, mp: cfg.MeterProvider, names: map[string]*Pipeline{}, roles: map[extid.Role]bool{}}
 	if _, ok := sel.backend.(interface{ Close() error }); ok && sel.owned {
 		rt.release = devs.close
 	}
@@ -121,6 +122,7 @@ func newRuntime(cfg Config, kinds []rk.Kind) (*Runtime, error) {
 		}))
 		rt.own = true
 	}
+	registerExtension(rt.system)
 	if rt.tp == nil {
 		rt.tp = otel.GetTracerProvider()
 	}
@@ -146,11 +148,11 @@ func (rt *Runtime) System() *actor.ActorSystem { return rt.system }
 func (rt *Runtime) TracerProvider() trace.TracerProvider { return rt.tp }
 func (rt *Runtime) MeterProvider() metric.MeterProvider  { return rt.mp }
 
-// Claim takes role (such as "cluster node") for one user of the runtime:
-// it reports false if the role is taken already. release gives it back.
-// Packages that configure the runtime's actor system once, as
-// runtime/cluster's Join does, claim it first.
-func (rt *Runtime) Claim(role string) (release func(), ok bool) {
+// claim takes role for one user of the runtime: it reports false if the
+// role is taken already. release gives it back. Sub-packages that
+// configure the runtime's actor system once, as runtime/cluster's Join
+// does, claim it first (ext.Host.Claim).
+func (rt *Runtime) claim(role extid.Role) (release func(), ok bool) {
 	rt.mu.Lock()
 	defer rt.mu.Unlock()
 	if rt.roles[role] {
