@@ -32,6 +32,7 @@ import (
 	"strings"
 	"text/tabwriter"
 
+	"github.com/ringactor/ringactor/internal/demo"
 	"github.com/ringactor/ringactor/internal/nodeproc"
 	"github.com/ringactor/ringactor/internal/stdio"
 	ra "github.com/ringactor/ringactor/runtime"
@@ -213,7 +214,7 @@ func describe(ctx context.Context, args []string, out, errOut io.Writer) error {
 		return err
 	}
 	defer rt.Close()
-	p, err := rt.Build(ctx, ra.GuideSpec("guide", ids))
+	p, err := rt.Build(ctx, demo.Guide("guide", ids))
 	if err != nil {
 		return err
 	}

@@ -37,6 +37,8 @@ var rules = []rule{
 		"collectives are local; each sub-package of runtime has one job"},
 	{"github.com/ringactor/ringactor/runtime/cluster", []string{"github.com/ringactor/ringactor/runtime/group", "github.com/ringactor/ringactor/runtime/collective"},
 		"each sub-package of runtime has one job"},
+	{"github.com/ringactor/ringactor/runtime/...", []string{"github.com/ringactor/ringactor/internal/demo"},
+		"the guide's demo pipeline is no part of the library: commands, examples, benchmarks and tests use it"},
 	{"github.com/ringactor/ringactor/runtime/cluster/internal/wire", []string{"github.com/asynkron/protoactor-go/remote", "github.com/asynkron/protoactor-go/cluster", "google.golang.org/grpc",
 		"github.com/ringactor/ringactor/runtime/cluster/internal/hosts"},
 		"the wire format is pure bytes: no transport, no membership"},
