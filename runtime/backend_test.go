@@ -8,6 +8,7 @@ import (
 	"sync/atomic"
 	"testing"
 
+	"github.com/ringactor/ringactor/internal/demo"
 	"github.com/ringactor/ringactor/kernels"
 	rk "github.com/ringactor/ringactor/ringkernel"
 	"github.com/ringactor/ringactor/ringkernel/sim"
@@ -45,7 +46,7 @@ func TestInjectedBackendIsUsed(t *testing.T) {
 	if !strings.Contains(log.String(), "3 simulated devices") || !strings.Contains(log.String(), "given in Config") {
 		t.Fatalf("note %q", log.String())
 	}
-	p, err := rt.Build(ctxT(t), ra.GuideSpec("injected", [3]int{0, 1, 2}))
+	p, err := rt.Build(ctxT(t), demo.Guide("injected", [3]int{0, 1, 2}))
 	if err != nil {
 		t.Fatal(err)
 	}

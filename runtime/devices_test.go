@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/ringactor/ringactor/cuda"
+	"github.com/ringactor/ringactor/internal/demo"
 	ra "github.com/ringactor/ringactor/runtime"
 )
 
@@ -169,7 +170,7 @@ func TestCUDADevicesThroughTheDriver(t *testing.T) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	if _, err := rt.Build(ctx, ra.GuideSpec("fake", [3]int{0, 0, 1})); err == nil || !strings.Contains(err.Error(), "ringkernel/cuda") {
+	if _, err := rt.Build(ctx, demo.Guide("fake", [3]int{0, 0, 1})); err == nil || !strings.Contains(err.Error(), "ringkernel/cuda") {
 		t.Fatalf("build on a driver that runs no kernels: %v", err)
 	}
 	if err := rt.Close(); err != nil {

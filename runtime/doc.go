@@ -136,10 +136,12 @@
 //
 // # Packages built on this one
 //
-// Each builds on the exported API here (Build, Pipeline, the actor system,
-// NewLink, the Sink and PipelineSpec fields documented for them); runtime
-// imports none of them, so a program of local pipelines links no cluster
-// stack:
+// Each builds on the exported API here (Build, Pipeline, the actor
+// system), and on a few hooks no user needs (links made outside a
+// pipeline, a stage group's steal links, a cluster segment's raw egress),
+// which it reaches through the one extension New registers on the actor
+// system (runtime/internal/ext). runtime imports none of them, so a
+// program of local pipelines links no cluster stack:
 //
 //   - runtime/group: one stage on several devices behind one PID, split by
 //     a policy, with work stealing between the instances' kernels.

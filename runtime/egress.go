@@ -80,7 +80,7 @@ func (p *Pipeline) deliverPeeked(s *stage, n int) bool {
 			typed += len(ps[i])
 		}
 	}
-	if p.spec.Deliver.Slots != nil {
+	if p.spec.Deliver.slots != nil {
 		return p.forwardPeeked(s, hs[:n], ps[:n], errs[:n])
 	}
 	slab := make([]float32, total)
@@ -129,7 +129,7 @@ func (p *Pipeline) deliverPeeked(s *stage, n int) bool {
 }
 
 // forwardPeeked hands the good messages of a peeked batch to the spec's
-// Slots sink, in place, then releases them.
+// slots sink, in place, then releases them.
 func (p *Pipeline) forwardPeeked(s *stage, hs []p2pqueue.Header, ps [][]byte, errs []error) bool {
 	k := 0
 	for i := range hs {
@@ -141,7 +141,7 @@ func (p *Pipeline) forwardPeeked(s *stage, hs []p2pqueue.Header, ps [][]byte, er
 		k++
 	}
 	p.acct.Deliver(k)
-	p.spec.Deliver.Slots(p.pumpCtx, hs[:k], ps[:k])
+	p.spec.Deliver.slots(p.pumpCtx, hs[:k], ps[:k])
 	return s.egress.c.Release(len(hs)) == nil
 }
 

@@ -146,7 +146,7 @@ func (p *Pipeline) deadLetterAbandoned(s *stage) error {
 // stealInOf is the extra in-links a group gave stage s (only the first).
 func (p *Pipeline) stealInOf(s *stage) []*p2pqueue.Link {
 	if s.idx == 0 {
-		return p.spec.StealIn
+		return p.spec.stealIn
 	}
 	return nil
 }

@@ -33,7 +33,7 @@ func NewLinkID(owner uint32, role LinkRole, stage, index int) LinkID {
 // so in its Runtime too).
 var linkOwners atomic.Uint32
 
-// NewLinkOwner returns a new owner number for the links code outside a
-// pipeline makes with NewLink (a stage group's steal links), so their
-// LinkIDs name that owner apart from every pipeline.
-func (rt *Runtime) NewLinkOwner() uint32 { return linkOwners.Add(1) }
+// newLinkOwner returns a new owner number: a pipeline's, or one for the
+// links a sub-package makes outside a pipeline (a stage group's steal
+// links), so their LinkIDs name that owner apart from every pipeline.
+func (rt *Runtime) newLinkOwner() uint32 { return linkOwners.Add(1) }

@@ -8,6 +8,8 @@ import (
 
 	"github.com/ringactor/ringactor/internal/rttest"
 	ra "github.com/ringactor/ringactor/runtime"
+	"github.com/ringactor/ringactor/runtime/internal/ext"
+	"github.com/ringactor/ringactor/runtime/internal/extid"
 )
 
 // One link-id scheme: packed and decoded the same way, and printed by
@@ -35,19 +37,20 @@ func TestLinkIDDecodes(t *testing.T) {
 
 func TestLinkIDInErrorsAndDescribe(t *testing.T) {
 	rt := rttest.New(t, ra.DeviceOptions{Backend: "sim", SimDevices: 2, Log: io.Discard}).RT
-	owner := rt.NewLinkOwner()
-	l, _, err := rt.NewLink(0, 1, 8, 64, ra.NewLinkID(owner, ra.LinkSteal, 0, 1))
+	host := ext.Of(rt)
+	owner := host.NewLinkOwner()
+	l, _, err := host.NewLink(0, 1, 8, 64, ra.NewLinkID(owner, ra.LinkSteal, 0, 1))
 	if err != nil {
 		t.Fatal(err)
 	}
 	if got := ra.LinkID(l.Config().LinkID); got.Owner() != owner || got.Role() != ra.LinkSteal {
 		t.Fatalf("header holds %v", got)
 	}
-	if err := rt.FreeLink(l); err != nil {
+	if err := host.FreeLink(l); err != nil {
 		t.Fatal(err)
 	}
-	err = rt.FreeLink(l)
-	if !errors.Is(err, ra.ErrNotALink) || !strings.Contains(err.Error(), "steal 0 → 1") {
+	err = host.FreeLink(l)
+	if !errors.Is(err, extid.ErrNotALink) || !strings.Contains(err.Error(), "steal 0 → 1") {
 		t.Fatalf("second FreeLink: %v, want ErrNotALink naming the steal link", err)
 	}
 	p, err := rt.Build(rttest.Ctx(t), ra.PipelineSpec{Name: "ids", Stages: []ra.StageSpec{{Name: "a", Op: "identity"}, {Name: "b", Op: "identity"}}})

@@ -6,6 +6,7 @@ import (
 
 	"github.com/ringactor/ringactor/p2pqueue"
 	rk "github.com/ringactor/ringactor/ringkernel"
+	"github.com/ringactor/ringactor/runtime/internal/extid"
 )
 
 // A link's memory comes from its device's backend (on CUDA a fixed
@@ -24,14 +25,13 @@ type links struct {
 	users map[*p2pqueue.Link][]*rk.Kernel
 }
 
-// NewLink allocates and formats a link from device from to device to (or
+// newLink allocates and formats a link from device from to device to (or
 // p2pqueue.Host): where it lives is p2pqueue.Place's choice from the
 // registry's topology. Pipelines make their own and free them when they
-// close; code that makes one for pipelines to share (a stage group's
-// steal links) gives it back with FreeLink once they have closed. id
-// names the link in its header and in errors (LinkID; such code takes an
-// owner number from NewLinkOwner).
-func (rt *Runtime) NewLink(from, to int, capacity, slotSize int, id LinkID) (*p2pqueue.Link, p2pqueue.Placement, error) {
+// close; a sub-package that makes one for pipelines to share (a stage
+// group's steal links, through ext.Host) gives it back with freeLink once
+// they have closed. id names the link in its header and in errors.
+func (rt *Runtime) newLink(from, to int, capacity, slotSize int, id LinkID) (*p2pqueue.Link, p2pqueue.Placement, error) {
 	pl, err := p2pqueue.Place(from, to, rt.reg)
 	if err != nil {
 		return nil, pl, err
@@ -59,23 +59,19 @@ func (rt *Runtime) NewLink(from, to int, capacity, slotSize int, id LinkID) (*p2
 	return l, pl, nil
 }
 
-// ErrNotALink: FreeLink was given a link this runtime did not make, or
-// one already freed.
-var ErrNotALink = fmt.Errorf("ringactor: not a live link of this runtime")
-
-// FreeLink gives a link made with NewLink back to its device's memory,
+// freeLink gives a link made with newLink back to its device's memory,
 // once every ring kernel it was given to has ended (at once when they
 // have; else when the last of them ends: a kernel cut off with its stage
 // function still running may use the link until then). Free a link only
-// when the pipelines that use it have closed. A second FreeLink of the
-// same link is refused with ErrNotALink.
-func (rt *Runtime) FreeLink(l *p2pqueue.Link) error {
+// when the pipelines that use it have closed. A second freeLink of the
+// same link is refused with extid.ErrNotALink.
+func (rt *Runtime) freeLink(l *p2pqueue.Link) error {
 	rt.links.mu.Lock()
 	ks, ok := rt.links.users[l]
 	delete(rt.links.users, l)
 	rt.links.mu.Unlock()
 	if !ok {
-		return fmt.Errorf("%w: link %v", ErrNotALink, l.Config().LinkID)
+		return fmt.Errorf("%w: link %v", extid.ErrNotALink, l.Config().LinkID)
 	}
 	free := func() { rt.backend.Free(l.Region()) }
 	for i, k := range ks {
@@ -110,8 +106,8 @@ func (rt *Runtime) usesLinks(k *rk.Kernel, sets ...[]*p2pqueue.Link) {
 	}
 }
 
-// LiveLinks is how many links made with NewLink have not been freed.
-func (rt *Runtime) LiveLinks() int {
+// liveLinks is how many links made with newLink have not been freed.
+func (rt *Runtime) liveLinks() int {
 	rt.links.mu.Lock()
 	defer rt.links.mu.Unlock()
 	return len(rt.links.users)
@@ -122,13 +118,13 @@ func (rt *Runtime) LiveLinks() int {
 func (p *Pipeline) freeLinks() {
 	for _, s := range p.stages {
 		if s.ingressLink != nil {
-			p.rt.FreeLink(s.ingressLink)
+			p.rt.freeLink(s.ingressLink)
 		}
 		for _, e := range s.outs {
-			p.rt.FreeLink(e.link)
+			p.rt.freeLink(e.link)
 		}
 		if s.egress != nil && s.egress.link != nil {
-			p.rt.FreeLink(s.egress.link)
+			p.rt.freeLink(s.egress.link)
 		}
 	}
 }

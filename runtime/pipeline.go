@@ -55,13 +55,12 @@ type PipelineSpec struct {
 	// CallbackPanicked on the actor system's event stream.
 	OnFault func(StageFaulted)
 
-	// StealIn and StealTo are for a stage group (package runtime/group),
-	// which makes one-stage pipelines whose kernels steal from each other:
-	// StealIn are extra in-links the first stage reads (victims forward
-	// stolen work into them), StealTo its links to thieves, in thief order
-	// (Steal.To indexes them). Make them with Runtime.NewLink; leave both
-	// nil otherwise.
-	StealIn, StealTo []*p2pqueue.Link
+	// stealIn and stealTo are a stage group's (package runtime/group, set
+	// through ext.Host.WithSteal), which makes one-stage pipelines whose
+	// kernels steal from each other: stealIn are extra in-links the first
+	// stage reads (victims forward stolen work into them), stealTo its
+	// links to thieves, in thief order (Steal.To indexes them).
+	stealIn, stealTo []*p2pqueue.Link
 }
 
 // Sink is where a pipeline's results go: a callback, a channel, or a PID
@@ -82,12 +81,13 @@ type Sink struct {
 	// not taken is dead-lettered ("sink not read"). While the pipeline
 	// runs, a full Chan holds the pipeline up instead (backpressure).
 	CloseWait time.Duration
-	// Slots takes each batch of results undecoded, straight from the
+	// slots takes each batch of results undecoded, straight from the
 	// egress link's slots (the payloads are valid until it returns), for
-	// code that passes results on as bytes: a cluster segment forwarding
-	// them to another process. It must end every message it is given,
-	// passed on or dead-lettered; they count as delivered here.
-	Slots func(ctx context.Context, hs []p2pqueue.Header, payloads [][]byte)
+	// a sub-package that passes results on as bytes: a cluster segment
+	// forwarding them to another process (set through ext.Host.WithSlots).
+	// It must end every message it is given, passed on or dead-lettered;
+	// they count as delivered here.
+	slots func(ctx context.Context, hs []p2pqueue.Header, payloads [][]byte)
 }
 
 // DeadLetter is a message that left the pipeline without a result: every
@@ -184,7 +184,7 @@ func (rt *Runtime) Build(ctx context.Context, spec PipelineSpec) (*Pipeline, err
 		return nil, err
 	}
 	p := &Pipeline{rt: rt, spec: spec, acct: &account.Account{}, next: g.Next, takes: g.In, gives: g.Out, byName: map[string]*stage{}, pumpDone: make(chan struct{}), dogDone: make(chan struct{}), closingCh: make(chan struct{})}
-	p.number = rt.NewLinkOwner()
+	p.number = rt.newLinkOwner()
 	p.sinks = &deadSinks{name: spec.Name, on: spec.OnDeadLetter, ch: spec.DeadLetterChan, pid: spec.DeadLetterPID}
 	p.pumpCtx, p.stopPump = context.WithCancel(context.Background())
 	if spec.SampleRatio > 0 {
@@ -219,7 +219,7 @@ func (rt *Runtime) check(spec *PipelineSpec) (graph.Graph, error) {
 		return graph.Graph{}, bad("sample ratio %g; want 0 to 1", spec.SampleRatio)
 	}
 	if n := spec.Deliver.count(); n > 1 {
-		return graph.Graph{}, bad("Deliver names %d sinks; set one of Func, Chan, PID, Slots", n)
+		return graph.Graph{}, bad("Deliver names %d sinks; set one of Func, Chan, PID", n)
 	}
 	seen := map[string]bool{}
 	gs := make([]graph.Stage, len(spec.Stages)) // each stage as the graph sees it, its op resolved once
@@ -254,7 +254,7 @@ func (rt *Runtime) check(spec *PipelineSpec) (graph.Graph, error) {
 			return graph.Graph{}, bad("stage %q: %w", s.Name, err)
 		}
 	}
-	g, err := graph.Resolve(gs, len(spec.StealIn), typeName)
+	g, err := graph.Resolve(gs, len(spec.stealIn), typeName)
 	if err != nil {
 		return graph.Graph{}, bad("%w", err)
 	}
@@ -266,7 +266,7 @@ func (p *Pipeline) build(ctx context.Context) error {
 		dev, _ := p.rt.reg.Device(ss.Device)
 		s := &stage{p: p, idx: i, spec: ss, dev: dev, in: p.takes[i]}
 		var err error
-		if s.ingressLink, s.inPlacement, err = p.rt.NewLink(p2pqueue.Host, ss.Device, ss.Capacity, ss.SlotSize, NewLinkID(p.number, LinkIn, i, 0)); err != nil {
+		if s.ingressLink, s.inPlacement, err = p.rt.newLink(p2pqueue.Host, ss.Device, ss.Capacity, ss.SlotSize, NewLinkID(p.number, LinkIn, i, 0)); err != nil {
 			return fmt.Errorf("ringactor: stage %q ingress: %w", ss.Name, err)
 		}
 		s.payloadCap = s.ingressLink.Config().PayloadCap()
@@ -280,7 +280,7 @@ func (p *Pipeline) build(ctx context.Context) error {
 	for i, s := range p.stages {
 		for _, j := range p.next[i] {
 			t := p.stages[j]
-			l, pl, err := p.rt.NewLink(s.spec.Device, t.spec.Device, t.spec.Capacity, t.spec.SlotSize, NewLinkID(p.number, LinkOut, i, j))
+			l, pl, err := p.rt.newLink(s.spec.Device, t.spec.Device, t.spec.Capacity, t.spec.SlotSize, NewLinkID(p.number, LinkOut, i, j))
 			if err != nil {
 				return fmt.Errorf("ringactor: link %q → %q: %w", s.spec.Name, t.spec.Name, err)
 			}
@@ -292,7 +292,7 @@ func (p *Pipeline) build(ctx context.Context) error {
 		}
 		e := &egress{}
 		var err error
-		if e.link, e.pl, err = p.rt.NewLink(s.spec.Device, p2pqueue.Host, s.spec.Capacity, s.spec.SlotSize, NewLinkID(p.number, LinkEgress, i, 0)); err != nil {
+		if e.link, e.pl, err = p.rt.newLink(s.spec.Device, p2pqueue.Host, s.spec.Capacity, s.spec.SlotSize, NewLinkID(p.number, LinkEgress, i, 0)); err != nil {
 			return fmt.Errorf("ringactor: stage %q egress: %w", s.spec.Name, err)
 		}
 		e.link.SetDoorbell(p2pqueue.NewDoorbell())
@@ -314,8 +314,8 @@ func (p *Pipeline) build(ctx context.Context) error {
 		in = append(in, s.ingressLink)
 		var stealTo []*p2pqueue.Link
 		if i == 0 {
-			in = append(in, p.spec.StealIn...)
-			stealTo = p.spec.StealTo
+			in = append(in, p.spec.stealIn...)
+			stealTo = p.spec.stealTo
 		}
 		var out []*p2pqueue.Link
 		for _, e := range s.outs {
@@ -537,13 +537,14 @@ func (p *Pipeline) tellDead(from uint32, d DeadLetter) {
 		dd := d
 		p.answer(d.ID, outcome{dead: &dd}) // after the count: an answered request is in the account
 	}
-	p.rt.TellDeadLetter(&p.spec, d)
+	p.rt.tellDeadLetter(&p.spec, d)
 }
 
-// TellDeadLetter hands a dead letter to every subscriber spec names (rt
-// sends to its PID), as a pipeline does its own; code that ends messages
-// of a spec outside a Pipeline (a cluster pipeline's origin) uses it.
-func (rt *Runtime) TellDeadLetter(spec *PipelineSpec, d DeadLetter) {
+// tellDeadLetter hands a dead letter to every subscriber spec names (rt
+// sends to its PID), as a pipeline does its own; a sub-package that ends
+// messages of a spec outside a Pipeline (a cluster pipeline's origin)
+// uses it through ext.Host.
+func (rt *Runtime) tellDeadLetter(spec *PipelineSpec, d DeadLetter) {
 	rt.tell(deadSinks{name: spec.Name, on: spec.OnDeadLetter, ch: spec.DeadLetterChan, pid: spec.DeadLetterPID}, d)
 }
 
@@ -574,7 +575,7 @@ func (rt *Runtime) tell(s deadSinks, d DeadLetter) {
 func (p *Pipeline) deliver(r Result) bool {
 	ch := p.spec.Deliver.Chan
 	if ch == nil {
-		p.rt.DeliverTo(p.pumpCtx, p.spec.Deliver, r)
+		p.rt.deliverTo(p.pumpCtx, p.spec.Deliver, r)
 		return true
 	}
 	if p.sinkGone.Load() {
@@ -614,10 +615,10 @@ const DefaultCloseWait = time.Second
 // end of Close.
 var ErrSinkNotRead = errors.New("ringactor: sink not read")
 
-// count is how many of Func, Chan, PID and Slots s sets.
+// count is how many of Func, Chan, PID and slots s sets.
 func (s Sink) count() int {
 	n := 0
-	for _, set := range []bool{s.Func != nil, s.Chan != nil, s.PID != nil, s.Slots != nil} {
+	for _, set := range []bool{s.Func != nil, s.Chan != nil, s.PID != nil, s.slots != nil} {
 		if set {
 			n++
 		}
@@ -625,26 +626,26 @@ func (s Sink) count() int {
 	return n
 }
 
-// CheckResults returns an error when s cannot take results handed to it
-// one Result at a time, as DeliverTo hands them (a stage group's sink, a
+// checkResults returns an error when s cannot take results handed to it
+// one Result at a time, as deliverTo hands them (a stage group's sink, a
 // cluster pipeline's): when it names more than one of Func, Chan and PID,
-// or names Slots, which takes raw egress batches that only a Pipeline's
+// or names slots, which takes raw egress batches that only a Pipeline's
 // own egress has. The zero Sink passes (results are discarded).
-func (s Sink) CheckResults() error {
+func (s Sink) checkResults() error {
 	if n := s.count(); n > 1 {
 		return fmt.Errorf("Deliver names %d sinks; set one of Func, Chan, PID", n)
 	}
-	if s.Slots != nil {
-		return errors.New("Deliver.Slots takes a pipeline's raw egress batches, and these results arrive one at a time, decoded; set Func, Chan or PID")
+	if s.slots != nil {
+		return errors.New("a slots sink takes a pipeline's raw egress batches, and these results arrive one at a time, decoded; set Func, Chan or PID")
 	}
 	return nil
 }
 
-// DeliverTo hands a result to a sink as a pipeline's egress does: to its
-// Func, Chan (giving up when done ends) or PID. A Slots sink takes raw
-// batches only, so a Result for one is dropped: code that delivers with
-// DeliverTo refuses such a sink first (Sink.CheckResults).
-func (rt *Runtime) DeliverTo(done context.Context, sink Sink, r Result) {
+// deliverTo hands a result to a sink as a pipeline's egress does: to its
+// Func, Chan (giving up when done ends) or PID. A slots sink takes raw
+// batches only, so a Result for one is dropped: a sub-package that
+// delivers with deliverTo refuses such a sink first (checkResults).
+func (rt *Runtime) deliverTo(done context.Context, sink Sink, r Result) {
 	switch {
 	case sink.Func != nil:
 		sink.Func(r)

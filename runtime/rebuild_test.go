@@ -8,6 +8,7 @@ import (
 	"time"
 
 	ra "github.com/ringactor/ringactor/runtime"
+	"github.com/ringactor/ringactor/runtime/internal/ext"
 )
 
 // A service rebuilds pipelines for months: build/close cycles under
@@ -50,7 +51,7 @@ func TestRebuildsUnderUniqueNamesLeakNothing(t *testing.T) {
 		defer cancel()
 	}
 	base := held()
-	links := e.RT.LiveLinks()
+	links := ext.Of(e.RT).LiveLinks()
 	var atMark uint64
 	start := time.Now()
 	for i := range total {
@@ -75,7 +76,7 @@ func TestRebuildsUnderUniqueNamesLeakNothing(t *testing.T) {
 		if got := held(); fmt.Sprint(got) != fmt.Sprint(base) {
 			t.Fatalf("after close %d the runtime holds %v bytes per device, %v before the first build", i, got, base)
 		}
-		if n := e.RT.LiveLinks(); n != links {
+		if n := ext.Of(e.RT).LiveLinks(); n != links {
 			t.Fatalf("after close %d: %d live links, %d before", i, n, links)
 		}
 		if i+1 == mark {

@@ -69,7 +69,7 @@ func (p *Pipeline) Request(ctx context.Context, d Data) (Result, error) {
 	if err := ctxcheck.LiveSend(ctx, "Pipeline.Request"); err != nil {
 		return Result{}, err
 	}
-	if p.spec.Deliver.Slots != nil {
+	if p.spec.Deliver.slots != nil {
 		return Result{}, fmt.Errorf("%w: pipeline %q passes its results on as slots (a cluster segment): requests are not answered there", ErrNotSent, p.spec.Name)
 	}
 	if d.ID == 0 {

@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ringactor/ringactor/internal/demo"
 	ra "github.com/ringactor/ringactor/runtime"
 )
 
@@ -162,7 +163,7 @@ func ExamplePipeline_Request() {
 	defer rt.Close()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	p, err := rt.Build(ctx, ra.GuideSpec("ask", [3]int{0, 1, 2}))
+	p, err := rt.Build(ctx, demo.Guide("ask", [3]int{0, 1, 2}))
 	if err != nil {
 		fmt.Println(err)
 		return

@@ -22,6 +22,7 @@ import (
 	"github.com/ringactor/ringactor/runtime/internal/account"
 	"github.com/ringactor/ringactor/runtime/internal/meter"
 	"github.com/ringactor/ringactor/runtime/internal/devreg"
+	"github.com/ringactor/ringactor/runtime/internal/extid"
 )
 
 // Config configures a Runtime. The zero value picks a backend (a GPU where
@@ -71,7 +72,7 @@ type Runtime struct {
 
 	mu    sync.Mutex
 	names map[string]*Pipeline // nil while the pipeline is being built
-	roles map[string]bool      // claimed by Claim
+	roles map[extid.Role]bool  // claimed by claim
 
 	closed atomic.Bool
 	// stagePIDs maps a stage actor's PID id to its stage, for data that
@@ -113,7 +114,7 @@ func newRuntime(cfg Config, kinds []rk.Kind) (*Runtime, error) {
 		return nil, err
 	}
 	devs := devreg.NewMux(sel.Backend, sel.Reg.CPUDevice().ID, sel.CPU)
-	rt := &Runtime{reg: &Registry{r: sel.Reg}, gpus: sel.Backend, backend: devs, system: cfg.System, tp: cfg.TracerProvider, mp: cfg.MeterProvider, names: map[string]*Pipeline{}, roles: map[string]bool{}}
+	rt := &Runtime{reg: &Registry{r: sel.Reg}, gpus: sel.Backend, backend: devs, system: cfg.System, tp: cfg.TracerProvider, mp: cfg.MeterProvider, names: map[string]*Pipeline{}, roles: map[extid.Role]bool{}}
 	if _, ok := sel.Backend.(interface{ Close() error }); ok && sel.Owned {
 		rt.release = devs.Close
 	}
@@ -123,6 +124,7 @@ func newRuntime(cfg Config, kinds []rk.Kind) (*Runtime, error) {
 		}))
 		rt.own = true
 	}
+	registerExtension(rt.system)
 	if rt.tp == nil {
 		rt.tp = otel.GetTracerProvider()
 	}
@@ -148,11 +150,11 @@ func (rt *Runtime) System() *actor.ActorSystem { return rt.system }
 func (rt *Runtime) TracerProvider() trace.TracerProvider { return rt.tp }
 func (rt *Runtime) MeterProvider() metric.MeterProvider  { return rt.mp }
 
-// Claim takes role (such as "cluster node") for one user of the runtime:
-// it reports false if the role is taken already. release gives it back.
-// Packages that configure the runtime's actor system once, as
-// runtime/cluster's Join does, claim it first.
-func (rt *Runtime) Claim(role string) (release func(), ok bool) {
+// claim takes role for one user of the runtime: it reports false if the
+// role is taken already. release gives it back. Sub-packages that
+// configure the runtime's actor system once, as runtime/cluster's Join
+// does, claim it first (ext.Host.Claim).
+func (rt *Runtime) claim(role extid.Role) (release func(), ok bool) {
 	rt.mu.Lock()
 	defer rt.mu.Unlock()
 	if rt.roles[role] {

@@ -33,6 +33,7 @@ import (
 	"text/tabwriter"
 
 	"github.com/ringactor/ringactor/internal/devlist"
+	"github.com/ringactor/ringactor/internal/demo"
 	"github.com/ringactor/ringactor/internal/nodeproc"
 	"github.com/ringactor/ringactor/internal/stdio"
 	ra "github.com/ringactor/ringactor/runtime"
@@ -214,7 +215,7 @@ func describe(ctx context.Context, args []string, out, errOut io.Writer) error {
 		return err
 	}
 	defer rt.Close()
-	p, err := rt.Build(ctx, ra.GuideSpec("guide", ids))
+	p, err := rt.Build(ctx, demo.Guide("guide", ids))
 	if err != nil {
 		return err
 	}

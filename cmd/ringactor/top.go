@@ -11,6 +11,7 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/ringactor/ringactor/internal/demo"
 	ra "github.com/ringactor/ringactor/runtime"
 )
 
@@ -44,7 +45,7 @@ func top(ctx context.Context, args []string, out, errOut io.Writer) error {
 	}
 	defer rt.Close()
 	var delivered atomic.Uint64
-	spec := ra.GuideSpec("demo", ids)
+	spec := demo.Guide("demo", ids)
 	spec.SampleRatio = 0.001
 	spec.Deliver = ra.Sink{Func: func(ra.Result) { delivered.Add(1) }}
 	p, err := rt.Build(setupCtx, spec)

@@ -43,6 +43,7 @@ import (
 	"go.opentelemetry.io/otel/trace/noop"
 
 	"github.com/ringactor/ringactor/internal/devlist"
+	"github.com/ringactor/ringactor/internal/demo"
 	"github.com/ringactor/ringactor/internal/nodeproc"
 	"github.com/ringactor/ringactor/internal/stdio"
 	"github.com/ringactor/ringactor/kernels"
@@ -234,7 +235,7 @@ func run(ctx context.Context, args []string, out, errOut io.Writer) error {
 	if err != nil {
 		return fmt.Errorf("-devices: %w", err)
 	}
-	spec := ra.GuideSpec("guide", [3]int(ids))
+	spec := demo.Guide("guide", [3]int(ids))
 	spec.SampleRatio = o.sample
 	spec.Deliver = ra.Sink{Func: func(r ra.Result) {
 		in := make([]float32, o.payload)

@@ -10,6 +10,7 @@ import (
 
 	"github.com/asynkron/protoactor-go/actor"
 
+	"github.com/ringactor/ringactor/internal/demo"
 	"github.com/ringactor/ringactor/kernels"
 	ra "github.com/ringactor/ringactor/runtime"
 )
@@ -137,7 +138,7 @@ func (c *counter) wait(ctx context.Context, what string) error {
 // batches of sendBatch.
 func (s *simRuntime) pipeline(ctx context.Context, n int, lat *latencies) (time.Duration, error) {
 	s.round++
-	spec := ra.GuideSpec(fmt.Sprintf("bench-%d", s.round), s.place)
+	spec := demo.Guide(fmt.Sprintf("bench-%d", s.round), s.place)
 	c := newCounter(n)
 	spec.Deliver.Func = func(r ra.Result) {
 		lat.arrive(r.ID)

@@ -2,6 +2,7 @@ package deps
 
 import (
 	"os/exec"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -44,6 +45,8 @@ var rules = []rule{
 	{"github.com/ringactor/ringactor/internal/devlist", []string{"github.com/asynkron/protoactor-go", "go.opentelemetry.io", "github.com/ringactor/ringactor/runtime",
 		"github.com/ringactor/ringactor/ringkernel/sim", "github.com/ringactor/ringactor/ringkernel/cuda", "github.com/ringactor/ringactor/cuda"},
 		"reading -devices is a leaf: it names devices through a resolver (*runtime.Registry) and imports no runtime or backend"},
+	{"github.com/ringactor/ringactor/runtime/...", []string{"github.com/ringactor/ringactor/internal/demo"},
+		"the guide's demo pipeline is no part of the library: commands, examples, benchmarks and tests use it"},
 	{"github.com/ringactor/ringactor/runtime/cluster/internal/wire", []string{"github.com/asynkron/protoactor-go/remote", "github.com/asynkron/protoactor-go/cluster", "google.golang.org/grpc",
 		"github.com/ringactor/ringactor/runtime/cluster/internal/hosts"},
 		"the wire format is pure bytes: no transport, no membership"},
@@ -73,6 +76,21 @@ var rules = []rule{
 var directRules = []rule{
 	{"github.com/ringactor/ringactor/runtime", []string{"github.com/ringactor/ringactor/cuda", "github.com/NVIDIA/go-nvml"},
 		"runtime holds no CUDA or NVML code: the CUDA backend (ringkernel/cuda) lists its GPUs and reads NVML, and runtime asks it (docs/ARCHITECTURE.md §12)"},
+	{"github.com/ringactor/ringactor/runtime/internal/extid", []string{"github.com/ringactor/ringactor"},
+		"the extension's id and roles are what runtime and runtime/internal/ext share without a cycle: it imports nothing of ours"},
+}
+
+// onlyRule: the package pkg may be imported (by non-test files) only by
+// the packages under one of the prefixes in by.
+type onlyRule struct {
+	pkg string
+	by  []string
+	why string
+}
+
+var onlyRules = []onlyRule{
+	{"github.com/ringactor/ringactor/runtime/internal/ext", []string{"github.com/ringactor/ringactor/runtime/group", "github.com/ringactor/ringactor/runtime/cluster", "github.com/ringactor/ringactor/runtime/collective"},
+		"runtime's hooks for its sub-packages are theirs alone: the rest of the module uses runtime's exported API"},
 }
 
 // The common ring-kernel package links no backend (ggml-backend's rule:
@@ -102,6 +120,22 @@ func deps(t *testing.T, pattern string) []string {
 	return strings.Fields(string(out))
 }
 
+// importers lists, for every package of the module, the packages its
+// non-test files import.
+func importers(t *testing.T) map[string][]string {
+	t.Helper()
+	out, err := exec.Command("go", "list", "-f", `{{.ImportPath}} {{join .Imports " "}}`, "github.com/ringactor/ringactor/...").CombinedOutput()
+	if err != nil {
+		t.Fatalf("go list -f .Imports ./...: %v\n%s", err, out)
+	}
+	m := map[string][]string{}
+	for _, line := range strings.Split(strings.TrimSpace(string(out)), "\n") {
+		f := strings.Fields(line)
+		m[f[0]] = f[1:]
+	}
+	return m
+}
+
 // The arrows point one way: see docs/ARCHITECTURE.md §1.
 func TestImportRules(t *testing.T) {
 	if _, err := exec.LookPath("go"); err != nil {
@@ -123,6 +157,15 @@ func TestImportRules(t *testing.T) {
 					t.Errorf("%s imports %s: %s", r.pkg, d, r.why)
 				}
 			}
+		}
+	}
+	all := importers(t)
+	for _, r := range onlyRules {
+		for pkg, imps := range all {
+			if !slices.Contains(imps, r.pkg) || slices.ContainsFunc(r.by, func(b string) bool { return pkg == b || strings.HasPrefix(pkg, b+"/") }) {
+				continue
+			}
+			t.Errorf("%s imports %s: %s", pkg, r.pkg, r.why)
 		}
 	}
 }

@@ -14,6 +14,7 @@ import (
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 
+	"github.com/ringactor/ringactor/internal/demo"
 	"github.com/ringactor/ringactor/internal/nodeproc"
 	"github.com/ringactor/ringactor/internal/racecheck"
 	ra "github.com/ringactor/ringactor/runtime"
@@ -95,7 +96,7 @@ func startBWith(t *testing.T, cfg nodeproc.Config) *nodeproc.Proc {
 
 // guide is the guide's pipeline with its middle stage on node b.
 func guide(name string) ra.PipelineSpec {
-	spec := ra.GuideSpec(name, [3]int{0, 0, 1})
+	spec := demo.Guide(name, [3]int{0, 0, 1})
 	spec.Stages[1].Node = "b"
 	return spec
 }

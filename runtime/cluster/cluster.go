@@ -19,6 +19,7 @@ import (
 	ra "github.com/ringactor/ringactor/runtime"
 	"github.com/ringactor/ringactor/runtime/cluster/internal/wire"
 	"github.com/ringactor/ringactor/runtime/internal/account"
+	"github.com/ringactor/ringactor/runtime/internal/ext"
 	"github.com/ringactor/ringactor/runtime/internal/naming"
 )
 
@@ -43,6 +44,7 @@ type ClusterOptions struct {
 type ClusterPipeline struct {
 	node    *Node
 	rt      *ra.Runtime // node.rt
+	host    ext.Host    // rt's hooks: delivery and dead letters at the origin
 	spec    ra.PipelineSpec
 	opts    ClusterOptions
 	segs    []*segment
@@ -110,10 +112,11 @@ func (n *Node) Build(ctx context.Context, spec ra.PipelineSpec, opts ClusterOpti
 	if spec.SampleRatio < 0 || spec.SampleRatio > 1 || math.IsNaN(spec.SampleRatio) {
 		return nil, fmt.Errorf("%w %q: sample ratio %g; want 0 to 1", ra.ErrBadPipeline, spec.Name, spec.SampleRatio)
 	}
-	if err := spec.Deliver.CheckResults(); err != nil { // the origin delivers with DeliverTo
+	host := ext.Of(n.rt)
+	if err := host.CheckResults(spec.Deliver); err != nil { // the origin delivers with DeliverTo
 		return nil, fmt.Errorf("%w %q: %w", ra.ErrBadPipeline, spec.Name, err)
 	}
-	cp := &ClusterPipeline{node: n, rt: n.rt, spec: spec, opts: opts, byStage: map[string]*segment{},
+	cp := &ClusterPipeline{node: n, rt: n.rt, host: host, spec: spec, opts: opts, byStage: map[string]*segment{},
 		roots: newRoots(n.rt.TracerProvider(), spec.Name, n.cfg.Name)}
 	cp.ctx, cp.cancel = context.WithCancel(context.Background())
 	if spec.SampleRatio > 0 {
@@ -181,7 +184,7 @@ func (cp *ClusterPipeline) build(ctx context.Context) error {
 			OnDeadLetter: cp.deadLetter, HangAfter: cp.spec.HangAfter, OnFault: cp.spec.OnFault}
 		if k+1 < len(cp.segs) {
 			e := cp.segs[k+1].exc
-			spec.Deliver.Slots = func(ctx context.Context, hs []p2pqueue.Header, ps [][]byte) {
+			spec.Deliver = cp.host.WithSlots(ra.Sink{}, func(ctx context.Context, hs []p2pqueue.Header, ps [][]byte) {
 				e.send(ctx, len(hs), func(i int) (uint64, p2pqueue.Flags, []byte, string) {
 					tp := ""
 					if hs[i].Flags&p2pqueue.FlagSampled != 0 {
@@ -189,7 +192,7 @@ func (cp *ClusterPipeline) build(ctx context.Context) error {
 					}
 					return hs[i].ID, hs[i].Flags, ps[i], tp
 				})
-			}
+			})
 		} else {
 			spec.Deliver = ra.Sink{Func: cp.deliver}
 		}
@@ -369,13 +372,13 @@ func (cp *ClusterPipeline) SendBatch(ctx context.Context, ds []ra.Data) (int, er
 func (cp *ClusterPipeline) deadLetter(d ra.DeadLetter) {
 	cp.acct.DeadLetter()
 	cp.roots.end(d.ID, &d)
-	cp.rt.TellDeadLetter(&cp.spec, d)
+	cp.host.TellDeadLetter(&cp.spec, d)
 }
 
 func (cp *ClusterPipeline) deliver(r ra.Result) {
 	cp.acct.Deliver(1)
 	cp.roots.end(r.ID, nil)
-	cp.rt.DeliverTo(cp.ctx, cp.spec.Deliver, r)
+	cp.host.DeliverTo(cp.ctx, cp.spec.Deliver, r)
 }
 
 // Stats is the pipeline's account (Sent = Delivered + DeadLettered +

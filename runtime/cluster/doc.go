@@ -16,7 +16,7 @@
 // own kind ("ringactor.node.<name>"), so placement by name is protoactor
 // cluster's own placement. Segments on different nodes are joined by
 // batched links over protoactor remote: an egress batch (taken raw through
-// a runtime.Sink's Slots) travels as one message, the slots' bytes in a
+// a slots sink, runtime's hook for it) travels as one message, the slots' bytes in a
 // msgpack Batch inside a wrapperspb.BytesValue (package runtime/cluster/internal/wire has the format;
 // encoders are reused, so steady state allocates per batch, not per
 // message).

@@ -17,6 +17,7 @@ import (
 	"github.com/ringactor/ringactor/p2pqueue"
 	ra "github.com/ringactor/ringactor/runtime"
 	"github.com/ringactor/ringactor/runtime/cluster/internal/wire"
+	"github.com/ringactor/ringactor/runtime/internal/ext"
 )
 
 // The excursion's accounting, without a network: the run's first segment
@@ -73,10 +74,17 @@ func expectDead(t *testing.T, r *deadLetters, reason ra.Reason, want error, ids 
 }
 
 // newTestExcursion is a run of one remote segment (stage "far" on device 1)
-// of a pipeline that exists only for its accounting.
-func newTestExcursion(window int) (*ClusterPipeline, *excursion, *deadLetters) {
+// of a pipeline that exists only for its accounting, on a runtime closed
+// when the test ends.
+func newTestExcursion(t *testing.T, window int) (*ClusterPipeline, *excursion, *deadLetters) {
+	t.Helper()
+	rt, err := ra.New(ra.Config{Devices: ra.DeviceOptions{Backend: "sim", SimDevices: 1, Log: io.Discard}})
+	if err != nil {
+		t.Fatalf("runtime: %v", err)
+	}
+	t.Cleanup(func() { rt.Close() })
 	dead := &deadLetters{}
-	cp := &ClusterPipeline{spec: ra.PipelineSpec{Name: "exc", OnDeadLetter: dead.add}}
+	cp := &ClusterPipeline{rt: rt, host: ext.Of(rt), spec: ra.PipelineSpec{Name: "exc", OnDeadLetter: dead.add}}
 	cp.segs = []*segment{{idx: 0, node: "other", stages: []ra.StageSpec{{Name: "far", Device: 1}}}}
 	e := newExcursion(cp, 0, 0, window)
 	cp.segs[0].exc = e
@@ -93,14 +101,12 @@ type farSegment struct {
 	batches chan []byte
 }
 
-// upExcursion gives cp a runtime, spawns the stand-in segment and marks the
-// run up through it. Both are stopped when the test ends.
+// upExcursion gives cp a node on its runtime, spawns the stand-in segment
+// and marks the run up through it. The segment is stopped when the test
+// ends, before the runtime closes.
 func upExcursion(t *testing.T, cp *ClusterPipeline, e *excursion) *farSegment {
 	t.Helper()
-	rt, err := ra.New(ra.Config{Devices: ra.DeviceOptions{Backend: "sim", SimDevices: 1, Log: io.Discard}})
-	if err != nil {
-		t.Fatalf("runtime: %v", err)
-	}
+	rt := cp.rt
 	cp.node = &Node{rt: rt}
 	f := &farSegment{t: t, rt: rt, batches: make(chan []byte, 256)}
 	f.pid = rt.System().Root.Spawn(actor.PropsFromFunc(func(c actor.Context) {
@@ -112,7 +118,6 @@ func upExcursion(t *testing.T, cp *ClusterPipeline, e *excursion) *farSegment {
 		if err := rt.System().Root.StopFuture(f.pid).Wait(); err != nil {
 			t.Errorf("stop the segment actor: %v", err)
 		}
-		rt.Close()
 	})
 	e.up(f.pid)
 	return f
@@ -196,7 +201,7 @@ func sendIDs(ctx context.Context, e *excursion, ids ...uint64) error {
 }
 
 func TestExcursionDownDeadLettersAtOnce(t *testing.T) {
-	cp, e, dead := newTestExcursion(DefaultRemoteWindow)
+	cp, e, dead := newTestExcursion(t, DefaultRemoteWindow)
 	if err := e.isDown(); !errors.Is(err, ErrRemoteUnreachable) {
 		t.Fatalf("a new run: isDown = %v, want ErrRemoteUnreachable", err)
 	}
@@ -226,7 +231,7 @@ func TestExcursionDownDeadLettersAtOnce(t *testing.T) {
 }
 
 func TestExcursionArriveFailExactlyOnce(t *testing.T) {
-	cp, e, dead := newTestExcursion(DefaultRemoteWindow)
+	cp, e, dead := newTestExcursion(t, DefaultRemoteWindow)
 	far := upExcursion(t, cp, e)
 	ctx := context.Background()
 	if err := e.isDown(); err != nil {
@@ -302,7 +307,7 @@ func TestExcursionArriveFailExactlyOnce(t *testing.T) {
 }
 
 func TestExcursionWindowWaits(t *testing.T) {
-	cp, e, dead := newTestExcursion(4)
+	cp, e, dead := newTestExcursion(t, 4)
 	far := upExcursion(t, cp, e)
 	ctx := context.Background()
 
@@ -422,7 +427,7 @@ func TestExcursionWindowWaits(t *testing.T) {
 }
 
 func TestExcursionDuplicateIDs(t *testing.T) {
-	cp, e, dead := newTestExcursion(DefaultRemoteWindow)
+	cp, e, dead := newTestExcursion(t, DefaultRemoteWindow)
 	far := upExcursion(t, cp, e)
 	ctx := context.Background()
 
@@ -488,7 +493,7 @@ func TestExcursionDuplicateIDs(t *testing.T) {
 // "wire.Oversize payload" at the sender, never sent, the rest of its batch still
 // sent.
 func TestExcursionSplitsAndRefusesOversize(t *testing.T) {
-	cp, e, dead := newTestExcursion(DefaultRemoteWindow)
+	cp, e, dead := newTestExcursion(t, DefaultRemoteWindow)
 	f := upExcursion(t, cp, e)
 	sizes := map[uint64]int{1: 100 << 10, 2: 600 << 10, 3: 600 << 10, 4: wire.MaxPayload, 5: wire.MaxPayload + 4, 6: 8, 7: 300 << 10, 8: 300 << 10}
 	ids := span(1, 8)

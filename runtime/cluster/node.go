@@ -23,6 +23,8 @@ import (
 	ra "github.com/ringactor/ringactor/runtime"
 	"github.com/ringactor/ringactor/runtime/cluster/internal/hosts"
 	"github.com/ringactor/ringactor/runtime/cluster/internal/wire"
+	"github.com/ringactor/ringactor/runtime/internal/ext"
+	"github.com/ringactor/ringactor/runtime/internal/extid"
 )
 
 // NodeConfig makes a runtime a member of a protoactor cluster, so that
@@ -127,7 +129,7 @@ func Join(ctx context.Context, rt *ra.Runtime, cfg NodeConfig) (*Node, error) {
 	if cfg.Port < 0 || cfg.Port > 65535 {
 		return nil, fmt.Errorf("%w %q: port %d out of range", ErrNode, cfg.Name, cfg.Port)
 	}
-	release, ok := rt.Claim(nodeRole)
+	release, ok := ext.Of(rt).Claim(extid.ClusterNode) // its actor system becomes a cluster member once
 	if !ok {
 		return nil, fmt.Errorf("%w %q: this runtime has already joined a cluster; one node per runtime", ErrNode, cfg.Name)
 	}
@@ -137,10 +139,6 @@ func Join(ctx context.Context, rt *ra.Runtime, cfg NodeConfig) (*Node, error) {
 	}
 	return n, err
 }
-
-// nodeRole is what Join claims of a runtime: its actor system can be
-// configured as a cluster member once.
-const nodeRole = "cluster node"
 
 func join(ctx context.Context, rt *ra.Runtime, cfg NodeConfig) (*Node, error) {
 	provider := cfg.Provider

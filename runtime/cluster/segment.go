@@ -15,6 +15,7 @@ import (
 	"github.com/ringactor/ringactor/p2pqueue"
 	ra "github.com/ringactor/ringactor/runtime"
 	"github.com/ringactor/ringactor/runtime/cluster/internal/wire"
+	"github.com/ringactor/ringactor/runtime/internal/ext"
 )
 
 // segmentGrain hosts one segment of another node's cluster pipeline: a
@@ -112,7 +113,7 @@ func (g *segmentGrain) build(self string, b []byte) error {
 	g.w = wire.NewBatchWriter()
 	name := strings.NewReplacer("/", "_", " ", "_").Replace(fmt.Sprintf("%s@%s#%d~%s", m.Pipeline, m.Origin.Address, m.To, self))
 	g.traces = map[uint64]string{}
-	spec := ra.PipelineSpec{Name: name, Stages: m.Stages, OnDeadLetter: g.reportDead, Deliver: ra.Sink{Slots: g.forward}}
+	spec := ra.PipelineSpec{Name: name, Stages: m.Stages, OnDeadLetter: g.reportDead, Deliver: ext.Of(g.rt).WithSlots(ra.Sink{}, g.forward)}
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	p, err := g.rt.Build(ctx, spec)

@@ -1,8 +1,8 @@
 // Package group runs one stage on several devices behind one PID: a stage
 // group. It builds on package runtime's exported API: each instance is a
-// one-stage runtime.Pipeline, and the steal links between instances are
-// made with Runtime.NewLink and handed to the pipelines in
-// PipelineSpec.StealIn and StealTo.
+// one-stage runtime.Pipeline. The steal links between instances are made
+// and handed to the pipelines' specs through runtime's hooks for its
+// sub-packages (runtime/internal/ext).
 //
 // New builds and starts a group whose messages are split by a Policy:
 // Static (equal shares), Dynamic (by measured throughput), Guided

@@ -17,6 +17,7 @@ import (
 	rk "github.com/ringactor/ringactor/ringkernel"
 	ra "github.com/ringactor/ringactor/runtime"
 	"github.com/ringactor/ringactor/runtime/internal/account"
+	"github.com/ringactor/ringactor/runtime/internal/ext"
 	"github.com/ringactor/ringactor/runtime/internal/naming"
 )
 
@@ -66,6 +67,7 @@ var ErrBadSpec = errors.New("ringactor: bad stage group")
 // Group is a running stage group. Its methods are safe for concurrent use.
 type Group struct {
 	rt    *ra.Runtime
+	host  ext.Host // rt's hooks: steal links, delivery
 	spec  Spec
 	insts []*instance
 	steal []*p2pqueue.Link // the steal links it made, freed at Close
@@ -155,9 +157,9 @@ func New(ctx context.Context, rt *ra.Runtime, spec Spec) (*Group, error) {
 	if err := check(rt, &spec); err != nil {
 		return nil, err
 	}
-	g := &Group{rt: rt, spec: spec, coordDone: make(chan struct{})}
+	g := &Group{rt: rt, host: ext.Of(rt), spec: spec, coordDone: make(chan struct{})}
 	n := len(spec.Devices)
-	owner := rt.NewLinkOwner()
+	owner := g.host.NewLinkOwner()
 	// steal[i][j]: victim i's dedicated link to thief j.
 	steal := make([][]*p2pqueue.Link, n)
 	if spec.Steal && n > 1 {
@@ -167,7 +169,7 @@ func New(ctx context.Context, rt *ra.Runtime, spec Spec) (*Group, error) {
 				if i == j {
 					continue
 				}
-				l, _, err := rt.NewLink(spec.Devices[i], spec.Devices[j], spec.Stage.Capacity, spec.Stage.SlotSize, ra.NewLinkID(owner, ra.LinkSteal, i, j))
+				l, _, err := g.host.NewLink(spec.Devices[i], spec.Devices[j], spec.Stage.Capacity, spec.Stage.SlotSize, ra.NewLinkID(owner, ra.LinkSteal, i, j))
 				if err != nil {
 					g.freeSteal()
 					return nil, fmt.Errorf("ringactor: group %q: steal link %d → %d: %w", spec.Name, i, j, err)
@@ -188,14 +190,16 @@ func New(ctx context.Context, rt *ra.Runtime, spec Spec) (*Group, error) {
 		ps := ra.PipelineSpec{Name: fmt.Sprintf("%s-%d", spec.Name, i), Stages: []ra.StageSpec{st},
 			Deliver:      ra.Sink{Func: g.deliver},
 			OnDeadLetter: g.deadLetter}
+		var stealIn, stealTo []*p2pqueue.Link
 		for j := range n {
 			if steal[j] != nil && steal[j][i] != nil {
-				ps.StealIn = append(ps.StealIn, steal[j][i])
+				stealIn = append(stealIn, steal[j][i])
 			}
 			if steal[i] != nil && steal[i][j] != nil {
-				ps.StealTo = append(ps.StealTo, steal[i][j])
+				stealTo = append(stealTo, steal[i][j])
 			}
 		}
+		ps = g.host.WithSteal(ps, stealIn, stealTo)
 		p, err := rt.Build(ctx, ps)
 		if err != nil {
 			return fail(fmt.Errorf("ringactor: group %q instance %d on device %d: %w", spec.Name, i, dev, err))
@@ -272,7 +276,7 @@ func check(rt *ra.Runtime, spec *Spec) error {
 			}
 		}
 	}
-	if err := spec.Deliver.CheckResults(); err != nil {
+	if err := ext.Of(rt).CheckResults(spec.Deliver); err != nil {
 		return bad("%v", err)
 	}
 	return nil
@@ -485,7 +489,7 @@ func (g *Group) deliver(r ra.Result) {
 	g.acct.Deliver(1)
 	// A full Chan holds the instance's egress pump up (backpressure), as
 	// it always has: no done context ends the wait.
-	g.rt.DeliverTo(context.Background(), g.spec.Deliver, r)
+	g.host.DeliverTo(context.Background(), g.spec.Deliver, r)
 }
 
 func (g *Group) deadLetter(d ra.DeadLetter) {
@@ -559,10 +563,10 @@ func (g *Group) Close(ctx context.Context, drain bool) error {
 }
 
 // freeSteal gives the steal links back once the instances have closed
-// (Runtime.FreeLink waits for any loop still using one).
+// (FreeLink waits for any loop still using one).
 func (g *Group) freeSteal() {
 	for _, l := range g.steal {
-		g.rt.FreeLink(l)
+		g.host.FreeLink(l)
 	}
 	g.steal = nil
 }

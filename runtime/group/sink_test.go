@@ -9,6 +9,7 @@ import (
 	"github.com/ringactor/ringactor/p2pqueue"
 	ra "github.com/ringactor/ringactor/runtime"
 	"github.com/ringactor/ringactor/runtime/group"
+	"github.com/ringactor/ringactor/runtime/internal/ext"
 )
 
 // A group hands its results on one at a time, decoded: a Slots sink (raw
@@ -18,7 +19,7 @@ func TestGroupRefusesASlotsSink(t *testing.T) {
 	rt := groupEnv(t, nil, nil)
 	var got atomic.Int64
 	spec := group.Spec{Name: "slots", Devices: []int{0, 1}, Stage: ra.StageSpec{Name: "x3", Op: "scale", Params: []float32{3}},
-		Deliver: ra.Sink{Slots: func(_ context.Context, hs []p2pqueue.Header, _ [][]byte) { got.Add(int64(len(hs))) }}}
+		Deliver: ext.Of(rt).WithSlots(ra.Sink{}, func(_ context.Context, hs []p2pqueue.Header, _ [][]byte) { got.Add(int64(len(hs))) })}
 	g, err := group.New(ctxT(t), rt, spec)
 	if err == nil {
 		ds := make([]ra.Data, 10)

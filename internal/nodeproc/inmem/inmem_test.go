@@ -9,6 +9,7 @@ import (
 
 	clustertest "github.com/asynkron/protoactor-go/cluster/clusterproviders/test"
 
+	"github.com/ringactor/ringactor/internal/demo"
 	"github.com/ringactor/ringactor/internal/rttest"
 	ra "github.com/ringactor/ringactor/runtime"
 	"github.com/ringactor/ringactor/runtime/cluster"
@@ -23,7 +24,7 @@ func TestOneNodeInMemory(t *testing.T) {
 	e := rttest.Devices(t, ra.DeviceOptions{SimDevices: 2}) // the backend under test (rttest.BackendEnv)
 	rt := e.RT
 	guide := func(name string) ra.PipelineSpec {
-		return ra.GuideSpec(name, [3]int{e.Device(0), e.Device(1), e.Device(0)})
+		return demo.Guide(name, [3]int{e.Device(0), e.Device(1), e.Device(0)})
 	}
 	if _, err := cluster.Join(ctx, rt, cluster.NodeConfig{Name: "bad name"}); !errors.Is(err, cluster.ErrNode) {
 		t.Errorf("a name with a space: %v, want ErrNode", err)

@@ -9,14 +9,15 @@ import (
 
 	clustertest "github.com/asynkron/protoactor-go/cluster/clusterproviders/test"
 
-	"github.com/ringactor/ringactor/p2pqueue"
 	ra "github.com/ringactor/ringactor/runtime"
 	"github.com/ringactor/ringactor/runtime/cluster"
 )
 
-// A cluster pipeline's origin hands results on one at a time, decoded
-// (Runtime.DeliverTo): Node.Build refuses a Slots sink, which would drop
-// every result, and a Deliver naming two sinks, as Runtime.Build does.
+// A cluster pipeline's origin hands results on one at a time, decoded:
+// Node.Build refuses a Deliver naming two sinks, as Runtime.Build does (and
+// a slots sink, runtime's hook for a segment's raw egress, which would drop
+// every result: runtime/cluster's TestBuildRefusesASlotsSink, since only
+// runtime's sub-packages can make one).
 func TestClusterBuildRefusesSinksItCannotFeed(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
@@ -37,8 +38,7 @@ func TestClusterBuildRefusesSinksItCannotFeed(t *testing.T) {
 		}
 	}()
 	for name, sink := range map[string]ra.Sink{
-		"slots": {Slots: func(context.Context, []p2pqueue.Header, [][]byte) {}},
-		"two":   {Func: func(ra.Result) {}, Chan: make(chan ra.Result)},
+		"two": {Func: func(ra.Result) {}, Chan: make(chan ra.Result)},
 	} {
 		spec := ra.PipelineSpec{Name: name, Stages: []ra.StageSpec{{Name: "a", Op: "identity"}}, Deliver: sink}
 		if cp, err := node.Build(ctx, spec, cluster.ClusterOptions{}); !errors.Is(err, ra.ErrBadPipeline) {

@@ -1,0 +1,71 @@
+package runtime
+
+import (
+	"context"
+	"sync"
+
+	"github.com/asynkron/protoactor-go/actor"
+	"github.com/asynkron/protoactor-go/extensions"
+
+	"github.com/ringactor/ringactor/p2pqueue"
+	"github.com/ringactor/ringactor/runtime/internal/extid"
+)
+
+// The sub-packages (runtime/group, runtime/cluster, runtime/collective)
+// need a few hooks no user does: links made outside a pipeline, a
+// group's steal links and a segment's raw egress in a spec, delivery and
+// dead letters outside a Pipeline, a typed claim. They reach them through
+// one extension point, as protoactor's remote registers itself on an
+// actor system by id: New registers extension under extid.ID, and
+// runtime/internal/ext's Of asserts what it hands out to its typed Host
+// interface (a test there fails if these methods drift from it). The
+// types are unexported, so none of this is in go doc.
+
+// extension is stateless: several runtimes may share one actor system
+// (Config.System), so Host binds the hooks to the runtime asked for.
+type extension struct{}
+
+func (extension) ExtensionID() extensions.ExtensionID { return extid.ID }
+
+// Host returns rt's hooks.
+func (extension) Host(rt *Runtime) any { return host{rt} }
+
+// registerMu orders the one Register of each actor system before any
+// lookup: Extensions is a plain slice.
+var registerMu sync.Mutex
+
+// registerExtension registers extension on system once.
+func registerExtension(system *actor.ActorSystem) {
+	registerMu.Lock()
+	defer registerMu.Unlock()
+	if _, ok := system.Extensions.Get(extid.ID).(extension); !ok {
+		system.Extensions.Register(extension{})
+	}
+}
+
+// host is one runtime's hooks; ext.Host documents each.
+type host struct{ rt *Runtime }
+
+func (h host) NewLink(from, to int, capacity, slotSize int, id LinkID) (*p2pqueue.Link, p2pqueue.Placement, error) {
+	return h.rt.newLink(from, to, capacity, slotSize, id)
+}
+
+func (h host) FreeLink(l *p2pqueue.Link) error { return h.rt.freeLink(l) }
+func (h host) LiveLinks() int                  { return h.rt.liveLinks() }
+func (h host) NewLinkOwner() uint32            { return h.rt.newLinkOwner() }
+
+func (h host) DeliverTo(done context.Context, sink Sink, r Result) { h.rt.deliverTo(done, sink, r) }
+func (h host) TellDeadLetter(spec *PipelineSpec, d DeadLetter)     { h.rt.tellDeadLetter(spec, d) }
+func (host) CheckResults(sink Sink) error                          { return sink.checkResults() }
+
+func (h host) Claim(role extid.Role) (release func(), ok bool) { return h.rt.claim(role) }
+
+func (host) WithSteal(spec PipelineSpec, in, to []*p2pqueue.Link) PipelineSpec {
+	spec.stealIn, spec.stealTo = in, to
+	return spec
+}
+
+func (host) WithSlots(sink Sink, slots func(ctx context.Context, hs []p2pqueue.Header, payloads [][]byte)) Sink {
+	sink.slots = slots
+	return sink
+}

@@ -1,0 +1,27 @@
+package extid
+
+import (
+	"errors"
+
+	"github.com/asynkron/protoactor-go/extensions"
+)
+
+// ID is runtime's extension on the actor system (system.Extensions), as
+// protoactor's remote and cluster register theirs: New registers it, and
+// runtime/internal/ext's Of looks it up.
+var ID = extensions.NextExtensionID()
+
+// Role is what one user of a runtime takes for itself (ext.Host.Claim):
+// while it holds the role, a second claim of it is refused.
+type Role uint8
+
+// The roles. The zero Role is none.
+const (
+	// ClusterNode is runtime/cluster's Join: a runtime's actor system is
+	// configured as a cluster member once.
+	ClusterNode Role = iota + 1
+)
+
+// ErrNotALink: a link given back (ext.Host.FreeLink) that the runtime did
+// not make, or one already given back.
+var ErrNotALink = errors.New("ringactor: not a live link of this runtime")
