@@ -4,8 +4,8 @@ import (
 	"time"
 
 	"github.com/ringactor/ringactor/p2pqueue"
-	"github.com/ringactor/ringactor/runtime/internal/meter"
 	"github.com/ringactor/ringactor/runtime/internal/devreg"
+	"github.com/ringactor/ringactor/runtime/internal/meter"
 )
 
 // Metrics is a snapshot of a runtime: every device, the traffic on each

@@ -20,9 +20,9 @@ import (
 	"github.com/ringactor/ringactor/internal/gate"
 	rk "github.com/ringactor/ringactor/ringkernel"
 	"github.com/ringactor/ringactor/runtime/internal/account"
-	"github.com/ringactor/ringactor/runtime/internal/meter"
 	"github.com/ringactor/ringactor/runtime/internal/devreg"
 	"github.com/ringactor/ringactor/runtime/internal/extid"
+	"github.com/ringactor/ringactor/runtime/internal/meter"
 )
 
 // Config configures a Runtime. The zero value picks a backend (a GPU where

@@ -32,8 +32,8 @@ import (
 	"strings"
 	"text/tabwriter"
 
-	"github.com/ringactor/ringactor/internal/devlist"
 	"github.com/ringactor/ringactor/internal/demo"
+	"github.com/ringactor/ringactor/internal/devlist"
 	"github.com/ringactor/ringactor/internal/nodeproc"
 	"github.com/ringactor/ringactor/internal/stdio"
 	ra "github.com/ringactor/ringactor/runtime"
