@@ -9,8 +9,9 @@
 // (capped by RINGACTOR_EMU_THREADS, default 32), each block with its own
 // shared memory and a __syncthreads that parks its threads. csrc/cudaemu.cpp
 // is the driver: devices, contexts, memory, modules resolved to the host
-// builds, launches on threads, streams, events, occupancy, peers, and the
-// rules a real driver punishes, enforced loudly (see its header comment).
+// builds, launches on threads, streams, events, occupancy, peers, graphs,
+// and the rules a real driver punishes, enforced loudly (see its header
+// comment).
 //
 // What it proves: the ring-kernel loop and the Go CUDA backend run end to
 // end, with results checked, with the block shapes a GPU runs, on machines
@@ -51,6 +52,15 @@ const LibName = "libcudaemu.so"
 // (params, state, in, n, out, out_cap, ret).
 var testKernelParams = []int{8, 8, 8, 4, 8, 4, 8}
 
+// testKernels are the table's entries for the kernels of the cuda
+// package's test modules (cudaemu.cpp's cudaemu_test_*).
+var testKernels = []string{
+	"    {\"ra_test_store\", 2, {8, 8}, cudaemu_test_store},\n",
+	"    {\"ra_test_nop\", 0, {0}, cudaemu_test_nop},\n",
+	"    {\"ra_test_wait\", 1, {8}, cudaemu_test_wait},\n",
+	"    {\"ra_test_args\", 8, {8, 8, 8, 4, 4, 4, 8, 8}, cudaemu_test_args},\n",
+}
+
 // KernelsSource is the generated translation unit: every built-in op's ring
 // kernel program (the same text NVRTC compiles), then a launch wrapper for
 // each kernel and the table the emulated driver resolves PTX entries in.
@@ -89,6 +99,9 @@ func KernelsSource() (string, error) {
 	b.WriteString("\nextern \"C\" const cudaemu_kernel cudaemu_kernels[] = {\n")
 	b.WriteString(table.String())
 	b.WriteString("    {\"ra_clock\", 3, {8, 8, 4}, cudaemu_ra_clock},\n")
+	for _, k := range testKernels {
+		b.WriteString(k)
+	}
 	b.WriteString("    {0, 0, {0}, 0},\n};\n")
 	return b.String(), nil
 }
