@@ -39,6 +39,8 @@ var rules = []rule{
 	{"github.com/ringactor/ringactor/runtime/cluster/internal/wire", []string{"github.com/asynkron/protoactor-go/remote", "github.com/asynkron/protoactor-go/cluster", "google.golang.org/grpc",
 		"github.com/ringactor/ringactor/runtime/cluster/internal/hosts"},
 		"the wire format is pure bytes: no transport, no membership"},
+	{"github.com/ringactor/ringactor/internal/cudaemu", []string{"github.com/ringactor/ringactor/cuda", "github.com/ringactor/ringactor/ringkernel", "github.com/ringactor/ringactor/runtime"},
+		"the emulated driver sits below the binding: package cuda's own tests build it (they import it), and it knows nothing of ring kernels beyond the device code it compiles"},
 	{"github.com/ringactor/ringactor/runtime/cluster/internal/hosts", []string{"github.com/ringactor/ringactor/ringkernel", "github.com/ringactor/ringactor/p2pqueue", "github.com/ringactor/ringactor/cuda"},
 		"the fixed-host-list provider knows protoactor cluster membership only, nothing of ring kernels"},
 }
