@@ -40,7 +40,9 @@ EMU_LIB   = $(abspath $(EMU_DIR))/libcudaemu.so
 # and enough to show every barrier and strided loop of the device code.
 EMU_THREADS ?= 32
 EMU_ENV   = RINGACTOR_LIBCUDA=$(EMU_LIB) RINGACTOR_TEST_BACKEND=cuda RINGACTOR_REQUIRE_GPU=1 RINGACTOR_EMU_THREADS=$(EMU_THREADS)
-# The suites that run over the emulated driver: the CUDA backend's
+# The suites that run over the emulated driver: the binding's GPU tests
+# (./cuda; its other tests build and load emulator variants of their own,
+# with or without this), the CUDA backend's
 # conformance suite (ringkernel/cuda calls ringkernel/ringkerneltest) and
 # the runtime-level suites, which read RINGACTOR_TEST_BACKEND
 # (internal/rttest; a case that cannot run on a backend skips with the

@@ -51,10 +51,13 @@
 // live allocations before a copy or memset, so a stale pointer is an error,
 // not a fault.
 //
-// Tests run the binding against testdata/fakecuda.c, a stand-in libcuda
-// over host memory built with the C compiler, so no GPU is needed; the
-// real-GPU tests (gpu_test.go) skip with the reason where there is none,
-// or fail where RINGACTOR_REQUIRE_GPU=1 (see package cudatest).
+// Tests run the binding against the emulated driver (internal/cudaemu),
+// the project's one stand-in libcuda, built with the C++ compiler, so no
+// GPU is needed: its variants lack the entry points of older drivers, and
+// its environment variables shape the devices and make cuInit fail. The
+// GPU tests (gpu_test.go) run on a real GPU or on the emulator where
+// RINGACTOR_LIBCUDA names it (make test), skip with the reason where there
+// is neither, or fail where RINGACTOR_REQUIRE_GPU=1 (see package cudatest).
 //
 // # NVRTC
 //

@@ -2,84 +2,160 @@
 
 package cuda
 
-// These tests run the binding against testdata/fakecuda.c, a stand-in
-// libcuda built here with the C compiler, so they need no GPU. They load it
-// with loadDriverFrom, never with LoadDriver, whose once-per-process result
-// belongs to the real-GPU tests (gpu_test.go).
+// These tests run the binding against the emulated driver
+// (internal/cudaemu), the project's one stand-in libcuda, built here with
+// the C++ compiler, so they need no GPU. They load it with loadDriverFrom,
+// never with LoadDriver, whose once-per-process result belongs to the
+// real-GPU tests (gpu_test.go), which make test points at the emulator
+// too. Each library here is a variant of its own name (cudaemu.Variant),
+// so an instance of its own beside that one, configured by fakeEnv where
+// it is loaded.
 
 import (
 	"bytes"
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"math"
 	"math/rand/v2"
 	"os"
-	"os/exec"
-	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
+	"unsafe"
+
+	"github.com/ringactor/ringactor/internal/cudaemu"
 )
 
 var fake struct {
 	once    sync.Once
-	dir     string
-	lib     string // the fake driver
-	oldLib  string // the fake without cuDevicePrimaryCtxRelease_v2
-	noGraph string // the fake without the graph API
-	graphV2 string // the fake whose only instantiate is cuGraphInstantiate_v2
-	skipWhy string // why the fake could not be built
+	dir     string // a temporary directory to remove, when not building in the checkout's .emu
+	lib     string // the emulated driver
+	oldLib  string // without cuDevicePrimaryCtxRelease_v2 (a driver older than CUDA 11.0)
+	noGraph string // without the graph API
+	graphV2 string // whose only instantiate is cuGraphInstantiate_v2 (CUDA 11.0 to 11.3)
+	skipWhy string // why the emulator could not be built
 	d       *Driver
 	err     error
+
+	mu     sync.Mutex
+	loaded map[string]*Driver // by library: every variant loaded, for TestMain's rule check
+}
+
+// fakeEnv is the configuration the tests expect of the emulated driver,
+// set where a variant is loaded (its cuInit reads it), whatever the
+// environment says: two devices unlike each other, eight co-resident
+// blocks per SM, no lagging copies, no jitter, a cuInit that succeeds.
+var fakeEnv = [][2]string{
+	{"RINGACTOR_EMU_DEVICES", "2"},
+	{"RINGACTOR_EMU_SMS", "4,2"},
+	{"RINGACTOR_EMU_BLOCKS_PER_SM", "8"},
+	{"RINGACTOR_EMU_MEMORY_MIB", "16384,8192"},
+	{"RINGACTOR_EMU_CC", "9.0,8.6"},
+	{"RINGACTOR_EMU_PEERS", "all"},
+	{"RINGACTOR_EMU_COPY_LAG_US", "0"},
+	{"RINGACTOR_EMU_JITTER", "0"},
+	{"RINGACTOR_EMU_INIT_RESULT", ""},
+}
+
+func setFakeEnv(t *testing.T) {
+	for _, kv := range fakeEnv {
+		t.Setenv(kv[0], kv[1])
+	}
+}
+
+// loadFakeVariant loads the binding over the variant lib, configured.
+func loadFakeVariant(t *testing.T, lib string) (*Driver, error) {
+	setFakeEnv(t)
+	d, err := loadDriverFrom([]string{lib})
+	if err == nil {
+		fake.mu.Lock()
+		if fake.loaded == nil {
+			fake.loaded = map[string]*Driver{}
+		}
+		fake.loaded[lib] = d
+		fake.mu.Unlock()
+	}
+	return d, err
 }
 
 func TestMain(m *testing.M) {
 	code := m.Run()
+	// The binding made no call a real driver would hang or fail on: the
+	// emulator counts each (device attribute 9100) and names it on stderr.
+	// The drivers checked: every variant loaded here, and LoadDriver's
+	// where it is the emulator (the real-GPU tests under make test).
+	drivers := fake.loaded
+	if driverLib != nil {
+		if dev, err := driverLib.Device(0); err == nil {
+			if name, _ := dev.Name(); strings.HasPrefix(name, "ringactor emulated GPU") {
+				if drivers == nil {
+					drivers = map[string]*Driver{}
+				}
+				drivers[driverLib.Path()] = driverLib
+			}
+		}
+	}
+	for lib, d := range drivers {
+		dev, err := d.Device(0)
+		if err == nil {
+			var n int
+			if n, err = dev.Attribute(9100); err == nil && n != 0 {
+				err = fmt.Errorf("%d call(s) broke a rule of the emulated driver: see the cudaemu: RULE VIOLATION lines above", n)
+			}
+		}
+		if err != nil {
+			fmt.Fprintf(os.Stderr, "%s: %v\n", lib, err)
+			code = 1
+		}
+	}
 	if fake.dir != "" {
 		os.RemoveAll(fake.dir)
 	}
 	os.Exit(code)
 }
 
-// buildFake compiles testdata/fakecuda.c once per test binary.
+// buildFake builds the emulated driver's variants once per test binary,
+// in the checkout's .emu (beside make emu's build, whose objects they
+// share: usually they only link), and loads the driver.
 func buildFake(t *testing.T) {
 	t.Helper()
 	fake.once.Do(func() {
-		var cc string
-		for _, c := range []string{os.Getenv("CC"), "gcc", "cc"} {
-			if c == "" {
-				continue
-			}
-			if p, err := exec.LookPath(c); err == nil {
-				cc = p
-				break
-			}
-		}
-		if cc == "" {
-			fake.skipWhy = "no C compiler (gcc) to build the fake driver testdata/fakecuda.c"
+		if _, err := cudaemu.Compiler(); err != nil {
+			fake.skipWhy = err.Error()
 			return
 		}
-		dir, err := os.MkdirTemp("", "fakecuda")
-		if err != nil {
-			fake.err = err
-			return
+		dir := cudaemu.TestDir()
+		if dir == "" {
+			if dir, fake.err = os.MkdirTemp("", "cudaemu"); fake.err != nil {
+				return
+			}
+			fake.dir = dir
 		}
-		fake.dir = dir
-		fake.lib = filepath.Join(dir, "libfakecuda.so")
-		fake.oldLib = filepath.Join(dir, "libfakecuda_old.so")
-		fake.noGraph = filepath.Join(dir, "libfakecuda_nograph.so")
-		fake.graphV2 = filepath.Join(dir, "libfakecuda_graphv2.so")
-		for lib, flags := range map[string][]string{fake.lib: nil, fake.oldLib: {"-DFAKECUDA_OLD"},
-			fake.noGraph: {"-DFAKECUDA_NOGRAPH"}, fake.graphV2: {"-DFAKECUDA_GRAPH_V2"}} {
-			args := append([]string{"-shared", "-fPIC", "-o", lib}, flags...)
-			out, err := exec.Command(cc, append(args, "testdata/fakecuda.c")...).CombinedOutput()
-			if err != nil {
-				fake.err = fmt.Errorf("building the fake driver: %v\n%s", err, out)
+		var graphAPI []string
+		for _, s := range (&driverFuncs{}).optionalSymbols() {
+			graphAPI = append(graphAPI, s.name)
+		}
+		var log strings.Builder
+		for _, v := range []struct {
+			lib     *string
+			variant cudaemu.Variant
+		}{
+			{&fake.lib, cudaemu.Variant{Name: "cuda-test"}},
+			{&fake.oldLib, cudaemu.Variant{Name: "cuda-test-old", Without: []string{"cuDevicePrimaryCtxRelease_v2"}}},
+			{&fake.noGraph, cudaemu.Variant{Name: "cuda-test-nograph", Without: graphAPI}},
+			{&fake.graphV2, cudaemu.Variant{Name: "cuda-test-graphv2", Without: []string{"cuGraphInstantiateWithFlags"}}},
+		} {
+			if *v.lib, fake.err = cudaemu.BuildVariant(dir, &log, v.variant); fake.err != nil {
 				return
 			}
 		}
-		fake.d, fake.err = loadDriverFrom([]string{fake.lib})
+		if log.Len() > 0 {
+			t.Logf("%s", log.String())
+		}
+		fake.d, fake.err = loadFakeVariant(t, fake.lib)
 	})
 	if fake.skipWhy != "" {
 		t.Skipf("skipping: %s", fake.skipWhy)
@@ -89,13 +165,13 @@ func buildFake(t *testing.T) {
 	}
 }
 
-// fakeDriver is the binding loaded over the fake driver.
+// fakeDriver is the binding loaded over the emulated driver.
 func fakeDriver(t *testing.T) *Driver {
 	buildFake(t)
 	return fake.d
 }
 
-// fakeContext retains fake device ordinal's primary context for the test.
+// fakeContext retains device ordinal's primary context for the test.
 func fakeContext(t *testing.T, ordinal int) *Context {
 	t.Helper()
 	dev, err := fakeDriver(t).Device(ordinal)
@@ -114,7 +190,9 @@ func fakeContext(t *testing.T, ordinal int) *Context {
 	return c
 }
 
-// fakeAttr reads one of the fake's introspection attributes (9001 and up).
+// fakeAttr reads one of the emulator's records of what reached it, device
+// attributes 9001 to 9019, which no real driver has (internal/cudaemu's
+// csrc/cudaemu.cpp, struct Record).
 func fakeAttr(t *testing.T, c *Context, a int) int {
 	t.Helper()
 	v, err := c.Device().Attribute(Attribute(a))
@@ -145,7 +223,7 @@ func wantMention(t *testing.T, err error, parts ...string) {
 
 func TestFakeDevices(t *testing.T) {
 	d := fakeDriver(t)
-	if d.Path() != fake.lib || d.Version() != 12040 {
+	if d.Path() != fake.lib || d.Version() != 12080 {
 		t.Fatalf("path %q version %d", d.Path(), d.Version())
 	}
 	n, err := d.DeviceCount()
@@ -163,7 +241,7 @@ func TestFakeDevices(t *testing.T) {
 		if dev.Ordinal() != i {
 			t.Errorf("Ordinal = %d", dev.Ordinal())
 		}
-		if name, err := dev.Name(); err != nil || name != fmt.Sprintf("Fake GPU %d", i) {
+		if name, err := dev.Name(); err != nil || name != fmt.Sprintf("ringactor emulated GPU %d", i) {
 			t.Errorf("Name = %q, %v", name, err)
 		}
 		if major, minor, err := dev.ComputeCapability(); err != nil || major != want.major || minor != want.minor {
@@ -175,8 +253,8 @@ func TestFakeDevices(t *testing.T) {
 		for a, v := range map[Attribute]int{
 			AttrMultiprocessorCount: want.sms, AttrMaxThreadsPerBlock: 1024, AttrCanMapHostMemory: 1,
 			AttrUnifiedAddressing: 1, AttrMaxThreadsPerMultiprocessor: 2048, AttrCooperativeLaunch: 1,
-			AttrHostNativeAtomicSupported: 0, AttrConcurrentManagedAccess: 1, AttrPageableMemoryAccess: 0,
-			AttrPCIBusID: 0x17 + i, AttrPCIDeviceID: 0,
+			AttrHostNativeAtomicSupported: 0, AttrConcurrentManagedAccess: 0, AttrPageableMemoryAccess: 0,
+			AttrPCIBusID: 0x10 + i, AttrPCIDeviceID: 0, AttrKernelExecTimeout: 0,
 		} {
 			if got, err := dev.Attribute(a); err != nil || got != v {
 				t.Errorf("device %d attribute %d = %d, %v; want %d", i, a, got, err, v)
@@ -198,7 +276,7 @@ func TestFakeErrorNameFallback(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, err = dev.Attribute(9999) // the fake answers with a code it has no name for
+	_, err = dev.Attribute(9999) // the emulator answers with a code it has no name for
 	var e *Error
 	if !errors.As(err, &e) || e.Result != 12345 || e.Name != "CUresult(12345)" || e.Text != "" {
 		t.Fatalf("got %#v", err)
@@ -282,7 +360,7 @@ func TestFakeMemoryRoundTrip(t *testing.T) {
 		t.Fatal(err)
 	}
 	if got := fakeAttr(t, c, 9011); got != live {
-		t.Fatalf("fake holds %d allocations after Free, had %d before", got, live)
+		t.Fatalf("the driver holds %d allocations after Free, had %d before", got, live)
 	}
 	wantIs(t, c.CopyFromDevice(got, p), ErrReleased)
 	wantIs(t, c.CopyToDevice(p, src), ErrReleased)
@@ -327,7 +405,7 @@ func TestFakeHostMemory(t *testing.T) {
 		if m.Portable != portable || len(m.Bytes) != 64 || m.Device == 0 {
 			t.Fatalf("got %+v", m)
 		}
-		if !bytes.Equal(m.Bytes, make([]byte, 64)) { // the fake fills with 0xA5
+		if !bytes.Equal(m.Bytes, make([]byte, 64)) { // the emulator fills it with 0xA5
 			t.Fatalf("host memory not zeroed: % x", m.Bytes)
 		}
 		copy(m.Bytes, "written by the host")
@@ -348,16 +426,101 @@ func TestFakeHostMemory(t *testing.T) {
 	wantMention(t, c.FreeHost(nil), "nil")
 }
 
-const fakePTX = "// fake PTX: the fake driver takes any image that starts like PTX\n.version 7.0\n"
+// fakePTX is the test module. The emulated driver resolves each .entry to
+// its host build (internal/cudaemu's cudaemu_test_* kernels, which do
+// what these bodies do on a GPU): ra_test_store stores v at p, ra_test_nop
+// does nothing, ra_test_wait returns once the u32 at flag is not 0, and
+// ra_test_args stores its arguments a to g, each in 8 bytes, at out.
+const fakePTX = `
+.version 7.0
+.target sm_70
+.address_size 64
 
+.visible .entry ra_test_store(
+	.param .u64 p,
+	.param .u64 v
+)
+{
+	.reg .b64 %rd<4>;
+
+	ld.param.u64 %rd1, [p];
+	ld.param.u64 %rd2, [v];
+	cvta.to.global.u64 %rd3, %rd1;
+	st.global.u64 [%rd3], %rd2;
+	ret;
+}
+
+.visible .entry ra_test_nop()
+{
+	ret;
+}
+
+.visible .entry ra_test_wait(
+	.param .u64 flag
+)
+{
+	.reg .pred %p<2>;
+	.reg .b32 %r<2>;
+	.reg .b64 %rd<2>;
+
+	ld.param.u64 %rd1, [flag];
+$L_wait:
+	ld.volatile.u32 %r1, [%rd1];
+	setp.eq.u32 %p1, %r1, 0;
+	@%p1 bra $L_wait;
+	ret;
+}
+
+.visible .entry ra_test_args(
+	.param .u64 out,
+	.param .u64 a,
+	.param .s64 b,
+	.param .u32 c,
+	.param .s32 d,
+	.param .f32 e,
+	.param .f64 f,
+	.param .u64 g
+)
+{
+	.reg .b32 %r<4>;
+	.reg .f32 %f<2>;
+	.reg .b64 %rd<10>;
+	.reg .f64 %fd<2>;
+
+	ld.param.u64 %rd1, [out];
+	cvta.to.global.u64 %rd2, %rd1;
+	ld.param.u64 %rd3, [a];
+	st.global.u64 [%rd2], %rd3;
+	ld.param.s64 %rd4, [b];
+	st.global.u64 [%rd2+8], %rd4;
+	ld.param.u32 %r1, [c];
+	cvt.u64.u32 %rd5, %r1;
+	st.global.u64 [%rd2+16], %rd5;
+	ld.param.s32 %r2, [d];
+	cvt.u64.u32 %rd6, %r2;
+	st.global.u64 [%rd2+24], %rd6;
+	ld.param.f32 %f1, [e];
+	mov.b32 %r3, %f1;
+	cvt.u64.u32 %rd7, %r3;
+	st.global.u64 [%rd2+32], %rd7;
+	ld.param.f64 %fd1, [f];
+	st.global.f64 [%rd2+40], %fd1;
+	ld.param.u64 %rd8, [g];
+	st.global.u64 [%rd2+48], %rd8;
+	ret;
+}
+`
+
+// loadFake loads the test module into c (unloaded at cleanup) and returns
+// it with its ra_test_store kernel.
 func loadFake(t *testing.T, c *Context) (*Module, *Function) {
 	t.Helper()
-	m, err := c.LoadModule("fake.ptx", []byte(fakePTX))
+	m, err := c.LoadModule("test.ptx", []byte(fakePTX))
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { m.Unload() })
-	f, err := m.Function("fake_store")
+	f, err := m.Function("ra_test_store")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -367,7 +530,7 @@ func loadFake(t *testing.T, c *Context) (*Module, *Function) {
 func TestFakeLaunchMarshalsArguments(t *testing.T) {
 	c := fakeContext(t, 0)
 	m, f := loadFake(t, c)
-	if m.Name() != "fake.ptx" || m.Log() != "fake jit: ok" || f.Name() != "fake_store" {
+	if m.Name() != "test.ptx" || m.Log() != "cudaemu: resolved to host builds" || f.Name() != "ra_test_store" {
 		t.Fatalf("module %q log %q function %q", m.Name(), m.Log(), f.Name())
 	}
 
@@ -381,6 +544,9 @@ func TestFakeLaunchMarshalsArguments(t *testing.T) {
 	if err := c.Launch(f, Dim3{1, 1, 1}, Dim3{32, 1, 1}, 0, nil, h.Device, v); err != nil {
 		t.Fatal(err)
 	}
+	if err := c.Synchronize(); err != nil {
+		t.Fatal(err)
+	}
 	if got := binary.LittleEndian.Uint64(h.Bytes); got != v {
 		t.Fatalf("kernel stored %#x, want %#x", got, v)
 	}
@@ -389,8 +555,13 @@ func TestFakeLaunchMarshalsArguments(t *testing.T) {
 	}
 
 	// Into device memory, on a stream, with a shape and shared memory, and
-	// with the pointer passed as a uintptr and extra arguments of every type.
-	p, err := c.Alloc(8)
+	// with the pointer passed as a uintptr and arguments of every type,
+	// which ra_test_args stores as the driver received them.
+	args, err := m.Function("ra_test_args")
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := c.Alloc(56)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -400,13 +571,21 @@ func TestFakeLaunchMarshalsArguments(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer s.Destroy()
-	if err := c.Launch(f, Dim3{3, 2, 1}, Dim3{64, 2, 1}, 128, s, uintptr(p), uint64(42),
+	if err := c.Launch(args, Dim3{3, 2, 1}, Dim3{64, 2, 1}, 128, s, uintptr(p), uint64(42),
 		int64(-1), uint32(7), int32(-7), float32(1.5), float64(2.5), DevicePtr(9)); err != nil {
 		t.Fatal(err)
 	}
-	out := make([]byte, 8)
-	if err := c.CopyFromDevice(out, p); err != nil || binary.LittleEndian.Uint64(out) != 42 {
-		t.Fatalf("kernel stored %d, %v", binary.LittleEndian.Uint64(out), err)
+	if err := s.Synchronize(); err != nil {
+		t.Fatal(err)
+	}
+	out := make([]byte, 56)
+	if err := c.CopyFromDevice(out, p); err != nil {
+		t.Fatal(err)
+	}
+	for i, want := range []uint64{42, math.MaxUint64, 7, 0xfffffff9, uint64(math.Float32bits(1.5)), math.Float64bits(2.5), 9} {
+		if got := binary.LittleEndian.Uint64(out[8*i:]); got != want {
+			t.Errorf("argument %d reached the kernel as %#x, want %#x", i+1, got, want)
+		}
 	}
 	for a, want := range map[int]int{9002: 3, 9003: 2, 9004: 1, 9005: 64, 9006: 2, 9007: 1, 9008: 128, 9010: 1} {
 		if got := fakeAttr(t, c, a); got != want {
@@ -415,16 +594,19 @@ func TestFakeLaunchMarshalsArguments(t *testing.T) {
 	}
 
 	// Cooperative: recorded as such, and refused when the grid cannot be
-	// co-resident (fake: 4 SMs x 8 blocks of 256 threads).
-	if err := c.LaunchCooperative(f, Dim3{32, 1, 1}, Dim3{256, 1, 1}, 0, s, p, uint64(43)); err != nil {
+	// co-resident (here: 4 SMs x 8 blocks).
+	if err := c.LaunchCooperative(f, Dim3{32, 1, 1}, Dim3{1, 1, 1}, 0, s, p, uint64(43)); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Synchronize(); err != nil {
 		t.Fatal(err)
 	}
 	if fakeAttr(t, c, 9009) != 1 {
 		t.Error("LaunchCooperative did not use cuLaunchCooperativeKernel")
 	}
-	err = c.LaunchCooperative(f, Dim3{33, 1, 1}, Dim3{256, 1, 1}, 0, s, p, uint64(44))
+	err = c.LaunchCooperative(f, Dim3{33, 1, 1}, Dim3{1, 1, 1}, 0, s, p, uint64(44))
 	wantIs(t, err, &Error{Result: ErrorCooperativeLaunchTooLarge})
-	wantMention(t, err, "cuLaunchCooperativeKernel(fake_store)")
+	wantMention(t, err, "cuLaunchCooperativeKernel(ra_test_store)")
 	if n, err := f.MaxActiveBlocksPerSM(256, 0); err != nil || n != 8 {
 		t.Fatalf("MaxActiveBlocksPerSM = %d, %v", n, err)
 	}
@@ -464,7 +646,7 @@ func TestFakeLaunchRefusesBadInput(t *testing.T) {
 	wantIs(t, c.Launch(f, one, one, 0, nil), ErrReleased)
 	_, err = f.MaxActiveBlocksPerSM(32, 0)
 	wantIs(t, err, ErrReleased)
-	_, err = m.Function("fake_nop")
+	_, err = m.Function("ra_test_nop")
 	wantIs(t, err, ErrReleased)
 	wantIs(t, m.Unload(), ErrReleased)
 }
@@ -473,10 +655,11 @@ func TestFakeModuleErrors(t *testing.T) {
 	c := fakeContext(t, 0)
 	_, err := c.LoadModule("broken.ptx", []byte("this is not ptx"))
 	var e *Error
-	if !errors.As(err, &e) || e.Result != ErrorInvalidPTX || e.Log != "fake jit: bad ptx" {
+	const log = "cudaemu: not PTX text (no .version or .target)"
+	if !errors.As(err, &e) || e.Result != ErrorInvalidPTX || e.Log != log {
 		t.Fatalf("got %#v", err)
 	}
-	wantMention(t, err, "cuModuleLoadDataEx(broken.ptx)", "CUDA_ERROR_INVALID_PTX", "fake jit: bad ptx")
+	wantMention(t, err, "cuModuleLoadDataEx(broken.ptx)", "CUDA_ERROR_INVALID_PTX", log)
 
 	_, err = c.LoadModule("empty.ptx", []byte("\x00// after the NUL"))
 	wantMention(t, err, "empty")
@@ -496,14 +679,31 @@ func TestFakeStreamsAndEvents(t *testing.T) {
 	if got := fakeAttr(t, c, 9013); got != 1 {
 		t.Errorf("stream flags %#x, want CU_STREAM_NON_BLOCKING", got)
 	}
+	// Busy while a kernel on it waits for the host's flag, done after.
+	m, _ := loadFake(t, c)
+	wait, err := m.Function("ra_test_wait")
+	if err != nil {
+		t.Fatal(err)
+	}
+	flag, err := c.AllocHost(4, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.FreeHost(flag)
+	release := func() { atomic.StoreUint32((*uint32)(unsafe.Pointer(&flag.Bytes[0])), 1) }
+	defer release() // before the memory goes, should the test fail first
+	if err := c.Launch(wait, Dim3{1, 1, 1}, Dim3{1, 1, 1}, 0, s, flag.Device); err != nil {
+		t.Fatal(err)
+	}
 	if done, err := s.Query(); err != nil || done {
-		t.Fatalf("first Query = %v, %v; the fake says not ready once", done, err)
+		t.Fatalf("Query while the kernel waits = %v, %v", done, err)
 	}
-	if done, err := s.Query(); err != nil || !done {
-		t.Fatalf("second Query = %v, %v", done, err)
-	}
+	release()
 	if err := s.Synchronize(); err != nil {
 		t.Fatal(err)
+	}
+	if done, err := s.Query(); err != nil || !done {
+		t.Fatalf("Query after Synchronize = %v, %v", done, err)
 	}
 
 	start, err := c.NewEvent()
@@ -583,7 +783,7 @@ func TestFakeReleaseEndsEverything(t *testing.T) {
 	wantIs(t, c.Free(p), ErrReleased)
 	_, err = s.Query()
 	wantIs(t, err, ErrReleased)
-	_, err = m.Function("fake_store")
+	_, err = m.Function("ra_test_store")
 	wantIs(t, err, ErrReleased)
 	wantIs(t, c.Launch(f, Dim3{1, 1, 1}, Dim3{1, 1, 1}, 0, nil), ErrReleased)
 
@@ -594,7 +794,7 @@ func TestFakeReleaseEndsEverything(t *testing.T) {
 }
 
 func TestFakeConcurrentUse(t *testing.T) {
-	// The fake's current context is per OS thread, like the driver's: calls
+	// The current context is per OS thread, the emulator's as the driver's: calls
 	// from many goroutines on many threads all find their context current.
 	ctxs := []*Context{fakeContext(t, 0), fakeContext(t, 1)}
 	var wg sync.WaitGroup
@@ -636,7 +836,8 @@ func TestFakeConcurrentUse(t *testing.T) {
 
 func TestFakeInitFailure(t *testing.T) {
 	buildFake(t)
-	t.Setenv("FAKECUDA_INIT_RESULT", "100")
+	setFakeEnv(t)
+	t.Setenv("RINGACTOR_EMU_INIT_RESULT", "100")
 	_, err := loadDriverFrom([]string{fake.lib})
 	wantIs(t, err, &Error{Result: ErrorNoDevice})
 	wantMention(t, err, fake.lib, "cuInit", "CUDA_ERROR_NO_DEVICE")
@@ -644,7 +845,7 @@ func TestFakeInitFailure(t *testing.T) {
 
 func TestFakeMissingSymbol(t *testing.T) {
 	buildFake(t)
-	_, err := loadDriverFrom([]string{fake.oldLib})
+	_, err := loadFakeVariant(t, fake.oldLib)
 	wantIs(t, err, ErrNoDriver)
 	wantMention(t, err, fake.oldLib, "lacks cuDevicePrimaryCtxRelease_v2", "too old")
 }

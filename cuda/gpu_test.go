@@ -1,9 +1,9 @@
 package cuda_test
 
-// These tests need a real GPU. They go through cuda.LoadDriver and
-// cudatest, so they skip with the reason where there is none (set
-// RINGACTOR_REQUIRE_GPU=1 to make that a failure), and they refuse to run
-// against the test fake should RINGACTOR_LIBCUDA point at it.
+// These tests need a GPU: a real one, or the emulated driver
+// (internal/cudaemu), where make test points RINGACTOR_LIBCUDA. They go
+// through cuda.LoadDriver and cudatest, so they skip with the reason where
+// there is none (set RINGACTOR_REQUIRE_GPU=1 to make that a failure).
 
 import (
 	"bytes"
@@ -19,7 +19,8 @@ import (
 
 // gpuTestPTX is written by hand: ra_test_store stores v at p (generic
 // address, converted to global as nvcc does for pointer parameters), and
-// ra_test_nop does nothing, to time launches.
+// ra_test_nop does nothing, to time launches. The emulated driver has host
+// builds of both.
 const gpuTestPTX = `
 .version 7.0
 .target sm_70
@@ -48,15 +49,7 @@ const gpuTestPTX = `
 // gpu returns device 0 and its retained primary context, or skips.
 func gpu(t *testing.T) (*cuda.Device, *cuda.Context) {
 	t.Helper()
-	dev := cudatest.Device(t, 0)
-	name, err := dev.Name()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if strings.HasPrefix(name, "Fake GPU") {
-		t.Skipf("skipping: %s points at the test fake (%s), not a GPU", cuda.DriverEnv, cudatest.Driver(t).Path())
-	}
-	return dev, cudatest.Context(t, 0)
+	return cudatest.Device(t, 0), cudatest.Context(t, 0)
 }
 
 func TestGPUDeviceInfo(t *testing.T) {
@@ -140,7 +133,6 @@ func TestGPUMemory(t *testing.T) {
 }
 
 func TestGPULaunch(t *testing.T) {
-	cudatest.RealGPU(t, "a hand-written PTX test module (the emulator resolves only the built-in ops' kernels)")
 	dev, c := gpu(t)
 	m, store := testModule(t, c)
 	nop, err := m.Function("ra_test_nop")
@@ -234,7 +226,6 @@ func TestGPULaunch(t *testing.T) {
 // TestGPUGraph captures copy in, kernel, copy out on a stream, replays it,
 // and times a replay against the same work issued call by call.
 func TestGPUGraph(t *testing.T) {
-	cudatest.RealGPU(t, "CUDA graphs (the emulator has no graph API)")
 	_, c := gpu(t)
 	_, store := testModule(t, c)
 	h, err := c.AllocHost(32, false)

@@ -185,6 +185,9 @@ func TestFakeGraphCaptureAndReplay(t *testing.T) {
 	if err := x.Launch(nil); err != nil {
 		t.Fatalf("launch on the default stream: %v", err)
 	}
+	if err := c.Synchronize(); err != nil {
+		t.Fatal(err)
+	}
 	if got := fakeAttr(t, c, 9015) - runs; got != 4 {
 		t.Fatalf("%d graph launches reached the driver, want 4", got)
 	}
@@ -276,7 +279,7 @@ func TestFakeGraphCaptureErrors(t *testing.T) {
 
 func TestFakeGraphInstantiateV2(t *testing.T) {
 	buildFake(t)
-	d, err := loadDriverFrom([]string{fake.graphV2})
+	d, err := loadFakeVariant(t, fake.graphV2)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -297,6 +300,9 @@ func TestFakeGraphInstantiateV2(t *testing.T) {
 	if err := x.Launch(s); err != nil {
 		t.Fatal(err)
 	}
+	if err := s.Synchronize(); err != nil {
+		t.Fatal(err)
+	}
 	if got := binary.LittleEndian.Uint64(h.Bytes[16:]); got != 5 {
 		t.Fatalf("copied back %d, want 5", got)
 	}
@@ -304,7 +310,7 @@ func TestFakeGraphInstantiateV2(t *testing.T) {
 
 func TestFakeDriverWithoutGraphs(t *testing.T) {
 	buildFake(t)
-	d, err := loadDriverFrom([]string{fake.noGraph})
+	d, err := loadFakeVariant(t, fake.noGraph)
 	if err != nil {
 		t.Fatalf("a driver without the graph API must still load: %v", err)
 	}
@@ -316,7 +322,7 @@ func TestFakeDriverWithoutGraphs(t *testing.T) {
 	defer s.Destroy()
 	err = s.BeginCapture()
 	wantIs(t, err, ErrUnsupported)
-	wantMention(t, err, "lacks cuStreamBeginCapture_v2", "CUDA 12.4")
+	wantMention(t, err, "lacks cuStreamBeginCapture_v2", "CUDA 12.8")
 	_, err = s.EndCapture()
 	wantIs(t, err, ErrUnsupported)
 }

@@ -7,13 +7,13 @@ import (
 	"io"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/ringactor/ringactor/cuda"
 	"github.com/ringactor/ringactor/internal/demo"
+	"github.com/ringactor/ringactor/internal/cudaemu"
 	ra "github.com/ringactor/ringactor/runtime"
 )
 
@@ -124,21 +124,26 @@ func TestNoDriverFallsBack(t *testing.T) {
 	}
 }
 
-// The CUDA backend lists its devices through the driver: here the fake
-// libcuda of package cuda's tests (two GPUs, no kernels), so the listing
-// and the backend's lifecycle are tested without a GPU.
+// The CUDA backend lists its devices through the driver: here the
+// emulated one (internal/cudaemu) with two GPUs unlike each other, so the
+// listing and the backend's lifecycle are tested without a GPU.
 func TestCUDADevicesThroughTheDriver(t *testing.T) {
-	lib := filepath.Join(t.TempDir(), "libfakecuda.so")
+	lib := os.Getenv(cuda.DriverEnv)
 	if os.Getenv(childEnv) != t.Name() {
-		cc, err := exec.LookPath("gcc")
-		if err != nil {
-			t.Skip("no gcc to build the fake driver ../cuda/testdata/fakecuda.c")
+		if _, err := cudaemu.Compiler(); err != nil {
+			t.Skipf("skipping: the emulated driver cannot be built: %v", err)
 		}
-		if _, err := os.Stat("../cuda/testdata/fakecuda.c"); err != nil {
-			t.Skipf("the fake driver's source is not here (a test binary run outside the repository): %v", err)
+		dir := cudaemu.TestDir()
+		if dir == "" {
+			dir = t.TempDir()
 		}
-		if out, err := exec.Command(cc, "-shared", "-fPIC", "-o", lib, "../cuda/testdata/fakecuda.c").CombinedOutput(); err != nil {
-			t.Fatalf("building the fake driver: %v\n%s", err, out)
+		var err error
+		if lib, err = cudaemu.Build(dir, io.Discard); err != nil {
+			t.Fatal(err)
+		}
+		for _, kv := range [][2]string{{"RINGACTOR_EMU_DEVICES", "2"}, {"RINGACTOR_EMU_SMS", "4,2"}, {"RINGACTOR_EMU_MEMORY_MIB", "16384,8192"},
+			{"RINGACTOR_EMU_CC", "9.0,8.6"}, {"RINGACTOR_EMU_PEERS", "all"}, {"RINGACTOR_EMU_INIT_RESULT", ""}} {
+			t.Setenv(kv[0], kv[1]) // for the child
 		}
 	}
 	if !inChild(t, lib) {
@@ -155,23 +160,23 @@ func TestCUDADevicesThroughTheDriver(t *testing.T) {
 			t.Fatalf("%s: %s backend with %d devices", backend, r.BackendName(), len(devs))
 		}
 		d := devs[1]
-		if d.Name != "Fake GPU 1" || d.Backend != "cuda" || d.Source != "driver" || d.MemoryBytes != 8<<30 || d.ComputeCapability != "8.6" || d.SMs != 2 || !r.Peer(0, 1) {
+		if d.Name != "ringactor emulated GPU 1" || d.Backend != "cuda" || d.Source != "driver" || d.MemoryBytes != 8<<30 || d.ComputeCapability != "8.6" || d.SMs != 2 || !r.Peer(0, 1) {
 			t.Fatalf("%s: device 1: %+v", backend, d)
 		}
 	}
 	if line := log.String(); !strings.Contains(line, "using 2 CUDA GPU(s)") || strings.Contains(line, "simulated") {
 		t.Fatalf("log %q", line)
 	}
-	// The fake runs no kernels: Build says so, and Close still releases
-	// the backend.
+	// The emulator runs the kernels: a pipeline builds across both
+	// devices, and Close releases it and the backend.
 	rt, err := ra.New(ra.Config{Devices: ra.DeviceOptions{Backend: "cuda", Log: io.Discard}})
 	if err != nil {
 		t.Fatal(err)
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	if _, err := rt.Build(ctx, demo.Guide("fake", [3]int{0, 0, 1})); err == nil || !strings.Contains(err.Error(), "ringkernel/cuda") {
-		t.Fatalf("build on a driver that runs no kernels: %v", err)
+	if _, err := rt.Build(ctx, demo.Guide("emulated", [3]int{0, 0, 1})); err != nil {
+		t.Fatalf("build on the emulated driver: %v", err)
 	}
 	if err := rt.Close(); err != nil {
 		t.Fatal(err)

@@ -53,7 +53,7 @@ check() { # name, seconds, command...
 }
 # 1. what the backend sees
 check devices      20  "$here/ringactor" devices -backend cuda
-# the driver API (the fake-driver tests run in CI)
+# the driver API (its tests over the emulated driver run in CI)
 check driver       40  "$here/cuda.test" -test.v -test.run "^TestGPU" -test.timeout 35s
 # 3. the CUDA backend's own GPU tests and probes (module loading, clock, grid limit)
 check cuda-backend 120 "$here/ringkernel-cuda.test" -test.v -test.skip '^TestConformance$' -test.timeout 110s

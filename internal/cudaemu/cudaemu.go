@@ -9,8 +9,27 @@
 // (capped by RINGACTOR_EMU_THREADS, default 32), each block with its own
 // shared memory and a __syncthreads that parks its threads. csrc/cudaemu.cpp
 // is the driver: devices, contexts, memory, modules resolved to the host
-// builds, launches on threads, streams, events, occupancy, peers, and the
-// rules a real driver punishes, enforced loudly (see its header comment).
+// builds, launches on threads, streams, events, occupancy, peers, graphs,
+// and the rules a real driver punishes, enforced loudly (see its header
+// comment).
+//
+// It is the project's one stand-in libcuda: the cuda package's tests of
+// the binding run against it too (its test kernels ra_test_*, and the
+// record of what reached it, device attributes 9001 to 9019, are theirs).
+// What those tests vary comes from the same source in two ways. What a
+// library exports is a property of its file, so a driver that lacks entry
+// points (older than CUDA 11.0, or without the graph API, or whose only
+// instantiate is cuGraphInstantiate_v2) is a Variant: the same objects,
+// linked under a name of its own with the missing entry points made local
+// (BuildVariant). Everything else is behaviour, and behaviour is an
+// environment variable the driver reads at cuInit (the devices, their
+// SMs, memory and compute capability, cuInit's result; see cudaemu.cpp's
+// header): one library serves every configuration, and a test sets the
+// variables where it loads the library. No variant is an #ifdef, so every
+// variant runs the code make test runs, and all of them share one compile.
+//
+// The cuda package's internal tests import this package (to build the
+// variants), so it must never import cuda (internal/deps checks).
 //
 // What it proves: the ring-kernel loop and the Go CUDA backend run end to
 // end, with results checked, with the block shapes a GPU runs, on machines
@@ -22,7 +41,8 @@
 // and timings. Those need the GPU bundle (make gpu-bundle).
 //
 // make emu builds it into .emu/; the test targets run the CUDA-backend
-// suites over it.
+// suites over it, and the tests that build it themselves build there too
+// (TestDir), sharing make emu's objects.
 package cudaemu
 
 import (
@@ -30,13 +50,16 @@ import (
 	"crypto/sha256"
 	"embed"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"sort"
 	"strings"
+	"sync"
 
 	"github.com/ringactor/ringactor/kernels"
 )
@@ -50,6 +73,15 @@ const LibName = "libcudaemu.so"
 // testKernelParams are the parameter sizes of RA_STAGE_TEST's kernels
 // (params, state, in, n, out, out_cap, ret).
 var testKernelParams = []int{8, 8, 8, 4, 8, 4, 8}
+
+// testKernels are the table's entries for the kernels of the cuda
+// package's test modules (cudaemu.cpp's cudaemu_test_*).
+var testKernels = []string{
+	"    {\"ra_test_store\", 2, {8, 8}, cudaemu_test_store},\n",
+	"    {\"ra_test_nop\", 0, {0}, cudaemu_test_nop},\n",
+	"    {\"ra_test_wait\", 1, {8}, cudaemu_test_wait},\n",
+	"    {\"ra_test_args\", 8, {8, 8, 8, 4, 4, 4, 8, 8}, cudaemu_test_args},\n",
+}
 
 // KernelsSource is the generated translation unit: every built-in op's ring
 // kernel program (the same text NVRTC compiles), then a launch wrapper for
@@ -89,6 +121,9 @@ func KernelsSource() (string, error) {
 	b.WriteString("\nextern \"C\" const cudaemu_kernel cudaemu_kernels[] = {\n")
 	b.WriteString(table.String())
 	b.WriteString("    {\"ra_clock\", 3, {8, 8, 4}, cudaemu_ra_clock},\n")
+	for _, k := range testKernels {
+		b.WriteString(k)
+	}
 	b.WriteString("    {0, 0, {0}, 0},\n};\n")
 	return b.String(), nil
 }
@@ -117,11 +152,61 @@ func Compiler() (string, error) {
 	return "", fmt.Errorf("cudaemu: no C++ compiler (tried $CXX, c++, g++, clang++): install one (Debian: apt-get install g++) to build the emulated driver")
 }
 
-// Build writes the sources into dir/src and compiles dir/libcudaemu.so,
-// unless the library there was built from the same sources and flags. It
-// returns the library's absolute path. Progress (one line per compile) goes
-// to log.
+// Variant is a build of the emulated driver under a library name of its
+// own, for the cuda package's tests of the binding. A test loads each
+// variant beside the others (and beside the driver of RINGACTOR_LIBCUDA):
+// a library of another file is another instance, with state of its own.
+//
+// A variant differs from the driver in one thing only, the entry points
+// it exports, so it is made at link time: the same objects as every other
+// build, linked with a version script that makes the entry points in
+// Without local. One compile serves every variant, a variant links in a
+// fraction of a second, and a variant cannot behave differently by
+// accident (there is no #ifdef in the driver's source). Everything a test
+// varies beyond the exported symbols is behaviour, read from the
+// environment at cuInit (the RINGACTOR_EMU_* variables of csrc/cudaemu.cpp:
+// devices, their SMs, memory and compute capability, cuInit's result), so
+// that one library serves every configuration and a test sets it where it
+// loads the library.
+type Variant struct {
+	// Name names the library, libcudaemu-Name.so (letters, digits, '-'
+	// and '_'). Empty: the driver itself, LibName.
+	Name string
+	// Without lists driver entry points the library does not export, as
+	// an older driver lacks them: cuDevicePrimaryCtxRelease_v2 (before
+	// CUDA 11.0), cuGraphInstantiateWithFlags (before 11.4), the graph
+	// API. Each must be one cudaemu.cpp defines.
+	Without []string
+}
+
+func (v Variant) lib() string {
+	if v.Name == "" {
+		return LibName
+	}
+	return strings.TrimSuffix(LibName, ".so") + "-" + v.Name + ".so"
+}
+
+var variantName = regexp.MustCompile(`^[A-Za-z0-9_-]+$`)
+
+// Build writes the sources into dir/src, compiles them into dir/obj and
+// links dir/libcudaemu.so, each step skipped when its output was made from
+// the same sources and flags. It returns the library's absolute path.
+// Progress (one line per compile or link) goes to log.
 func Build(dir string, log io.Writer) (string, error) {
+	return BuildVariant(dir, log, Variant{})
+}
+
+// BuildVariant is Build for a variant: its library, dir/libcudaemu-NAME.so,
+// links the objects every build in dir shares. Builds in one directory
+// may run at once, from several processes: every file is written under a
+// temporary name and renamed into place.
+func BuildVariant(dir string, log io.Writer, v Variant) (string, error) {
+	if v.Name != "" && !variantName.MatchString(v.Name) {
+		return "", fmt.Errorf("cudaemu: variant name %q: want letters, digits, '-' and '_'", v.Name)
+	}
+	if v.Name == "" && len(v.Without) > 0 {
+		return "", fmt.Errorf("cudaemu: a variant without %s needs a name (the driver itself exports everything)", strings.Join(v.Without, ", "))
+	}
 	cxx, err := Compiler()
 	if err != nil {
 		return "", err
@@ -145,41 +230,177 @@ func Build(dir string, log io.Writer) (string, error) {
 		}
 		files[e.Name()] = string(b)
 	}
+	for _, sym := range v.Without {
+		if !regexp.MustCompile(`\bCUresult\s+` + regexp.QuoteMeta(sym) + `\s*\(`).MatchString(files["cudaemu.cpp"]) {
+			return "", fmt.Errorf("cudaemu: variant %q: %q is no entry point of the emulated driver", v.Name, sym)
+		}
+	}
 	abs, err := filepath.Abs(dir)
 	if err != nil {
 		return "", err
 	}
-	src := filepath.Join(abs, "src")
-	lib := filepath.Join(abs, LibName)
-	args := []string{"-std=c++17", "-O2", "-shared", "-fPIC", "-pthread", "-Wall", "-Wno-unused-function", "-Wno-unused-variable",
-		"-I", src, "-include", filepath.Join(src, "ra_host.h"), "-o", lib,
-		filepath.Join(src, "cudaemu.cpp"), filepath.Join(src, "kernels.cpp")}
-	stamp := Stamp(cxx, args, files)
+	src, obj := filepath.Join(abs, "src"), filepath.Join(abs, "obj")
+	for _, d := range []string{src, obj} {
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			return "", fmt.Errorf("cudaemu: %w", err)
+		}
+	}
+
+	// Compile: each unit into an object named by its stamp, both at once.
+	units := []string{"cudaemu.cpp", "kernels.cpp"}
+	objs := make([]string, len(units))
+	stamps := make([]string, len(units))
+	errs := make([]error, len(units))
+	var wrote sync.Once
+	var writeErr error
+	var wg sync.WaitGroup
+	for i, unit := range units {
+		args := []string{"-std=c++17", "-O2", "-fPIC", "-pthread", "-Wall", "-Wno-unused-function", "-Wno-unused-variable",
+			"-I", src, "-include", filepath.Join(src, "ra_host.h"), "-c", filepath.Join(src, unit)}
+		stamps[i] = Stamp(cxx, args, files)
+		base := strings.TrimSuffix(unit, ".cpp")
+		objs[i] = filepath.Join(obj, base+"-"+stamps[i][:16]+".o")
+		if _, err := os.Stat(objs[i]); err == nil {
+			continue
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if wrote.Do(func() { writeErr = writeSources(src, files) }); writeErr != nil {
+				errs[i] = writeErr
+				return
+			}
+			fmt.Fprintf(log, "cudaemu: compiling %s with %s into %s\n", unit, filepath.Base(cxx), obj)
+			errs[i] = produce(objs[i], func(tmp string) error { return run(cxx, append(args, "-o", tmp)) })
+			if errs[i] == nil {
+				removeStale(obj, base+"-", objs[i])
+			}
+		}()
+	}
+	wg.Wait()
+	if err := errors.Join(errs...); err != nil {
+		return "", err
+	}
+
+	// Link: the objects, with a version script when entry points are left out.
+	lib := filepath.Join(abs, v.lib())
+	script := ""
+	if len(v.Without) > 0 {
+		script = "{\n  global: *;\n  local: " + strings.Join(v.Without, "; ") + ";\n};\n"
+	}
+	linkArgs := []string{"-shared", "-pthread"}
+	stamp := Stamp(cxx, append(linkArgs, stamps...), map[string]string{"version script": script})
 	if old, err := os.ReadFile(lib + ".stamp"); err == nil && string(old) == stamp {
 		if _, err := os.Stat(lib); err == nil {
 			return lib, nil
 		}
 	}
-	if err := os.MkdirAll(src, 0o755); err != nil {
-		return "", fmt.Errorf("cudaemu: %w", err)
+	fmt.Fprintf(log, "cudaemu: linking %s\n", lib)
+	err = produce(lib, func(tmp string) error {
+		args := append(append([]string{}, linkArgs...), "-o", tmp)
+		args = append(args, objs...)
+		if script != "" {
+			mapFile := tmp + ".map"
+			if err := os.WriteFile(mapFile, []byte(script), 0o644); err != nil {
+				return err
+			}
+			defer os.Remove(mapFile)
+			args = append(args, "-Wl,--version-script="+mapFile)
+		}
+		return run(cxx, args)
+	})
+	if err != nil {
+		return "", err
 	}
+	if err := produce(lib+".stamp", func(tmp string) error { return os.WriteFile(tmp, []byte(stamp), 0o644) }); err != nil {
+		return "", err
+	}
+	return lib, nil
+}
+
+// writeSources writes each file into dir, leaving alone those that are
+// already as wanted, so that a build running at once from the same
+// sources never sees one half written.
+func writeSources(dir string, files map[string]string) error {
 	for name, text := range files {
-		if err := os.WriteFile(filepath.Join(src, name), []byte(text), 0o644); err != nil {
-			return "", fmt.Errorf("cudaemu: %w", err)
+		path := filepath.Join(dir, name)
+		if old, err := os.ReadFile(path); err == nil && string(old) == text {
+			continue
+		}
+		if err := produce(path, func(tmp string) error { return os.WriteFile(tmp, []byte(text), 0o644) }); err != nil {
+			return err
 		}
 	}
-	fmt.Fprintf(log, "cudaemu: compiling the emulated driver with %s into %s\n", filepath.Base(cxx), lib)
+	return nil
+}
+
+// produce makes path through write, which writes a temporary file beside
+// it; the file is renamed into place when write succeeds.
+func produce(path string, write func(tmp string) error) error {
+	f, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".tmp*")
+	if err != nil {
+		return fmt.Errorf("cudaemu: %w", err)
+	}
+	tmp := f.Name()
+	f.Close()
+	if err := write(tmp); err != nil {
+		os.Remove(tmp)
+		return err
+	}
+	if err := os.Rename(tmp, path); err != nil {
+		os.Remove(tmp)
+		return fmt.Errorf("cudaemu: %w", err)
+	}
+	return nil
+}
+
+// removeStale removes the objects of older sources: those in dir named
+// prefix-STAMP.o other than keep.
+func removeStale(dir, prefix, keep string) {
+	old, _ := filepath.Glob(filepath.Join(dir, prefix+"*.o"))
+	for _, p := range old {
+		if p != keep && len(filepath.Base(p)) == len(filepath.Base(keep)) {
+			os.Remove(p)
+		}
+	}
+}
+
+// run runs the compiler with args, its output in the error when it fails.
+func run(cxx string, args []string) error {
 	cmd := exec.Command(cxx, args...)
 	var out bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &out
 	if err := cmd.Run(); err != nil {
-		return "", fmt.Errorf("cudaemu: %s failed: %w\n%s", filepath.Base(cxx), err, out.String())
+		return fmt.Errorf("cudaemu: %s failed: %w\n%s", filepath.Base(cxx), err, out.String())
 	}
-	if err := os.WriteFile(lib+".stamp", []byte(stamp), 0o644); err != nil {
-		return "", fmt.Errorf("cudaemu: %w", err)
-	}
-	return lib, nil
+	return nil
 }
+
+// TestDir is where a test builds the emulated driver: the .emu directory
+// of this module's checkout (make emu's, so the objects are shared and
+// usually built already) when the working directory is inside one, else
+// "" (a test binary run elsewhere builds in a temporary directory).
+func TestDir() string {
+	d, err := os.Getwd()
+	if err != nil {
+		return ""
+	}
+	for {
+		if b, err := os.ReadFile(filepath.Join(d, "go.mod")); err == nil {
+			if thisModule.Match(b) {
+				return filepath.Join(d, ".emu")
+			}
+			return ""
+		}
+		up := filepath.Dir(d)
+		if up == d {
+			return ""
+		}
+		d = up
+	}
+}
+
+var thisModule = regexp.MustCompile(`(?m)^module\s+github\.com/ringactor/ringactor\s*$`)
 
 // Stamp is the hash a build keeps beside its output: the compiler, its
 // arguments and every source file by name. An output whose stamp matches

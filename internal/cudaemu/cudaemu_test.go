@@ -2,6 +2,7 @@ package cudaemu_test
 
 import (
 	"bytes"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -71,10 +72,55 @@ func TestBuildIsCached(t *testing.T) {
 	}
 }
 
-// A call that needs a context, made without one current, fails with
-// CUDA_ERROR_INVALID_CONTEXT and counts a violation; with one, it works.
-func TestRuleNoCurrentContext(t *testing.T) {
-	so := built(t)
+// A variant links the objects the driver was built from (no compile) and
+// exports everything but the entry points it is built without.
+func TestVariantLacksOnlyItsEntryPoints(t *testing.T) {
+	built(t)
+	var log bytes.Buffer
+	v := cudaemu.Variant{Name: "cudaemu-test", Without: []string{"cuGraphInstantiateWithFlags", "cuDevicePrimaryCtxRelease_v2"}}
+	so, err := cudaemu.BuildVariant(filepath.Join("..", "..", ".emu"), &log, v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if filepath.Base(so) != "libcudaemu-cudaemu-test.so" || strings.Contains(log.String(), "compiling") {
+		t.Fatalf("variant %s, log %q", so, log.String())
+	}
+	exe := probe(t, "symbols")
+	out, err := exec.Command(exe, so, "cuGraphInstantiateWithFlags", "cuDevicePrimaryCtxRelease_v2", "cuGraphInstantiate_v2",
+		"cuDevicePrimaryCtxRelease", "cuInit", "cuGraphLaunch").CombinedOutput()
+	if err != nil {
+		t.Fatalf("probe: %v\n%s", err, out)
+	}
+	want := "cuGraphInstantiateWithFlags 0\ncuDevicePrimaryCtxRelease_v2 0\ncuGraphInstantiate_v2 1\ncuDevicePrimaryCtxRelease 1\ncuInit 1\ncuGraphLaunch 1"
+	if got := strings.TrimSpace(string(out)); got != want {
+		t.Fatalf("probe printed\n%s\nwant\n%s", got, want)
+	}
+}
+
+// A variant is named, and leaves out entry points the driver has.
+func TestVariantRefusesWhatItCannotBe(t *testing.T) {
+	if _, err := cudaemu.Compiler(); err != nil {
+		t.Skip(err)
+	}
+	dir := t.TempDir()
+	for _, c := range []struct {
+		v    cudaemu.Variant
+		want string
+	}{
+		{cudaemu.Variant{Without: []string{"cuGraphLaunch"}}, "needs a name"},
+		{cudaemu.Variant{Name: "a/b"}, "variant name"},
+		{cudaemu.Variant{Name: "x", Without: []string{"cuNoSuchCall"}}, `"cuNoSuchCall" is no entry point`},
+	} {
+		if _, err := cudaemu.BuildVariant(dir, io.Discard, c.v); err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%+v: %v, want an error saying %q", c.v, err, c.want)
+		}
+	}
+}
+
+// probe compiles testdata/NAME.c (with -ldl) for the test, or skips it
+// without a C compiler.
+func probe(t *testing.T, name string) string {
+	t.Helper()
 	cc := os.Getenv("CC")
 	if cc == "" {
 		cc = "cc"
@@ -82,10 +128,18 @@ func TestRuleNoCurrentContext(t *testing.T) {
 	if _, err := exec.LookPath(cc); err != nil {
 		t.Skipf("no C compiler (%s) for the probe: %v", cc, err)
 	}
-	exe := filepath.Join(t.TempDir(), "nocontext")
-	if out, err := exec.Command(cc, "-o", exe, filepath.Join("testdata", "nocontext.c"), "-ldl").CombinedOutput(); err != nil {
+	exe := filepath.Join(t.TempDir(), name)
+	if out, err := exec.Command(cc, "-o", exe, filepath.Join("testdata", name+".c"), "-ldl").CombinedOutput(); err != nil {
 		t.Fatalf("%s: %v\n%s", cc, err, out)
 	}
+	return exe
+}
+
+// A call that needs a context, made without one current, fails with
+// CUDA_ERROR_INVALID_CONTEXT and counts a violation; with one, it works.
+func TestRuleNoCurrentContext(t *testing.T) {
+	so := built(t)
+	exe := probe(t, "nocontext")
 	var stderr bytes.Buffer
 	cmd := exec.Command(exe, so)
 	cmd.Stderr = &stderr
@@ -111,17 +165,7 @@ func TestRuleNoCurrentContext(t *testing.T) {
 // once each, and the allowed accesses not at all.
 func TestRuleScopeAndPlacement(t *testing.T) {
 	so := built(t)
-	cc := os.Getenv("CC")
-	if cc == "" {
-		cc = "cc"
-	}
-	if _, err := exec.LookPath(cc); err != nil {
-		t.Skipf("no C compiler (%s) for the probe: %v", cc, err)
-	}
-	exe := filepath.Join(t.TempDir(), "scope")
-	if out, err := exec.Command(cc, "-o", exe, filepath.Join("testdata", "scope.c"), "-ldl").CombinedOutput(); err != nil {
-		t.Fatalf("%s: %v\n%s", cc, err, out)
-	}
+	exe := probe(t, "scope")
 	var stderr bytes.Buffer
 	cmd := exec.Command(exe, so)
 	cmd.Env = append(os.Environ(), "RINGACTOR_EMU_DEVICES=2", "RINGACTOR_EMU_PEERS=all", "RINGACTOR_EMU_JITTER=0", "RINGACTOR_EMU_COPY_LAG_US=0")

@@ -2,26 +2,57 @@
 // as the real driver is, it runs the host build of the device code (the
 // ring-kernel loop and the built-in stages, compiled from the same sources
 // NVRTC compiles, through ra_host.h) on threads, so the Go CUDA backend runs
-// end to end on a machine without a GPU. See internal/cudaemu's package doc
-// for what it proves and what it cannot.
+// end to end on a machine without a GPU. It is also the stand-in libcuda of
+// the cuda package's own tests of the binding (internal/cudaemu.BuildVariant
+// builds the variants they load). See internal/cudaemu's package doc for
+// what it proves and what it cannot.
 //
 //   - RINGACTOR_EMU_DEVICES devices (default 3), each with
 //     RINGACTOR_EMU_SMS SMs (default 8), RINGACTOR_EMU_BLOCKS_PER_SM
-//     co-resident blocks per SM (default 4) and RINGACTOR_EMU_MEMORY_MIB of
-//     memory (default 4096); RINGACTOR_EMU_PEERS says which pairs have
-//     peer access: "all" (default), "none" or pairs like "0-1,1-2".
+//     co-resident blocks per SM (default 4), RINGACTOR_EMU_MEMORY_MIB of
+//     memory (default 4096) and compute capability RINGACTOR_EMU_CC
+//     (default 9.0); SMS, MEMORY_MIB and CC take one value for every
+//     device or one per device ("4,2": device 0 has 4 SMs, device 1 2).
+//     RINGACTOR_EMU_PEERS says which pairs have peer access: "all"
+//     (default), "none" or pairs like "0-1,1-2". All are read once, at the
+//     first cuInit.
+//   - RINGACTOR_EMU_INIT_RESULT, read at every cuInit: a result other than
+//     0 cuInit fails with (100, CUDA_ERROR_NO_DEVICE: a driver that cannot
+//     start).
+//   - cuDeviceGetAttribute answers the attributes a driver has that the Go
+//     side reads, and CUDA_ERROR_INVALID_VALUE for any other, as the driver
+//     does. Attributes no real driver has: 9100, the rule violations so far;
+//     9101, ring kernels running on the device; 9001 to 9019, the record of
+//     what reached the driver (struct Record: the last launch's shape, host
+//     allocation and stream flags, counts of launches, async copies, graphs),
+//     which the binding's tests read; 9999 answers 12345, a result the
+//     driver has no name for.
 //   - Device memory and mapped pinned memory are host allocations whose
 //     device pointer is the host address; fresh memory is filled with 0xA5,
-//     as a GPU's is not zeroed.
+//     as a GPU's is not zeroed. cuMemFree and cuMemFreeHost synchronize:
+//     they wait for the kernels still running in the context (and refuse,
+//     below, when one is a ring kernel).
 //   - cuModuleLoadDataEx takes PTX text and resolves each .entry to its host
-//     build (the table the build generates, cudaemu_kernels); PTX with a
+//     build (the table the build generates, cudaemu_kernels: the built-in
+//     ops' kernels, ra_clock and the test kernels ra_test_*); PTX with a
 //     kernel that has none (a user stage) fails with CUDA_ERROR_INVALID_PTX
 //     and says so in the JIT error log.
 //   - cuLaunchKernel copies the arguments and runs the kernel's grid on
 //     threads of its own: every block, each of blockDim.x threads (capped at
 //     RINGACTOR_EMU_THREADS, default 32), with per-block shared memory and a
 //     real __syncthreads (ra_host.h). A stream is NOT_READY while a kernel
-//     launched on it runs.
+//     launched on it runs. A cooperative launch of more blocks than
+//     RINGACTOR_EMU_BLOCKS_PER_SM times the device's SMs fails with
+//     CUDA_ERROR_COOPERATIVE_LAUNCH_TOO_LARGE.
+//   - Graphs: a stream capturing (cuStreamBeginCapture_v2) records its
+//     launches, async copies and graph launches as nodes instead of running
+//     them (a ring kernel or an event record cannot be captured here:
+//     CUDA_ERROR_NOT_SUPPORTED, said on stderr); a synchronize or query of
+//     it fails with CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED and invalidates the
+//     capture, which cuStreamEndCapture then reports. cuGraphLaunch runs an
+//     instantiated graph's nodes in order on a thread of its own, a launch
+//     on the stream like a kernel's, each copy re-reading its source. The
+//     copy engine's lag (below) does not apply to a graph's copies.
 //
 // The rules a real driver punishes are enforced loudly: the call fails with
 // CUDA_ERROR_NOT_PERMITTED (or CUDA_ERROR_INVALID_CONTEXT), one line goes
@@ -127,20 +158,27 @@ enum {
     INVALID_CONTEXT = 201,
     INVALID_PTX = 218,
     INVALID_HANDLE = 400,
+    ILLEGAL_STATE = 401,
     NOT_FOUND = 500,
     NOT_READY = 600,
     LAUNCH_OUT_OF_RESOURCES = 701,
     PEER_ACCESS_ALREADY_ENABLED = 704,
     PEER_ACCESS_NOT_ENABLED = 705,
+    COOPERATIVE_LAUNCH_TOO_LARGE = 720,
     NOT_PERMITTED = 800,
     NOT_SUPPORTED = 801,
+    STREAM_CAPTURE_UNSUPPORTED = 900,
+    STREAM_CAPTURE_INVALIDATED = 901,
+    UNNAMED_RESULT = 12345,  // a code the driver has no name for (device attribute 9999)
 };
 
 namespace {
 
 struct Config {
-    int devices = 3, sms = 8, blocks_per_sm = 4;
-    long long memory_mib = 4096;
+    int devices = 3, blocks_per_sm = 4;
+    std::vector<int> sms;                 // per device
+    std::vector<long long> memory_mib;    // per device
+    std::vector<int> cc_major, cc_minor;  // per device
     std::vector<std::vector<bool>> peer;
     long long copy_lag_us = 0;  // RINGACTOR_EMU_COPY_LAG_US
     bool jitter = false;        // RINGACTOR_EMU_JITTER=1
@@ -158,12 +196,60 @@ int env_int(const char *name, int def, int lo, int hi) {
     return (int)v;
 }
 
+// env_list reads a per-device setting: one value for every device, or a
+// comma-separated value per device ("4,2": device 0 has 4, device 1 2).
+// parse reads one value at s, advancing it, and reports whether it could.
+template <class T, class Parse>
+std::vector<T> env_list(const char *name, int devices, T def, const char *want, Parse parse) {
+    std::vector<T> v;
+    const char *s = getenv(name);
+    if (!s || !*s) return std::vector<T>(devices, def);
+    for (const char *p = s;;) {
+        T x;
+        if (!parse(p, x)) break;
+        v.push_back(x);
+        if (*p == 0) {
+            if (v.size() == 1) return std::vector<T>(devices, v[0]);
+            if ((int)v.size() == devices) return v;
+            break;
+        }
+        if (*p++ != ',') break;
+    }
+    fprintf(stderr, "cudaemu: %s=%s: want %s, one for every device or one per device (%d), comma-separated; using the default\n", name, s, want, devices);
+    return std::vector<T>(devices, def);
+}
+
+// env_ints is env_list of whole numbers from lo to hi.
+std::vector<long long> env_ints(const char *name, int devices, long long def, long long lo, long long hi) {
+    char want[64];
+    snprintf(want, sizeof want, "a number from %lld to %lld", lo, hi);
+    return env_list<long long>(name, devices, def, want, [lo, hi](const char *&p, long long &x) {
+        char *end;
+        x = strtoll(p, &end, 10);
+        if (end == p || x < lo || x > hi) return false;
+        p = end;
+        return true;
+    });
+}
+
 Config load_config() {
     Config c;
     c.devices = env_int("RINGACTOR_EMU_DEVICES", 3, 1, 64);
-    c.sms = env_int("RINGACTOR_EMU_SMS", 8, 1, 1024);
+    for (long long x : env_ints("RINGACTOR_EMU_SMS", c.devices, 8, 1, 1024)) c.sms.push_back((int)x);
     c.blocks_per_sm = env_int("RINGACTOR_EMU_BLOCKS_PER_SM", 4, 1, 64);
-    c.memory_mib = env_int("RINGACTOR_EMU_MEMORY_MIB", 4096, 1, 1 << 20);
+    c.memory_mib = env_ints("RINGACTOR_EMU_MEMORY_MIB", c.devices, 4096, 1, 1 << 20);
+    for (auto cc : env_list<std::pair<int, int>>("RINGACTOR_EMU_CC", c.devices, {9, 0}, "a compute capability such as 9.0",
+                                                  [](const char *&p, std::pair<int, int> &x) {
+                                                      int n = 0;
+                                                      if (sscanf(p, "%d.%d%n", &x.first, &x.second, &n) != 2 || n == 0 || x.first < 1 ||
+                                                          x.first > 99 || x.second < 0 || x.second > 9)
+                                                          return false;
+                                                      p += n;
+                                                      return true;
+                                                  })) {
+        c.cc_major.push_back(cc.first);
+        c.cc_minor.push_back(cc.second);
+    }
     c.copy_lag_us = env_int("RINGACTOR_EMU_COPY_LAG_US", 0, 0, 10000000);
     c.jitter = env_int("RINGACTOR_EMU_JITTER", 0, 0, 1) == 1;
     const char *p = getenv("RINGACTOR_EMU_PEERS");
@@ -190,8 +276,31 @@ Config load_config() {
 
 struct Context;
 
+// A node of a captured graph: a kernel launch (k, its shape and copied
+// arguments) or, k null, an async copy of n bytes from src to dst.
+struct Node {
+    const cudaemu_kernel *k = nullptr;
+    ra_host_dim3 grid{1, 1, 1}, block{1, 1, 1};
+    std::vector<std::vector<unsigned char>> args;
+    void *dst = nullptr;
+    const void *src = nullptr;
+    size_t n = 0;
+};
+
+// A graph (CUgraph), captured from a stream, and an instantiated one
+// (CUgraphExec), which holds a copy of the nodes: a graph may go once
+// instantiated, and a launch holds the nodes it runs.
+struct Graph {
+    Context *ctx;
+    std::vector<Node> nodes;
+};
+struct Exec {
+    Context *ctx;
+    std::shared_ptr<const std::vector<Node>> nodes;
+};
+
 struct Launch {
-    const cudaemu_kernel *k;
+    const cudaemu_kernel *k;  // a graph launch's is graph_kernel
     Context *ctx;
     unsigned long long id = 0;  // unique in the process (the scope checker's record of who touched a word)
     bool blocking;  // on the legacy stream or a blocking stream
@@ -199,7 +308,12 @@ struct Launch {
     std::atomic<bool> done{false};
     unsigned long long end_ns = 0;
     ra_host_dim3 grid{1, 1, 1}, block{1, 1, 1};  // the launch's shape (ra_host_run_grid caps the threads)
+    std::shared_ptr<const std::vector<Node>> graph;  // a graph launch's nodes, run in order
+    bool threaded = false;  // it runs on a thread of its own (not cudaemu_test_seam's pretend kernel)
 };
+
+// What a graph launch's Launch names as its kernel.
+const cudaemu_kernel graph_kernel = {"cuGraphLaunch", 0, {0}, nullptr};
 
 struct Stream;
 
@@ -235,6 +349,8 @@ struct Stream {
     unsigned flags;  // 1: CU_STREAM_NON_BLOCKING
     std::vector<std::shared_ptr<Launch>> launches;
     unsigned long long copy_seq = 0;  // a non-blocking stream: the last lagging copy queued on it
+    Graph *capture = nullptr;         // while capturing (cuStreamBeginCapture_v2): what is recorded
+    bool invalidated = false;         // the capture met a call that may not be captured
 };
 
 struct Event {
@@ -277,9 +393,28 @@ std::vector<long long> used;                             // bytes allocated per 
 std::set<Stream *> streams;
 std::set<Event *> events;
 std::set<Module *> modules;
+std::set<Graph *> graphs;
+std::set<Exec *> execs;
 std::vector<std::shared_ptr<Launch>> all_launches;
 std::atomic<long long> violations{0};
 unsigned long long next_launch_id = 1;  // guarded by mu
+
+// What the cuda package's tests of the binding read back as device
+// attributes 9001 to 9019 (no real driver has them; see cuDeviceGetAttribute),
+// for the whole process. Guarded by mu.
+struct Record {
+    long long host_flags = -1;                                       // 9001: cuMemHostAlloc's last flags
+    unsigned grid[3] = {0, 0, 0}, block[3] = {0, 0, 0}, shared = 0;  // 9002-9008: the last launch's shape
+    int coop = -1, stream_nonzero = -1;                              // 9009, 9010: and how it was launched
+    long long launches = 0;                                          // 9012: launches run (not captured)
+    int stream_flags = -1;                                           // 9013: cuStreamCreate's last flags
+    int capture_mode = -1;                                           // 9014: cuStreamBeginCapture_v2's last mode
+    long long graph_launches = 0;                                    // 9015: cuGraphLaunch, run (not captured)
+    long long live_graphs = 0;                                       // 9016: graphs and execs not destroyed
+    int instantiate = -1;                                            // 9017: 1 cuGraphInstantiateWithFlags, 2 _v2
+    int exec_nodes = -1;                                             // 9018: the last instantiated graph's nodes
+    long long async_copies = 0;                                      // 9019: async copies run (not captured)
+} rec;
 
 // The scope checker's record, per word a kernel reached through
 // ra_host_seam: which running kernels (by Launch id) touched it, from which
@@ -567,9 +702,44 @@ extern "C" void cudaemu_ra_clock(void **p) {
     }
 }
 
+// The kernels of the cuda package's test modules (hand-written PTX with
+// these .entry names; gpu_test.go's real-GPU module has the first two):
+// ra_test_store stores its second argument, a u64, at the address in its
+// first; ra_test_nop does nothing; ra_test_wait returns once the u32 at
+// the address in its argument is not 0, so a test holds a stream busy as
+// long as it likes; ra_test_args stores what the driver received of its
+// arguments 1 to 7 (u64, s64, u32, s32, f32, f64, u64: sizes 8 8 4 4 4 8
+// 8), each in 8 bytes (its bytes, zero above), at the address in its first.
+extern "C" void cudaemu_test_store(void **p) {
+    unsigned long long *dst = *(unsigned long long **)p[0];
+    __atomic_store_n(dst, *(const unsigned long long *)p[1], __ATOMIC_RELAXED);
+}
+
+extern "C" void cudaemu_test_nop(void **) {}
+
+extern "C" void cudaemu_test_wait(void **p) {
+    const unsigned *flag = *(const unsigned **)p[0];
+    while (__atomic_load_n(flag, __ATOMIC_ACQUIRE) == 0) std::this_thread::sleep_for(std::chrono::microseconds(100));
+}
+
+extern "C" void cudaemu_test_args(void **p) {
+    if (threadIdx.x != 0 || blockIdx.x != 0 || blockIdx.y != 0 || blockIdx.z != 0) return;
+    static const unsigned size[7] = {8, 8, 4, 4, 4, 8, 8};
+    unsigned long long *out = *(unsigned long long **)p[0];
+    for (int i = 0; i < 7; i++) {
+        unsigned long long v = 0;
+        memcpy(&v, p[i + 1], size[i]);
+        out[i] = v;
+    }
+}
+
 extern "C" {
 
 CUresult cuInit(unsigned flags) {
+    // RINGACTOR_EMU_INIT_RESULT, read at every call: a driver that cannot
+    // start answers with it (100, CUDA_ERROR_NO_DEVICE, say).
+    const char *fail = getenv("RINGACTOR_EMU_INIT_RESULT");
+    if (fail != nullptr && atoi(fail) != 0) return atoi(fail);
     if (flags != 0) return INVALID_VALUE;
     std::lock_guard<std::mutex> g(mu);
     if (!initialized) {
@@ -601,13 +771,17 @@ static const struct {
     {INVALID_CONTEXT, "CUDA_ERROR_INVALID_CONTEXT", "invalid device context"},
     {INVALID_PTX, "CUDA_ERROR_INVALID_PTX", "a PTX JIT compilation failed"},
     {INVALID_HANDLE, "CUDA_ERROR_INVALID_HANDLE", "invalid resource handle"},
+    {ILLEGAL_STATE, "CUDA_ERROR_ILLEGAL_STATE", "the operation cannot be performed in the present state"},
     {NOT_FOUND, "CUDA_ERROR_NOT_FOUND", "named symbol not found"},
     {NOT_READY, "CUDA_ERROR_NOT_READY", "device not ready"},
     {LAUNCH_OUT_OF_RESOURCES, "CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES", "too many resources requested for launch"},
     {PEER_ACCESS_ALREADY_ENABLED, "CUDA_ERROR_PEER_ACCESS_ALREADY_ENABLED", "peer access is already enabled"},
     {PEER_ACCESS_NOT_ENABLED, "CUDA_ERROR_PEER_ACCESS_NOT_ENABLED", "peer access has not been enabled"},
+    {COOPERATIVE_LAUNCH_TOO_LARGE, "CUDA_ERROR_COOPERATIVE_LAUNCH_TOO_LARGE", "too many blocks in cooperative launch"},
     {NOT_PERMITTED, "CUDA_ERROR_NOT_PERMITTED", "operation not permitted (cudaemu: a call a real driver would hang or fail on; see stderr)"},
     {NOT_SUPPORTED, "CUDA_ERROR_NOT_SUPPORTED", "operation not supported"},
+    {STREAM_CAPTURE_UNSUPPORTED, "CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED", "operation not permitted when stream is capturing"},
+    {STREAM_CAPTURE_INVALIDATED, "CUDA_ERROR_STREAM_CAPTURE_INVALIDATED", "operation failed due to a previous error during capture"},
 };
 
 static CUresult error_text(CUresult r, const char **s, bool name) {
@@ -645,15 +819,37 @@ CUresult cuDeviceGetName(char *name, int len, CUdevice d) {
 
 CUresult cuDeviceTotalMem_v2(size_t *n, CUdevice d) {
     if (CUresult r = check_dev(d)) return r;
-    *n = (size_t)cfg.memory_mib << 20;
+    *n = (size_t)cfg.memory_mib[d] << 20;
     return SUCCESS;
 }
 
 CUresult cuDeviceGetAttribute(int *v, int attr, CUdevice d) {
     if (CUresult r = check_dev(d)) return r;
+    if (v == nullptr) return INVALID_VALUE;
+    if (attr > 9000 && attr < 9100) {  // the tests' record (Record), 9999: an unnamed result
+        std::lock_guard<std::mutex> g(mu);
+        switch (attr) {
+        case 9001: *v = (int)rec.host_flags; return SUCCESS;
+        case 9002: case 9003: case 9004: *v = (int)rec.grid[attr - 9002]; return SUCCESS;
+        case 9005: case 9006: case 9007: *v = (int)rec.block[attr - 9005]; return SUCCESS;
+        case 9008: *v = (int)rec.shared; return SUCCESS;
+        case 9009: *v = rec.coop; return SUCCESS;
+        case 9010: *v = rec.stream_nonzero; return SUCCESS;
+        case 9011: *v = (int)dev_allocs.size(); return SUCCESS;  // live device allocations
+        case 9012: *v = (int)rec.launches; return SUCCESS;
+        case 9013: *v = rec.stream_flags; return SUCCESS;
+        case 9014: *v = rec.capture_mode; return SUCCESS;
+        case 9015: *v = (int)rec.graph_launches; return SUCCESS;
+        case 9016: *v = (int)rec.live_graphs; return SUCCESS;
+        case 9017: *v = rec.instantiate; return SUCCESS;
+        case 9018: *v = rec.exec_nodes; return SUCCESS;
+        case 9019: *v = (int)rec.async_copies; return SUCCESS;
+        }
+        return INVALID_VALUE;
+    }
     switch (attr) {
     case 1: *v = 1024; return SUCCESS;              // max threads per block
-    case 16: *v = cfg.sms; return SUCCESS;          // SMs
+    case 16: *v = cfg.sms[d]; return SUCCESS;       // SMs
     case 17: *v = 0; return SUCCESS;                // no exec timeout
     case 19: *v = 1; return SUCCESS;                // can map host memory
     case 33: *v = 0x10 + d; return SUCCESS;         // PCI bus
@@ -661,8 +857,8 @@ CUresult cuDeviceGetAttribute(int *v, int attr, CUdevice d) {
     case 39: *v = 2048; return SUCCESS;             // max threads per SM
     case 41: *v = 1; return SUCCESS;                // unified addressing
     case 50: *v = 0; return SUCCESS;                // PCI domain
-    case 75: *v = 9; return SUCCESS;                // compute capability 9.0
-    case 76: *v = 0; return SUCCESS;
+    case 75: *v = cfg.cc_major[d]; return SUCCESS;  // compute capability (RINGACTOR_EMU_CC)
+    case 76: *v = cfg.cc_minor[d]; return SUCCESS;
     case 86: *v = 0; return SUCCESS;                // no host-native atomics: the queue needs none
     case 88: *v = 0; return SUCCESS;
     case 89: *v = 0; return SUCCESS;
@@ -674,9 +870,9 @@ CUresult cuDeviceGetAttribute(int *v, int attr, CUdevice d) {
         *v = running_rings(ctxs[d].get(), false);
         return SUCCESS;
     }
+    case 9999: return UNNAMED_RESULT;  // lets a test see a result the driver has no name for
     }
-    *v = 0;
-    return SUCCESS;
+    return INVALID_VALUE;  // as the driver answers an attribute it does not know
 }
 
 CUresult cuDeviceCanAccessPeer(int *v, CUdevice d, CUdevice peer) {
@@ -715,6 +911,10 @@ CUresult cuDevicePrimaryCtxRelease_v2(CUdevice d) {
     ctxs[d]->refs--;
     return SUCCESS;
 }
+
+// The name before CUDA 11.0, which drivers still export (a variant built
+// without the _v2 name is a driver of that age).
+CUresult cuDevicePrimaryCtxRelease(CUdevice d) { return cuDevicePrimaryCtxRelease_v2(d); }
 
 CUresult cuCtxSetCurrent(void *c) {
     if (!initialized) return NOT_INITIALIZED;
@@ -767,7 +967,7 @@ CUresult cuMemAlloc_v2(CUdeviceptr *p, size_t n) {
     if (p == nullptr || n == 0) return INVALID_VALUE;
     std::lock_guard<std::mutex> g(mu);
     int d = current->dev;
-    if (used[d] + (long long)n > (cfg.memory_mib << 20)) return OUT_OF_MEMORY;
+    if (used[d] + (long long)n > (cfg.memory_mib[d] << 20)) return OUT_OF_MEMORY;
     void *m = alloc_filled(n);
     if (m == nullptr) return OUT_OF_MEMORY;
     used[d] += (long long)n;
@@ -776,14 +976,27 @@ CUresult cuMemAlloc_v2(CUdeviceptr *p, size_t n) {
     return SUCCESS;
 }
 
+// context_work: the launches (kernels, graph launches) still running in
+// the current context, which a call that synchronizes it waits for (after
+// no_rings has refused it if one is a ring kernel). Holds mu.
+static std::vector<std::shared_ptr<Launch>> context_work() {
+    std::vector<std::shared_ptr<Launch>> v;
+    for (auto &l : all_launches)
+        if (l->ctx == current && l->threaded && alive(l)) v.push_back(l);
+    return v;
+}
+
 CUresult cuMemFree_v2(CUdeviceptr p) {
     if (CUresult r = need_ctx("cuMemFree")) return r;
+    std::vector<std::shared_ptr<Launch>> work;
     {
         std::lock_guard<std::mutex> g(mu);
         if (CUresult r = no_rings("cuMemFree")) return r;
+        work = context_work();
     }
-    // cuMemFree synchronizes: no lagging copy (of any context) may land
-    // in the memory once it is freed.
+    // cuMemFree synchronizes: no kernel of the context still runs, and no
+    // lagging copy (of any context) may land in the memory once it is freed.
+    wait_for(work);
     for (auto &c : ctxs) wait_all_copies(c.get());
     std::lock_guard<std::mutex> g(mu);
     auto it = dev_allocs.find((uintptr_t)p);
@@ -860,10 +1073,20 @@ static CUresult copy_async(const char *call, void *dst, const void *src, size_t 
         std::lock_guard<std::mutex> g(mu);
         Stream *st = stream_of(stream);
         if (st == nullptr) return INVALID_HANDLE;
+        if (st->capture != nullptr) {  // a node of the graph; a graph launch copies at once
+            if (!valid_range(dev, n)) return INVALID_VALUE;
+            Node node;
+            node.dst = dst;
+            node.src = src;
+            node.n = n;
+            st->capture->nodes.push_back(node);
+            return SUCCESS;
+        }
         reap();
         for (auto &l : pending_on(st))
             if (is_ring(l->k)) return violate(call, "queued behind a running ring kernel on its stream", current->dev);
         if (!valid_range(dev, n)) return INVALID_VALUE;
+        rec.async_copies++;
         if (to_device && lag_copy(st, dst, src, 0, n)) return SUCCESS;
         if (!to_device) ticket = copy_ticket(st);
     }
@@ -887,14 +1110,21 @@ CUresult cuMemHostAlloc(void **pp, size_t n, unsigned flags) {
     if (m == nullptr) return OUT_OF_MEMORY;
     std::lock_guard<std::mutex> g(mu);
     host_allocs[(uintptr_t)m] = {n, flags, current};
+    rec.host_flags = flags;
     *pp = m;
     return SUCCESS;
 }
 
 CUresult cuMemFreeHost(void *p) {
     if (CUresult r = need_ctx("cuMemFreeHost")) return r;
+    std::vector<std::shared_ptr<Launch>> work;
+    {
+        std::lock_guard<std::mutex> g(mu);
+        if (CUresult r = no_rings("cuMemFreeHost")) return r;
+        work = context_work();
+    }
+    wait_for(work);  // it synchronizes too
     std::lock_guard<std::mutex> g(mu);
-    if (CUresult r = no_rings("cuMemFreeHost")) return r;
     auto it = host_allocs.find((uintptr_t)p);
     if (it == host_allocs.end()) return INVALID_VALUE;
     free(p);
@@ -1051,13 +1281,79 @@ static CUresult check_ring_args(const char *call, const Launch *l) {
     return res;
 }
 
-static CUresult launch(const char *call, void *f, unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned by, unsigned bz,
-                       unsigned shared, void *stream, void **params, void **extra) {
+// run_graph runs a graph launch's nodes in order on its thread: each
+// kernel as its grid (with copies of its arguments of its own), each copy
+// at once.
+static void run_graph(Launch *l) {
+    for (const Node &n : *l->graph) {
+        if (n.k == nullptr) {
+            if (n.n > 0) memcpy(n.dst, n.src, n.n);
+            continue;
+        }
+        std::vector<std::vector<unsigned char>> args = n.args;
+        std::vector<void *> ps;
+        for (auto &a : args) ps.push_back(a.data());
+        ra_host_run_grid(n.grid, n.block, n.k->run, ps.data(), l);
+    }
+}
+
+// start registers l on st and runs it on a thread of its own. Holds mu.
+static void start(const std::shared_ptr<Launch> &l, Stream *st) {
+    l->id = next_launch_id++;
+    l->blocking = !(st->flags & 1);
+    l->threaded = true;
+    st->launches.push_back(l);
+    all_launches.push_back(l);
+    // The thread holds its launch; detached, so a process may exit with
+    // kernels still spinning, as it may with a GPU's.
+    std::thread([l] {
+        if (l->graph) {
+            run_graph(l.get());
+        } else {
+            std::vector<void *> ps;
+            for (auto &a : l->args) ps.push_back(a.data());
+            ra_host_run_grid(l->grid, l->block, l->k->run, ps.data(), l.get());
+        }
+        l->end_ns = now_ns();
+        l->done.store(true, std::memory_order_release);
+    }).detach();
+}
+
+// wait_stream_copies: with the copy engine lagging, work on the legacy or
+// a blocking stream starts after the copies queued there: the call waits
+// for them (a GPU's would not).
+static CUresult wait_stream_copies(void *stream) {
+    if (cfg.copy_lag_us <= 0) return SUCCESS;
+    unsigned long long ticket = 0;
+    {
+        std::lock_guard<std::mutex> g(mu);
+        Stream *st = stream_of(stream);
+        if (st == nullptr) return INVALID_HANDLE;
+        if (st->capture != nullptr) return SUCCESS;
+        if (!(st->flags & 1)) ticket = copy_ticket(st);
+    }
+    wait_copies(current, ticket);
+    return SUCCESS;
+}
+
+// not_captured: a call the emulator cannot record into a graph, on a
+// capturing stream; it says so on stderr (a real driver could record it).
+static CUresult not_captured(const char *call, const char *what) {
+    fprintf(stderr, "cudaemu: %s: %s cannot be captured into a graph by the emulator (CUDA_ERROR_NOT_SUPPORTED)\n", call, what);
+    return NOT_SUPPORTED;
+}
+
+static CUresult launch(const char *call, bool coop, void *f, unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned by,
+                       unsigned bz, unsigned shared, void *stream, void **params, void **extra) {
     if (CUresult r = need_ctx(call)) return r;
     Function *fn = (Function *)f;
     if (fn == nullptr || extra != nullptr || (fn->k->nparams > 0 && params == nullptr)) return INVALID_VALUE;
     if (gx == 0 || gy == 0 || gz == 0 || bx == 0 || by == 0 || bz == 0 || (unsigned long long)bx * by * bz > 1024) return INVALID_VALUE;
     if (shared > 228 * 1024) return LAUNCH_OUT_OF_RESOURCES;
+    // A cooperative grid must be co-resident: at most the occupancy
+    // (RINGACTOR_EMU_BLOCKS_PER_SM) times the device's SMs.
+    if (coop && (unsigned long long)gx * gy * gz > (unsigned long long)cfg.blocks_per_sm * cfg.sms[current->dev])
+        return COOPERATIVE_LAUNCH_TOO_LARGE;
     auto l = std::make_shared<Launch>();
     l->k = fn->k;
     l->ctx = current;
@@ -1067,47 +1363,40 @@ static CUresult launch(const char *call, void *f, unsigned gx, unsigned gy, unsi
         const unsigned char *p = (const unsigned char *)params[i];
         l->args.emplace_back(p, p + fn->k->param_size[i]);
     }
-    if (cfg.copy_lag_us > 0) {
-        // A kernel on the legacy or a blocking stream starts after the
-        // copies queued there: the call waits for them (a GPU's would not).
-        unsigned long long ticket = 0;
-        {
-            std::lock_guard<std::mutex> g(mu);
-            Stream *st = stream_of(stream);
-            if (st == nullptr) return INVALID_HANDLE;
-            if (!(st->flags & 1)) ticket = copy_ticket(st);
-        }
-        wait_copies(current, ticket);
-    }
+    if (CUresult r = wait_stream_copies(stream)) return r;
     std::lock_guard<std::mutex> g(mu);
     Stream *st = stream_of(stream);
     if (st == nullptr) return INVALID_HANDLE;
+    if (st->capture != nullptr) {
+        if (is_ring(l->k)) return not_captured(call, l->k->name);
+        Node n;
+        n.k = l->k;
+        n.grid = l->grid;
+        n.block = l->block;
+        n.args = std::move(l->args);
+        st->capture->nodes.push_back(std::move(n));
+        return SUCCESS;
+    }
     reap();
     if (CUresult r = check_ring_args(call, l.get())) return r;
-    l->id = next_launch_id++;
-    l->blocking = !(st->flags & 1);
-    st->launches.push_back(l);
-    all_launches.push_back(l);
-    // The thread holds its launch; detached, so a process may exit with
-    // kernels still spinning, as it may with a GPU's.
-    std::thread([l] {
-        std::vector<void *> ps;
-        for (auto &a : l->args) ps.push_back(a.data());
-        ra_host_run_grid(l->grid, l->block, l->k->run, ps.data(), l.get());
-        l->end_ns = now_ns();
-        l->done.store(true, std::memory_order_release);
-    }).detach();
+    rec.grid[0] = gx, rec.grid[1] = gy, rec.grid[2] = gz;
+    rec.block[0] = bx, rec.block[1] = by, rec.block[2] = bz;
+    rec.shared = shared;
+    rec.coop = coop;
+    rec.stream_nonzero = stream != nullptr;
+    rec.launches++;
+    start(l, st);
     return SUCCESS;
 }
 
 CUresult cuLaunchKernel(void *f, unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned by, unsigned bz, unsigned shared,
                         void *stream, void **params, void **extra) {
-    return launch("cuLaunchKernel", f, gx, gy, gz, bx, by, bz, shared, stream, params, extra);
+    return launch("cuLaunchKernel", false, f, gx, gy, gz, bx, by, bz, shared, stream, params, extra);
 }
 
 CUresult cuLaunchCooperativeKernel(void *f, unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned by, unsigned bz,
                                    unsigned shared, void *stream, void **params) {
-    return launch("cuLaunchCooperativeKernel", f, gx, gy, gz, bx, by, bz, shared, stream, params, nullptr);
+    return launch("cuLaunchCooperativeKernel", true, f, gx, gy, gz, bx, by, bz, shared, stream, params, nullptr);
 }
 
 CUresult cuStreamCreate(void **s, unsigned flags) {
@@ -1116,8 +1405,17 @@ CUresult cuStreamCreate(void **s, unsigned flags) {
     std::lock_guard<std::mutex> g(mu);
     Stream *st = new Stream{current, flags, {}};
     streams.insert(st);
+    rec.stream_flags = (int)flags;
     *s = st;
     return SUCCESS;
+}
+
+// capturing: a synchronize or query of a capturing stream fails and
+// invalidates the capture, as the driver's does. Holds mu.
+static CUresult capturing(Stream *st) {
+    if (st->capture == nullptr) return SUCCESS;
+    st->invalidated = true;
+    return STREAM_CAPTURE_UNSUPPORTED;
 }
 
 CUresult cuStreamQuery(void *s) {
@@ -1125,6 +1423,7 @@ CUresult cuStreamQuery(void *s) {
     std::lock_guard<std::mutex> g(mu);
     Stream *st = stream_of(s);
     if (st == nullptr) return INVALID_HANDLE;
+    if (CUresult r = capturing(st)) return r;
     reap();
     if (!copies_landed(st->ctx, copy_ticket(st))) return NOT_READY;
     return pending_on(st).empty() ? SUCCESS : NOT_READY;
@@ -1139,6 +1438,7 @@ CUresult cuStreamSynchronize(void *s) {
         std::lock_guard<std::mutex> g(mu);
         Stream *st = stream_of(s);
         if (st == nullptr) return INVALID_HANDLE;
+        if (CUresult r = capturing(st)) return r;
         reap();
         v = pending_on(st);
         cc = st->ctx;
@@ -1158,6 +1458,7 @@ CUresult cuStreamDestroy_v2(void *s) {
     // As on a GPU, work queued on it still runs; its launches stay reaped
     // through all_launches.
     streams.erase(st);
+    delete st->capture;
     delete st;
     return SUCCESS;
 }
@@ -1178,6 +1479,7 @@ CUresult cuEventRecord(void *e, void *s) {
     Event *ev = (Event *)e;
     Stream *st = stream_of(s);
     if (!events.count(ev) || st == nullptr) return INVALID_HANDLE;
+    if (st->capture != nullptr) return not_captured("cuEventRecord", "an event record");
     reap();
     ev->pending = pending_on(st);
     ev->at_ns = now_ns();
@@ -1249,6 +1551,111 @@ CUresult cuEventDestroy_v2(void *e) {
     Event *ev = (Event *)e;
     if (!events.erase(ev)) return INVALID_HANDLE;
     delete ev;
+    return SUCCESS;
+}
+
+// ---- Graphs: stream capture, instantiation, launch (see the header comment).
+
+CUresult cuStreamBeginCapture_v2(void *s, int mode) {
+    if (CUresult r = need_ctx("cuStreamBeginCapture")) return r;
+    std::lock_guard<std::mutex> g(mu);
+    Stream *st = (Stream *)s;
+    if (st == nullptr || mode < 0 || mode > 2) return INVALID_VALUE;  // the legacy stream cannot capture
+    if (!streams.count(st)) return INVALID_HANDLE;
+    if (st->capture != nullptr) return ILLEGAL_STATE;
+    st->capture = new Graph{st->ctx, {}};
+    st->invalidated = false;
+    rec.capture_mode = mode;
+    return SUCCESS;
+}
+
+CUresult cuStreamEndCapture(void *s, void **graph) {
+    if (CUresult r = need_ctx("cuStreamEndCapture")) return r;
+    std::lock_guard<std::mutex> g(mu);
+    Stream *st = (Stream *)s;
+    if (st == nullptr || graph == nullptr) return INVALID_VALUE;
+    if (!streams.count(st)) return INVALID_HANDLE;
+    if (st->capture == nullptr) return ILLEGAL_STATE;
+    Graph *gr = st->capture;
+    st->capture = nullptr;
+    if (st->invalidated) {
+        delete gr;
+        *graph = nullptr;
+        return STREAM_CAPTURE_INVALIDATED;
+    }
+    graphs.insert(gr);
+    rec.live_graphs++;
+    *graph = gr;
+    return SUCCESS;
+}
+
+static CUresult instantiate(const char *call, void **exec, void *graph, int how) {
+    if (CUresult r = need_ctx(call)) return r;
+    std::lock_guard<std::mutex> g(mu);
+    Graph *gr = (Graph *)graph;
+    if (exec == nullptr || !graphs.count(gr)) return INVALID_VALUE;
+    Exec *x = new Exec{gr->ctx, std::make_shared<const std::vector<Node>>(gr->nodes)};
+    execs.insert(x);
+    rec.live_graphs++;
+    rec.instantiate = how;
+    rec.exec_nodes = (int)gr->nodes.size();
+    *exec = x;
+    return SUCCESS;
+}
+
+CUresult cuGraphInstantiateWithFlags(void **exec, void *graph, unsigned long long flags) {
+    if (flags != 0) return INVALID_VALUE;
+    return instantiate("cuGraphInstantiateWithFlags", exec, graph, 1);
+}
+
+// CUDA 11.0's form, with an error node and a log.
+CUresult cuGraphInstantiate_v2(void **exec, void *graph, void **err_node, char *log, size_t log_size) {
+    if (err_node != nullptr) *err_node = nullptr;
+    CUresult r = instantiate("cuGraphInstantiate_v2", exec, graph, 2);
+    put_log(log, log_size, r == SUCCESS ? "" : "cudaemu: not a graph of this driver");
+    return r;
+}
+
+CUresult cuGraphLaunch(void *exec, void *stream) {
+    if (CUresult r = need_ctx("cuGraphLaunch")) return r;
+    if (CUresult r = wait_stream_copies(stream)) return r;
+    std::lock_guard<std::mutex> g(mu);
+    Exec *x = (Exec *)exec;
+    if (!execs.count(x)) return INVALID_HANDLE;
+    Stream *st = stream_of(stream);
+    if (st == nullptr) return INVALID_HANDLE;
+    if (x->ctx != current) return INVALID_CONTEXT;
+    if (st->capture != nullptr) {  // captured: its nodes join the capture
+        st->capture->nodes.insert(st->capture->nodes.end(), x->nodes->begin(), x->nodes->end());
+        return SUCCESS;
+    }
+    reap();
+    auto l = std::make_shared<Launch>();
+    l->k = &graph_kernel;
+    l->ctx = current;
+    l->graph = x->nodes;
+    rec.graph_launches++;
+    start(l, st);
+    return SUCCESS;
+}
+
+CUresult cuGraphExecDestroy(void *exec) {
+    if (CUresult r = need_ctx("cuGraphExecDestroy")) return r;
+    std::lock_guard<std::mutex> g(mu);
+    Exec *x = (Exec *)exec;
+    if (!execs.erase(x)) return INVALID_VALUE;
+    delete x;  // a launch still running holds the nodes
+    rec.live_graphs--;
+    return SUCCESS;
+}
+
+CUresult cuGraphDestroy(void *graph) {
+    if (CUresult r = need_ctx("cuGraphDestroy")) return r;
+    std::lock_guard<std::mutex> g(mu);
+    Graph *gr = (Graph *)graph;
+    if (!graphs.erase(gr)) return INVALID_VALUE;
+    delete gr;
+    rec.live_graphs--;
     return SUCCESS;
 }
 

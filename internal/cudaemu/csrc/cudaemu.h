@@ -23,4 +23,10 @@ extern "C" const cudaemu_kernel cudaemu_kernels[];
 // ringkernel/cuda's clock-calibration kernel, written in cudaemu.cpp.
 extern "C" void cudaemu_ra_clock(void **params);
 
+// The kernels of the cuda package's test modules, written in cudaemu.cpp.
+extern "C" void cudaemu_test_store(void **params);
+extern "C" void cudaemu_test_nop(void **params);
+extern "C" void cudaemu_test_wait(void **params);
+extern "C" void cudaemu_test_args(void **params);
+
 #endif  // CUDAEMU_H
