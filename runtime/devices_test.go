@@ -12,8 +12,8 @@ import (
 	"time"
 
 	"github.com/ringactor/ringactor/cuda"
-	"github.com/ringactor/ringactor/internal/demo"
 	"github.com/ringactor/ringactor/internal/cudaemu"
+	"github.com/ringactor/ringactor/internal/demo"
 	ra "github.com/ringactor/ringactor/runtime"
 )
 
