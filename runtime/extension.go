@@ -47,11 +47,11 @@ func registerExtension(system *actor.ActorSystem) {
 type host struct{ rt *Runtime }
 
 func (h host) NewLink(from, to int, capacity, slotSize int, id LinkID) (*p2pqueue.Link, p2pqueue.Placement, error) {
-	return h.rt.newLink(from, to, capacity, slotSize, id)
+	return h.rt.links.New(from, to, capacity, slotSize, id)
 }
 
-func (h host) FreeLink(l *p2pqueue.Link) error { return h.rt.freeLink(l) }
-func (h host) LiveLinks() int                  { return h.rt.liveLinks() }
+func (h host) FreeLink(l *p2pqueue.Link) error { return h.rt.links.Free(l) }
+func (h host) LiveLinks() int                  { return h.rt.links.Live() }
 func (h host) NewLinkOwner() uint32            { return h.rt.newLinkOwner() }
 
 func (h host) DeliverTo(done context.Context, sink Sink, r Result) { h.rt.deliverTo(done, sink, r) }

@@ -17,6 +17,7 @@ import (
 	rk "github.com/ringactor/ringactor/ringkernel"
 	"github.com/ringactor/ringactor/runtime/internal/account"
 	"github.com/ringactor/ringactor/runtime/internal/graph"
+	"github.com/ringactor/ringactor/runtime/internal/links"
 	"github.com/ringactor/ringactor/runtime/internal/naming"
 	"github.com/ringactor/ringactor/runtime/internal/requests"
 )
@@ -128,6 +129,7 @@ type Pipeline struct {
 	stages []*stage
 	byName map[string]*stage
 	tele   *telemetry
+	links  links.Set // the links it made, which it frees when it closes
 
 	next  [][]int  // stage i's results go to stages next[i]; none: an exit
 	takes []uint32 // the message type stage i takes (kernels.TypeAny: any)
@@ -240,7 +242,7 @@ func (rt *Runtime) check(spec *PipelineSpec) (graph.Graph, error) {
 		if err != nil {
 			return graph.Graph{}, bad("stage %q: %w", s.Name, err)
 		}
-		if err := rt.checkLink(s, dev); err != nil {
+		if err := links.Check(s.linkStage(), dev, rt.reg.CPUDevice().MemoryBytes, DefaultCapacity, DefaultSlotSize); err != nil {
 			return graph.Graph{}, bad("%w", err)
 		}
 		gs[i] = graph.Stage{Name: s.Name, To: s.To, Route: s.Route, KeyOffset: s.KeyOffset}
@@ -262,13 +264,17 @@ func (rt *Runtime) check(spec *PipelineSpec) (graph.Graph, error) {
 }
 
 func (p *Pipeline) build(ctx context.Context) error {
+	ls := make([]links.Stage, len(p.spec.Stages))
+	for i := range p.spec.Stages {
+		ls[i] = p.spec.Stages[i].linkStage()
+	}
+	var err error
+	if p.links, err = p.rt.links.Make(p.number, ls, p.next); err != nil {
+		return err
+	}
 	for i, ss := range p.spec.Stages {
 		dev, _ := p.rt.reg.Device(ss.Device)
-		s := &stage{p: p, idx: i, spec: ss, dev: dev, in: p.takes[i]}
-		var err error
-		if s.ingressLink, s.inPlacement, err = p.rt.newLink(p2pqueue.Host, ss.Device, ss.Capacity, ss.SlotSize, NewLinkID(p.number, LinkIn, i, 0)); err != nil {
-			return fmt.Errorf("ringactor: stage %q ingress: %w", ss.Name, err)
-		}
+		s := &stage{p: p, idx: i, spec: ss, dev: dev, in: p.takes[i], ingressLink: p.links.In[i].Link, inPlacement: p.links.In[i].At}
 		s.payloadCap = s.ingressLink.Config().PayloadCap()
 		if s.ingress, err = s.ingressLink.Producer(); err != nil {
 			return err
@@ -276,53 +282,32 @@ func (p *Pipeline) build(ctx context.Context) error {
 		p.stages = append(p.stages, s)
 		p.byName[ss.Name] = s
 	}
-	// A link per edge, in the consumer's slots; an exit's to the host.
+	// Each edge as both its ends see it; an exit's egress to the host.
 	for i, s := range p.stages {
-		for _, j := range p.next[i] {
-			t := p.stages[j]
-			l, pl, err := p.rt.newLink(s.spec.Device, t.spec.Device, t.spec.Capacity, t.spec.SlotSize, NewLinkID(p.number, LinkOut, i, j))
-			if err != nil {
-				return fmt.Errorf("ringactor: link %q → %q: %w", s.spec.Name, t.spec.Name, err)
-			}
-			s.outs = append(s.outs, edge{peer: t, link: l, pl: pl})
-			t.ups = append(t.ups, edge{peer: s, link: l, pl: pl})
+		for k, j := range p.next[i] {
+			t, l := p.stages[j], p.links.Out[i][k]
+			s.outs = append(s.outs, edge{peer: t, link: l.Link, pl: l.At})
+			t.ups = append(t.ups, edge{peer: s, link: l.Link, pl: l.At})
 		}
 		if len(p.next[i]) > 0 {
 			continue
 		}
-		e := &egress{}
-		var err error
-		if e.link, e.pl, err = p.rt.newLink(s.spec.Device, p2pqueue.Host, s.spec.Capacity, s.spec.SlotSize, NewLinkID(p.number, LinkEgress, i, 0)); err != nil {
-			return fmt.Errorf("ringactor: stage %q egress: %w", s.spec.Name, err)
-		}
-		e.link.SetDoorbell(p2pqueue.NewDoorbell())
+		e := &egress{link: p.links.Egress[i].Link, pl: p.links.Egress[i].At}
 		if e.c, err = e.link.Consumer(); err != nil {
 			return err
 		}
 		s.egress = e
 		p.exits = append(p.exits, s)
 	}
-	var err error
 	if p.tele, err = newTelemetry(p.rt.tp, p.rt.mp, p.spec.Name, p.stages, p.account); err != nil {
 		return fmt.Errorf("ringactor: telemetry: %w", err)
 	}
 	for i, s := range p.stages {
-		var in []*p2pqueue.Link
-		for _, e := range s.ups {
-			in = append(in, e.link)
-		}
-		in = append(in, s.ingressLink)
+		in, out := p.links.Kernel(i)
 		var stealTo []*p2pqueue.Link
 		if i == 0 {
 			in = append(in, p.spec.stealIn...)
 			stealTo = p.spec.stealTo
-		}
-		var out []*p2pqueue.Link
-		for _, e := range s.outs {
-			out = append(out, e.link)
-		}
-		if s.egress != nil {
-			out = []*p2pqueue.Link{s.egress.link}
 		}
 		s := s
 		if s.kernel, err = rk.Launch(ctx, p.rt.backend, rk.Spec{
@@ -343,7 +328,7 @@ func (p *Pipeline) build(ctx context.Context) error {
 		}); err != nil {
 			return err
 		}
-		p.rt.usesLinks(s.kernel, in, out, stealTo)
+		p.rt.links.Uses(s.kernel, in, out, stealTo)
 		props := actor.PropsFromProducer(func() actor.Actor { return &stageActor{s: s} },
 			actor.WithMailbox(func() actor.Mailbox { return &stageMailbox{Mailbox: actor.Unbounded()(), s: s} }))
 		if s.pid, err = p.rt.system.Root.SpawnNamed(props, p.spec.Name+"/"+s.spec.Name); err != nil {

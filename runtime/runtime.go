@@ -22,6 +22,7 @@ import (
 	"github.com/ringactor/ringactor/runtime/internal/account"
 	"github.com/ringactor/ringactor/runtime/internal/devreg"
 	"github.com/ringactor/ringactor/runtime/internal/extid"
+	"github.com/ringactor/ringactor/runtime/internal/links"
 	"github.com/ringactor/ringactor/runtime/internal/meter"
 )
 
@@ -82,7 +83,7 @@ type Runtime struct {
 	stagePIDs sync.Map
 	orphans   *eventstream.Subscription
 
-	links links // every link made and not yet freed, with its kernels
+	links *links.Ledger // every link made and not yet freed, with its kernels
 
 	// stall and pumpStall hold the watchdogs and the egress pumps (tests'
 	// model of a process stall).
@@ -115,6 +116,7 @@ func newRuntime(cfg Config, kinds []rk.Kind) (*Runtime, error) {
 	}
 	devs := devreg.NewMux(sel.Backend, sel.Reg.CPUDevice().ID, sel.CPU)
 	rt := &Runtime{reg: &Registry{r: sel.Reg}, gpus: sel.Backend, backend: devs, system: cfg.System, tp: cfg.TracerProvider, mp: cfg.MeterProvider, names: map[string]*Pipeline{}, roles: map[extid.Role]bool{}}
+	rt.links = links.NewLedger(devs, rt.reg)
 	if _, ok := sel.Backend.(interface{ Close() error }); ok && sel.Owned {
 		rt.release = devs.Close
 	}
