@@ -7,19 +7,13 @@ import (
 	"time"
 
 	"github.com/ringactor/ringactor/p2pqueue"
-	rk "github.com/ringactor/ringactor/ringkernel"
-	"github.com/ringactor/ringactor/runtime/internal/watchdog"
+	"github.com/ringactor/ringactor/runtime/internal/lifecycle"
 )
 
-// A ring kernel cannot be killed, only abandoned. The watchdog reads each
-// stage's heartbeat; a stage that has work queued and has not gone round
-// its loop for HangAfter is declared faulted (rk.Kernel.Fault): its Status
-// says Faulted, its actor stops (watchers get Terminated), the other
-// stages' actors and OnFault are told, and the pipeline is torn down
-// without drain. Every message it held ends as a dead letter with reason
-// "stage faulted", counted by the host from the stage's in-links once the
-// stages before it have ended; the abandoned loop's own reports are
-// ignored from then on, so nothing is counted twice.
+// A ring kernel cannot be killed, only abandoned: a stage with work
+// queued whose loop has not gone round for HangAfter is declared faulted,
+// and the pipeline torn down without drain; what it held is counted dead
+// by the host (package lifecycle).
 
 // DefaultHangAfter is the watchdog's limit when PipelineSpec.HangAfter is 0.
 const DefaultHangAfter = 10 * time.Second
@@ -47,46 +41,21 @@ func (p *Pipeline) hangAfter() time.Duration {
 }
 
 // watchdog looks at the stages' heartbeats until Close, and faults the
-// stage its watch (package watchdog: the decision, which a stall of the
-// whole process does not fool) finds hung.
+// stage it finds hung (lifecycle.Stages.Watch).
 func (p *Pipeline) watchdog(ctx context.Context) {
 	defer close(p.dogDone)
-	limit := p.hangAfter()
-	w := watchdog.New(len(p.stages), limit, time.Now())
-	tick := time.NewTicker(w.Every())
-	defer tick.Stop()
-	look := make([]watchdog.Stage, len(p.stages))
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-tick.C:
-		}
-		p.rt.stall.Pass()
-		now := time.Now()
-		for i, s := range p.stages {
-			st := s.kernel.Status()
-			look[i] = watchdog.Stage{Heartbeat: st.Heartbeat, Running: st.State.Running(), Active: st.State == rk.Active, Queued: st.Queued()}
-		}
-		if i, missed := w.Look(now, look); i >= 0 {
-			p.fault(p.stages[i], fmt.Sprintf("no heartbeat for %v (watched on time) with %d messages queued (HangAfter %v): its stage function has not returned",
-				missed.Round(time.Millisecond), look[i].Queued, limit))
-			return
-		}
-		p.dogLooks.Add(1)
-	}
+	p.ending().Watch(ctx, p.hangAfter(), p.rt.stall.Pass, &p.dogLooks, func(i int, cause string) { p.fault(p.stages[i], cause) })
 }
 
-// fault declares stage s faulted and tears the pipeline down.
+// fault declares stage s faulted and tears the pipeline down: its Status
+// says Faulted, its actor stops (watchers get Terminated), the other
+// stages' actors and OnFault are told, and Close runs without drain.
 func (p *Pipeline) fault(s *stage, cause string) {
 	f := StageFaulted{Pipeline: p.spec.Name, Stage: s.spec.Name, Device: s.spec.Device, Cause: cause}
 	if !p.faulted.CompareAndSwap(nil, &f) {
 		return
 	}
-	for _, o := range p.stages {
-		o.closed.Store(true) // senders get ErrStageFaulted
-	}
-	s.kernel.Fault(cause)
+	p.ending().Fault(s.idx, cause)            // senders get ErrStageFaulted
 	p.rt.system.Root.StopFuture(s.pid).Wait() // watchers get Terminated
 	for _, o := range p.stages {
 		if o != s {
@@ -96,22 +65,15 @@ func (p *Pipeline) fault(s *stage, cause string) {
 	if p.spec.OnFault != nil {
 		p.rt.callback(p.spec.Name, "OnFault", 0, func() { p.spec.OnFault(f) })
 	}
-	go func() {
-		ctx, cancel := context.WithTimeout(context.Background(), faultTeardown)
-		defer cancel()
-		p.Close(ctx, false)
-	}()
+	lifecycle.Teardown(func(ctx context.Context) { p.Close(ctx, false) })
 }
 
-// faultTeardown bounds the teardown after a fault.
-const faultTeardown = 30 * time.Second
-
-// deadLetterAbandoned counts every message still in the in-links of a
-// stage the host cut off (faulted, or abandoned by a Close whose ctx
-// ended while its stage function ran) as dead. The stages before it have
-// ended, so nothing moves there any more. The reason is "stage faulted"
-// after a fault, else "shutdown without drain".
-func (p *Pipeline) deadLetterAbandoned(s *stage) error {
+// deadLetterAbandoned is how Close counts each message still in the
+// in-links of stage i, which the host cut off (faulted, or abandoned by a
+// Close whose ctx ended while its stage function ran), as dead. The
+// reason is "stage faulted" after a fault, else "shutdown without drain".
+func (p *Pipeline) deadLetterAbandoned(i int) func(p2pqueue.Header) {
+	s := p.stages[i]
 	reason, cause := ReasonShutdown, error(nil)
 	if f := p.faulted.Load(); f != nil {
 		reason, cause = ReasonStageFaulted, fmt.Errorf("%w: %s", ErrStageFaulted, f.Cause)
@@ -120,33 +82,7 @@ func (p *Pipeline) deadLetterAbandoned(s *stage) error {
 	} else {
 		cause = fmt.Errorf("stage %q was cut off at Close", s.spec.Name)
 	}
-	links := []*p2pqueue.Link{s.ingressLink}
-	for _, e := range s.ups {
-		links = append(links, e.link)
+	return func(h p2pqueue.Header) { // a zero h: one in device memory, without its id
+		p.deadLetter(h.Origin, DeadLetter{ID: h.ID, Stage: s.spec.Name, Device: s.spec.Device, Reason: reason, Err: cause})
 	}
-	links = append(links, p.stealInOf(s)...)
-	var errs []error
-	for _, l := range links {
-		hs, err := l.Queued()
-		if err != nil {
-			// Not host visible (device memory): count without ids.
-			for range l.Len() {
-				p.deadLetter(0, DeadLetter{Stage: s.spec.Name, Device: s.spec.Device, Reason: reason, Err: cause})
-			}
-			errs = append(errs, err)
-			continue
-		}
-		for _, h := range hs {
-			p.deadLetter(h.Origin, DeadLetter{ID: h.ID, Stage: s.spec.Name, Device: s.spec.Device, Reason: reason, Err: cause})
-		}
-	}
-	return errors.Join(errs...)
-}
-
-// stealInOf is the extra in-links a group gave stage s (only the first).
-func (p *Pipeline) stealInOf(s *stage) []*p2pqueue.Link {
-	if s.idx == 0 {
-		return p.spec.stealIn
-	}
-	return nil
 }

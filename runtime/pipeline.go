@@ -17,6 +17,7 @@ import (
 	rk "github.com/ringactor/ringactor/ringkernel"
 	"github.com/ringactor/ringactor/runtime/internal/account"
 	"github.com/ringactor/ringactor/runtime/internal/graph"
+	"github.com/ringactor/ringactor/runtime/internal/lifecycle"
 	"github.com/ringactor/ringactor/runtime/internal/links"
 	"github.com/ringactor/ringactor/runtime/internal/naming"
 	"github.com/ringactor/ringactor/runtime/internal/requests"
@@ -674,49 +675,18 @@ func (p *Pipeline) Close(ctx context.Context, drain bool) error {
 			p.stopDog()
 			<-p.dogDone
 		}
-		for _, s := range p.stages {
-			s.closed.Store(true) // senders waiting for room give up
+		f, faulted := p.faulted.Load(), ""
+		if f != nil {
+			faulted = f.Stage
 		}
-		for _, s := range p.stages {
-			s.mu.Lock()
-			s.ingress.Close()
-			s.mu.Unlock()
-		}
-		var errs []error
-		f := p.faulted.Load()
-		if drain && f == nil {
-			errs = append(errs, activateToDrain(ctx, p.stages)...)
-		}
-		cutEgress := false // a stage cut off holds its egress open
-		for _, s := range p.stages {
-			faultedHere := f != nil && s.spec.Name == f.Stage
-			if err := s.kernel.Terminate(ctx, drain && f == nil); err != nil {
-				errs = append(errs, err)
-			}
-			if faultedHere || s.kernel.Abandoned() {
-				// Cut off (faulted, or it did not stop within ctx: a stage
-				// function that has not returned). The stages before it
-				// have ended: what it holds is ours to count.
-				if err := p.deadLetterAbandoned(s); err != nil {
-					errs = append(errs, err)
-				}
-				cutEgress = cutEgress || s.egress != nil
-				drain = false // the stages after it cannot drain: it will never close its out-links
-			}
-		}
-		if cutEgress {
-			p.stopPump() // deliver what is in the egress and stop
+		cutExit, errs := p.ending().Close(ctx, drain, faulted, p.deadLetterAbandoned)
+		if cutExit {
+			p.stopPump() // a stage cut off holds its egress open: deliver what is in it and stop
 		}
 		if !p.started.Load() {
 			close(p.pumpDone)
-		} else {
-			select {
-			case <-p.pumpDone:
-			case <-ctx.Done():
-				p.stopPump()
-				<-p.pumpDone
-				errs = append(errs, fmt.Errorf("ringactor: results not all delivered: %w", ctx.Err()))
-			}
+		} else if err := lifecycle.AwaitPump(ctx, p.pumpDone, p.stopPump); err != nil {
+			errs = append(errs, err)
 		}
 		p.stopPump()
 		for _, s := range p.stages {

@@ -4,6 +4,8 @@
 // fits its To list and its op, whether the graph fits the device loop's
 // in-link and out-link limits and is free of cycles (bounded queues in a
 // cycle can deadlock), and the message type that flows along each edge.
+// It answers the questions later asked of a graph: how many messages a
+// result makes downstream (Fanout), which stages a Stop ends (Upstream).
 //
 // It is pure: plain inputs (names, To lists, routes, ops' In and Out
 // type ids), no I/O and no runtime types, in the way etcd raft keeps its

@@ -181,3 +181,30 @@ func Fanout(r rk.Route, outs int) int {
 	}
 	return 1
 }
+
+// Upstream is stage i and every stage whose results reach it (in a
+// chain, the stages before it), in graph order: each before the stages
+// it feeds, i last. A Stop to stage i ends these.
+func Upstream(next [][]int, i int) []int {
+	feeds := make([][]int, len(next)) // feeds[j]: the stages sending to j
+	for a, to := range next {
+		for _, b := range to {
+			feeds[b] = append(feeds[b], a)
+		}
+	}
+	var order []int
+	seen := make([]bool, len(next))
+	var visit func(j int)
+	visit = func(j int) { // post-order over the stages feeding j: a topological order
+		if seen[j] {
+			return
+		}
+		seen[j] = true
+		for _, a := range feeds[j] {
+			visit(a)
+		}
+		order = append(order, j)
+	}
+	visit(i)
+	return order
+}

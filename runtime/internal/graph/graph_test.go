@@ -193,3 +193,48 @@ func TestFanout(t *testing.T) {
 		}
 	}
 }
+
+// Upstream is the stage and every stage whose results reach it, each
+// before the stages it feeds, the stage last; in a chain, the stages up
+// to it in order.
+func TestUpstream(t *testing.T) {
+	chain := [][]int{{1}, {2}, {3}, nil}
+	diamond := [][]int{{2, 1}, {3}, {3}, nil} // s → r, l; l, r → m
+	twoRoots := [][]int{{2}, {2}, {3}, nil}   // a, b → c → d
+	branches := [][]int{{1, 2}, nil, nil}     // a → b, c: two exits
+	cases := []struct {
+		name string
+		next [][]int
+		i    int
+		want []int
+	}{
+		{"chain: the first", chain, 0, []int{0}},
+		{"chain: the middle", chain, 2, []int{0, 1, 2}},
+		{"chain: the last", chain, 3, []int{0, 1, 2, 3}},
+		{"one stage", [][]int{nil}, 0, []int{0}},
+		{"diamond: the join", diamond, 3, []int{0, 1, 2, 3}},
+		{"diamond: a side", diamond, 2, []int{0, 2}},
+		{"two roots: the join", twoRoots, 2, []int{0, 1, 2}},
+		{"two roots: the end", twoRoots, 3, []int{0, 1, 2, 3}},
+		{"branches: one exit leaves the other", branches, 2, []int{0, 2}},
+	}
+	for _, c := range cases {
+		got := Upstream(c.next, c.i)
+		if !slices.Equal(got, c.want) {
+			t.Errorf("%s: Upstream(%v, %d) = %v; want %v", c.name, c.next, c.i, got, c.want)
+		}
+		pos := map[int]int{}
+		for k, j := range got {
+			pos[j] = k
+		}
+		for a, to := range c.next { // every edge among them points forward
+			for _, b := range to {
+				if pa, ok := pos[a]; ok {
+					if pb, ok := pos[b]; ok && pa > pb {
+						t.Errorf("%s: %d before %d, which feeds it", c.name, b, a)
+					}
+				}
+			}
+		}
+	}
+}
