@@ -78,6 +78,8 @@ var directRules = []rule{
 		"runtime holds no CUDA or NVML code: the CUDA backend (ringkernel/cuda) lists its GPUs and reads NVML, and runtime asks it (docs/ARCHITECTURE.md §12)"},
 	{"github.com/ringactor/ringactor/runtime/internal/extid", []string{"github.com/ringactor/ringactor"},
 		"the extension's id and roles are what runtime and runtime/internal/ext share without a cycle: it imports nothing of ours"},
+	{"github.com/ringactor/ringactor/runtime/internal/fanout", []string{"github.com/ringactor/ringactor", "go.opentelemetry.io"},
+		"the dead-letter fan-out knows the subscribers and the send it is handed, nothing of ours and no telemetry"},
 }
 
 // onlyRule: the package pkg may be imported (by non-test files) only by
