@@ -54,9 +54,11 @@ func (h host) FreeLink(l *p2pqueue.Link) error { return h.rt.links.Free(l) }
 func (h host) LiveLinks() int                  { return h.rt.links.Live() }
 func (h host) NewLinkOwner() uint32            { return h.rt.newLinkOwner() }
 
-func (h host) DeliverTo(done context.Context, sink Sink, r Result) { h.rt.deliverTo(done, sink, r) }
-func (h host) TellDeadLetter(spec *PipelineSpec, d DeadLetter)     { h.rt.tellDeadLetter(spec, d) }
-func (host) CheckResults(sink Sink) error                          { return sink.checkResults() }
+func (h host) DeliverTo(done context.Context, sink Sink, r Result) {
+	sink.sink().To(done, r, h.rt.system.Root.Send)
+}
+func (h host) TellDeadLetter(spec *PipelineSpec, d DeadLetter) { h.rt.tellDeadLetter(spec, d) }
+func (host) CheckResults(sink Sink) error                      { return sink.sink().Check(sink.slots != nil) }
 
 func (h host) Claim(role extid.Role) (release func(), ok bool) { return h.rt.claim(role) }
 

@@ -1,10 +1,8 @@
 package runtime
 
 import (
-	"fmt"
-	"runtime/debug"
-
 	rk "github.com/ringactor/ringactor/ringkernel"
+	"github.com/ringactor/ringactor/runtime/internal/fanout"
 )
 
 // ErrStagePanic: a stage function, or the pipeline's Sink.Func, panicked
@@ -30,51 +28,16 @@ type CallbackPanicked struct {
 	Stack []byte
 }
 
-// handOver gives r to the pipeline's sink (deliver). A Func that panics
-// is recovered, so the egress pump goes on, and r is dead-lettered
-// "stage panic"; a Chan that never took r gives "sink not read".
-func (p *Pipeline) handOver(r Result) (Reason, error) {
-	if f := p.spec.Deliver.Func; f != nil {
-		if err := callSinkFunc(f, r); err != nil {
-			return ReasonStagePanic, fmt.Errorf("pipeline %q: %w", p.spec.Name, err)
-		}
-		return 0, nil
-	}
-	if !p.deliver(r) {
-		return ReasonSinkNotRead, fmt.Errorf("%w: pipeline %q closed with the result unread in its Deliver channel; read the channel until Close returns, or raise Sink.CloseWait", ErrSinkNotRead, p.spec.Name)
-	}
-	return 0, nil
-}
-
-// callSinkFunc calls f(r) and returns its panic, if any, as an error.
-func callSinkFunc(f func(Result), r Result) (err error) {
-	defer func() {
-		if v := recover(); v != nil {
-			err = panicError("Sink.Func", r.ID, v, debug.Stack())
-		}
-	}()
-	f(r)
-	return nil
-}
-
-// panicError is the error of a panic with value v in what, on message
-// id: it wraps ErrStagePanic (and v, when v is an error) and ends with
-// the stack.
-func panicError(what string, id uint64, v any, stack []byte) error {
-	if err, ok := v.(error); ok {
-		return fmt.Errorf("%w: %s, message %d: %w\n\n%s", ErrStagePanic, what, id, err, stack)
-	}
-	return fmt.Errorf("%w: %s, message %d: %v\n\n%s", ErrStagePanic, what, id, v, stack)
-}
-
 // callback calls a user callback of pipeline name (OnDeadLetter, OnFault)
 // in the runtime's own goroutine, recovering a panic: the caller goes on,
 // and the panic is published as a CallbackPanicked.
 func (rt *Runtime) callback(pipeline, which string, id uint64, f func()) {
-	defer func() {
-		if v := recover(); v != nil {
-			rt.system.EventStream.Publish(CallbackPanicked{Pipeline: pipeline, Callback: which, ID: id, Value: v, Stack: debug.Stack()})
-		}
-	}()
-	f()
+	if v, stack, ok := fanout.Call(f); ok {
+		rt.callbackPanicked(pipeline, which, id, v, stack)
+	}
+}
+
+// callbackPanicked publishes a callback's recovered panic.
+func (rt *Runtime) callbackPanicked(pipeline, which string, id uint64, v any, stack []byte) {
+	rt.system.EventStream.Publish(CallbackPanicked{Pipeline: pipeline, Callback: which, ID: id, Value: v, Stack: stack})
 }

@@ -16,6 +16,7 @@ import (
 	"github.com/ringactor/ringactor/p2pqueue"
 	rk "github.com/ringactor/ringactor/ringkernel"
 	"github.com/ringactor/ringactor/runtime/internal/account"
+	"github.com/ringactor/ringactor/runtime/internal/fanout"
 	"github.com/ringactor/ringactor/runtime/internal/graph"
 	"github.com/ringactor/ringactor/runtime/internal/lifecycle"
 	"github.com/ringactor/ringactor/runtime/internal/links"
@@ -138,7 +139,7 @@ type Pipeline struct {
 	exits []*stage // the stages whose results leave, in stage order
 
 	acct        *account.Account // the message account (docs/ARCHITECTURE.md §6)
-	sinks       *deadSinks       // the name and dead-letter subscribers alone, for late sends (closedStage)
+	sinks       *deadSinks       // the name and dead-letter subscribers, also for late sends (closedStage)
 	sampleEvery uint64
 
 	reqs requests.Table[outcome] // in flight, by message id
@@ -155,7 +156,6 @@ type Pipeline struct {
 	started              atomic.Bool
 	closing              atomic.Bool   // Close has begun
 	closingCh            chan struct{} // closed when Close begins
-	sinkGone             atomic.Bool   // a Chan sink took nothing for CloseWait during Close
 	closeErr             error
 }
 
@@ -188,7 +188,7 @@ func (rt *Runtime) Build(ctx context.Context, spec PipelineSpec) (*Pipeline, err
 	}
 	p := &Pipeline{rt: rt, spec: spec, acct: &account.Account{}, next: g.Next, takes: g.In, gives: g.Out, byName: map[string]*stage{}, pumpDone: make(chan struct{}), dogDone: make(chan struct{}), closingCh: make(chan struct{})}
 	p.number = rt.newLinkOwner()
-	p.sinks = &deadSinks{name: spec.Name, on: spec.OnDeadLetter, ch: spec.DeadLetterChan, pid: spec.DeadLetterPID}
+	p.sinks = deadSinksOf(&spec)
 	p.pumpCtx, p.stopPump = context.WithCancel(context.Background())
 	if spec.SampleRatio > 0 {
 		p.sampleEvery = uint64(math.Max(1, math.Round(1/spec.SampleRatio)))
@@ -221,7 +221,7 @@ func (rt *Runtime) check(spec *PipelineSpec) (graph.Graph, error) {
 	if spec.SampleRatio < 0 || spec.SampleRatio > 1 || math.IsNaN(spec.SampleRatio) {
 		return graph.Graph{}, bad("sample ratio %g; want 0 to 1", spec.SampleRatio)
 	}
-	if n := spec.Deliver.count(); n > 1 {
+	if n := spec.Deliver.sink().Count(spec.Deliver.slots != nil); n > 1 {
 		return graph.Graph{}, bad("Deliver names %d sinks; set one of Func, Chan, PID", n)
 	}
 	seen := map[string]bool{}
@@ -508,13 +508,6 @@ func (p *Pipeline) deadLetter(from uint32, d DeadLetter) {
 	p.tellDead(from, d)
 }
 
-// undeliver moves a message counted delivered to the dead: a result
-// handed to a Chan sink that never took it.
-func (p *Pipeline) undeliver(from uint32, d DeadLetter) {
-	p.acct.Undeliver()
-	p.tellDead(from, d)
-}
-
 // tellDead ends a dead message's trace, answers its request, and tells
 // the spec's subscribers; the account has counted it.
 func (p *Pipeline) tellDead(from uint32, d DeadLetter) {
@@ -523,7 +516,7 @@ func (p *Pipeline) tellDead(from uint32, d DeadLetter) {
 		dd := d
 		p.answer(d.ID, outcome{dead: &dd}) // after the count: an answered request is in the account
 	}
-	p.rt.tellDeadLetter(&p.spec, d)
+	p.rt.tell(p.sinks, d)
 }
 
 // tellDeadLetter hands a dead letter to every subscriber spec names (rt
@@ -531,67 +524,21 @@ func (p *Pipeline) tellDead(from uint32, d DeadLetter) {
 // messages of a spec outside a Pipeline (a cluster pipeline's origin)
 // uses it through ext.Host.
 func (rt *Runtime) tellDeadLetter(spec *PipelineSpec, d DeadLetter) {
-	rt.tell(deadSinks{name: spec.Name, on: spec.OnDeadLetter, ch: spec.DeadLetterChan, pid: spec.DeadLetterPID}, d)
+	rt.tell(deadSinksOf(spec), d)
 }
 
 // deadSinks is a pipeline's name and dead-letter subscribers.
-type deadSinks struct {
-	name string
-	on   func(DeadLetter)
-	ch   chan<- DeadLetter
-	pid  *actor.PID
+type deadSinks = fanout.Fanout[DeadLetter]
+
+// deadSinksOf is the dead-letter subscribers spec names.
+func deadSinksOf(spec *PipelineSpec) *deadSinks {
+	return &deadSinks{Name: spec.Name, On: spec.OnDeadLetter, Chan: spec.DeadLetterChan, PID: spec.DeadLetterPID}
 }
 
-func (rt *Runtime) tell(s deadSinks, d DeadLetter) {
-	if s.on != nil {
-		rt.callback(s.name, "OnDeadLetter", d.ID, func() { s.on(d) })
-	}
-	if s.ch != nil {
-		s.ch <- d
-	}
-	if s.pid != nil {
-		rt.system.Root.Send(s.pid, d)
-	}
-}
-
-// deliver hands r to the pipeline's sink and reports whether the sink
-// took it. Only a Chan can refuse: while the pipeline runs the pump waits
-// for the reader (backpressure); once Close has begun, for CloseWait at
-// most, and after one such wait the channel is taken as unread.
-func (p *Pipeline) deliver(r Result) bool {
-	ch := p.spec.Deliver.Chan
-	if ch == nil {
-		p.rt.deliverTo(p.pumpCtx, p.spec.Deliver, r)
-		return true
-	}
-	if p.sinkGone.Load() {
-		return false
-	}
-	select {
-	case ch <- r:
-		return true
-	default:
-	}
-	select {
-	case ch <- r:
-		return true
-	case <-p.pumpCtx.Done():
-	case <-p.closingCh:
-		wait := p.spec.Deliver.CloseWait
-		if wait <= 0 {
-			wait = DefaultCloseWait
-		}
-		t := time.NewTimer(wait)
-		defer t.Stop()
-		select {
-		case ch <- r:
-			return true
-		case <-p.pumpCtx.Done():
-		case <-t.C:
-		}
-	}
-	p.sinkGone.Store(true)
-	return false
+// tell hands d to the subscribers f (rt sends to its PID, and publishes
+// a panic of its OnDeadLetter).
+func (rt *Runtime) tell(f *deadSinks, d DeadLetter) {
+	f.Tell(d, rt.system.Root.Send, func(v any, stack []byte) { rt.callbackPanicked(f.Name, "OnDeadLetter", d.ID, v, stack) })
 }
 
 // DefaultCloseWait is Sink.CloseWait's default.
@@ -600,50 +547,6 @@ const DefaultCloseWait = time.Second
 // ErrSinkNotRead: a result the pipeline's Chan sink did not take by the
 // end of Close.
 var ErrSinkNotRead = errors.New("ringactor: sink not read")
-
-// count is how many of Func, Chan, PID and slots s sets.
-func (s Sink) count() int {
-	n := 0
-	for _, set := range []bool{s.Func != nil, s.Chan != nil, s.PID != nil, s.slots != nil} {
-		if set {
-			n++
-		}
-	}
-	return n
-}
-
-// checkResults returns an error when s cannot take results handed to it
-// one Result at a time, as deliverTo hands them (a stage group's sink, a
-// cluster pipeline's): when it names more than one of Func, Chan and PID,
-// or names slots, which takes raw egress batches that only a Pipeline's
-// own egress has. The zero Sink passes (results are discarded).
-func (s Sink) checkResults() error {
-	if n := s.count(); n > 1 {
-		return fmt.Errorf("Deliver names %d sinks; set one of Func, Chan, PID", n)
-	}
-	if s.slots != nil {
-		return errors.New("a slots sink takes a pipeline's raw egress batches, and these results arrive one at a time, decoded; set Func, Chan or PID")
-	}
-	return nil
-}
-
-// deliverTo hands a result to a sink as a pipeline's egress does: to its
-// Func, Chan (giving up when done ends) or PID. A slots sink takes raw
-// batches only, so a Result for one is dropped: a sub-package that
-// delivers with deliverTo refuses such a sink first (checkResults).
-func (rt *Runtime) deliverTo(done context.Context, sink Sink, r Result) {
-	switch {
-	case sink.Func != nil:
-		sink.Func(r)
-	case sink.Chan != nil:
-		select {
-		case sink.Chan <- r:
-		case <-done.Done():
-		}
-	case sink.PID != nil:
-		rt.system.Root.Send(sink.PID, r)
-	}
-}
 
 // Close stops the pipeline: it takes no more messages, and then with drain
 // every stage finishes what it holds in order; without, each stage

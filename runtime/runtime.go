@@ -280,14 +280,14 @@ func (c *closedStage) post(body any, sender *actor.PID) {
 		c.acct.Enter(1)
 		err := c.err
 		if err == nil {
-			err = fmt.Errorf("%w: pipeline %q", ErrClosed, c.sinks.name)
+			err = fmt.Errorf("%w: pipeline %q", ErrClosed, c.sinks.Name)
 		}
 		dl := DeadLetter{ID: c.acct.ID(d.ID), Stage: c.stage, Device: c.device, Reason: c.reason, Err: err}
 		c.acct.DeadLetter()
 		if sender != nil && len(ds) == 1 {
 			c.rt.system.Root.Send(sender, &RequestError{Dead: dl})
 		}
-		c.rt.tell(*c.sinks, dl)
+		c.rt.tell(c.sinks, dl)
 	}
 }
 

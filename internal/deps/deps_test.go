@@ -71,6 +71,10 @@ var rules = []rule{
 	{"github.com/ringactor/ringactor/runtime/internal/meter", []string{"github.com/asynkron/protoactor-go", "go.opentelemetry.io/otel/trace", "go.opentelemetry.io/otel/sdk",
 		"github.com/ringactor/ringactor/runtime/internal/spans"},
 		"metrics know no actors and no traces, and use the OpenTelemetry API only (the SDK is the user's choice)"},
+	{"github.com/ringactor/ringactor/runtime/internal/egress", []string{"github.com/asynkron/protoactor-go/remote", "github.com/asynkron/protoactor-go/cluster", "google.golang.org/grpc",
+		"github.com/ringactor/ringactor/ringkernel/sim", "github.com/ringactor/ringactor/ringkernel/cuda", "github.com/ringactor/ringactor/cuda",
+		"github.com/ringactor/ringactor/runtime/internal/spans", "github.com/ringactor/ringactor/runtime/internal/meter", "github.com/ringactor/ringactor/runtime/internal/requests"},
+		"the egress pump decodes, counts and hands over: no transport, no backend, and a result's request and trace are its Host's (runtime's)"},
 }
 
 // directRules: the packages matching pkg must not import, themselves (not
@@ -85,6 +89,10 @@ var directRules = []rule{
 		"runtime holds no CUDA or NVML code: the CUDA backend (ringkernel/cuda) lists its GPUs and reads NVML, and runtime asks it (docs/ARCHITECTURE.md §12)"},
 	{"github.com/ringactor/ringactor/runtime/internal/extid", []string{"github.com/ringactor/ringactor"},
 		"the extension's id and roles are what runtime and runtime/internal/ext share without a cycle: it imports nothing of ours"},
+	{"github.com/ringactor/ringactor/runtime/internal/egress", []string{"go.opentelemetry.io"},
+		"the egress pump traces and meters nothing itself: its Host (runtime) ends a sampled result's trace"},
+	{"github.com/ringactor/ringactor/runtime/internal/fanout", []string{"github.com/ringactor/ringactor", "go.opentelemetry.io"},
+		"the dead-letter fan-out knows the subscribers and the send it is handed, nothing of ours and no telemetry"},
 }
 
 // onlyRule: the package pkg may be imported (by non-test files) only by

@@ -1,0 +1,217 @@
+package egress
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/asynkron/protoactor-go/actor"
+
+	"github.com/ringactor/ringactor/internal/gate"
+	"github.com/ringactor/ringactor/kernels"
+	"github.com/ringactor/ringactor/p2pqueue"
+	"github.com/ringactor/ringactor/runtime/internal/account"
+)
+
+// Batch is the most results a pump takes at a time.
+const Batch = 64
+
+// Why says why a result at an exit ended dead (with an error; without
+// one it means nothing).
+type Why uint8
+
+const (
+	Undecodable Why = iota // its payload did not decode
+	Panicked               // the sink's Func panicked on it
+	NotRead                // a Chan sink had not taken it by the end of Close
+)
+
+// Host is what a Pump asks of the pipeline it serves.
+type Host[R any] interface {
+	// Result is exit stage's result for message h, from its decoded
+	// payload: floats for a float32 vector, else bytes (both the
+	// batch's allocation).
+	Result(stage string, h *p2pqueue.Header, floats []float32, bytes []byte) R
+	// Answer hands r to the request waiting on message id, and reports
+	// false when there is none (r goes to the sink).
+	Answer(id uint64, r R) bool
+	// Dead tells of message id, from stage id from, ended dead (the
+	// account has counted it), with why and err.
+	Dead(from uint32, id uint64, why Why, err error)
+	// Traced ends sampled message id's trace: delivered at at.
+	Traced(from uint32, id uint64, at time.Time)
+}
+
+// Exit is an exit stage's end of its egress link.
+type Exit struct {
+	From  uint32 // the stage's id, as its kernel writes Origin
+	Stage string // its name, for a Result
+	Link  *p2pqueue.Consumer
+
+	// The headers and payloads of the batch its pump is at, kept from
+	// one batch to the next (Slots is handed them).
+	hs [Batch]p2pqueue.Header
+	ps [Batch][]byte
+}
+
+// Pump delivers a pipeline's results: Start starts its pump per exit.
+// Set its fields before Start and leave them.
+type Pump[R any] struct {
+	// Name is the pipeline's, for errors.
+	Name string
+	Sink Sink[R]
+	// Slots, when set, takes each batch instead of Sink, undecoded and in
+	// place (the payloads are valid until it returns); the messages count
+	// as delivered here, and it must end each one.
+	Slots func(ctx context.Context, hs []p2pqueue.Header, payloads [][]byte)
+	Host  Host[R]
+	Acct  *account.Account
+	// Send is the actor system's, for a PID sink.
+	Send func(pid *actor.PID, msg any)
+	// Ctx's end stops the pumps: each sweeps what is in its link and
+	// ends.
+	Ctx context.Context
+	// Closing is closed when the pipeline's Close begins: a full Chan is
+	// waited for then Sink.CloseWait at most.
+	Closing <-chan struct{}
+	// Gate, when not nil, is passed before each batch (a test's stall).
+	Gate *gate.Gate
+	// ErrNotRead is wrapped by the error of a result a Chan did not take.
+	ErrNotRead error
+
+	gone atomic.Bool // a Chan took nothing for CloseWait during Close
+}
+
+// Start starts a pump per exit; done is closed when all have ended (the
+// links closed and drained, or Ctx ended and they were swept).
+func (p *Pump[R]) Start(exits []Exit, done chan<- struct{}) {
+	var wg sync.WaitGroup
+	for i := range exits {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			p.run(&exits[i])
+		}()
+	}
+	go func() {
+		wg.Wait()
+		close(done)
+	}()
+}
+
+// run delivers e's results until its link is closed and drained.
+func (p *Pump[R]) run(e *Exit) {
+	for {
+		p.Gate.Pass()
+		n, err := e.Link.PeekWait(p.Ctx, Batch)
+		if n > 0 && !p.batch(e, n) {
+			return
+		}
+		if err != nil {
+			if p.Ctx.Err() != nil && !errors.Is(err, p2pqueue.ErrClosed) {
+				p.sweep(e)
+			}
+			return
+		}
+	}
+}
+
+// sweep delivers what is left in e's link when the pump is told to stop:
+// results that already passed their last stage are not lost.
+func (p *Pump[R]) sweep(e *Exit) {
+	for {
+		n, err := e.Link.Peek(Batch)
+		if err != nil || n == 0 || !p.batch(e, n) {
+			return
+		}
+	}
+}
+
+// batch delivers the n messages peeked at e's link, decoded straight
+// from their slots into one allocation, and releases them. It reports
+// false if the link is corrupt.
+func (p *Pump[R]) batch(e *Exit, n int) bool {
+	var (
+		hs, ps = &e.hs, &e.ps
+		errs   [Batch]error
+		total  int       // floats
+		typed  int       // bytes of typed results
+		now    time.Time // read once a batch, and only for a sampled message
+	)
+	for i := range n {
+		hs[i], ps[i], errs[i] = e.Link.Read(i)
+		if hs[i].Type == kernels.TypeFloats {
+			total += len(ps[i]) / 4
+		} else {
+			typed += len(ps[i])
+		}
+	}
+	if p.Slots != nil {
+		return p.forward(e, hs[:n], ps[:n], errs[:n])
+	}
+	slab := make([]float32, total)
+	var bslab []byte
+	if typed > 0 {
+		bslab = make([]byte, typed)
+	}
+	for i := range n {
+		h, err := &hs[i], errs[i]
+		var v []float32
+		var b []byte
+		switch {
+		case err != nil:
+		case h.Type == kernels.TypeFloats:
+			k := len(ps[i]) / 4
+			v, err = kernels.DecodeFloats(slab[:k:k], ps[i])
+			slab = slab[k:]
+		default:
+			k := len(ps[i])
+			b = bslab[:k:k]
+			copy(b, ps[i])
+			bslab = bslab[k:]
+		}
+		if err != nil {
+			p.Acct.DeadLetter()
+			p.Host.Dead(e.From, h.ID, Undecodable, err)
+			continue
+		}
+		// Counted before it is handed over, so that whoever receives it
+		// finds it counted; one the sink never takes moves to the dead.
+		p.Acct.Deliver(1)
+		r := p.Host.Result(e.Stage, h, v, b)
+		if !p.Host.Answer(h.ID, r) {
+			if why, err := p.hand(h.ID, r); err != nil {
+				p.Acct.Undeliver()
+				p.Host.Dead(e.From, h.ID, why, err)
+				continue
+			}
+		}
+		if h.Flags&p2pqueue.FlagSampled != 0 {
+			if now.IsZero() {
+				now = time.Now()
+			}
+			p.Host.Traced(e.From, h.ID, now)
+		}
+	}
+	return e.Link.Release(n) == nil
+}
+
+// forward hands the good messages of a peeked batch to Slots, in place,
+// then releases them.
+func (p *Pump[R]) forward(e *Exit, hs []p2pqueue.Header, ps [][]byte, errs []error) bool {
+	k := 0
+	for i := range hs {
+		if errs[i] != nil {
+			p.Acct.DeadLetter()
+			p.Host.Dead(e.From, hs[i].ID, Undecodable, errs[i])
+			continue
+		}
+		hs[k], ps[k] = hs[i], ps[i]
+		k++
+	}
+	p.Acct.Deliver(k)
+	p.Slots(p.Ctx, hs[:k], ps[:k])
+	return e.Link.Release(len(hs)) == nil
+}

@@ -1,0 +1,65 @@
+package egress
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/asynkron/protoactor-go/actor"
+)
+
+// Sink is where results go: one of Func, Chan, PID (runtime.Sink
+// documents each).
+type Sink[R any] struct {
+	Func func(R)
+	Chan chan<- R
+	PID  *actor.PID
+	// CloseWait bounds how long a Pump waits, once Close has begun, for
+	// a Chan that takes nothing. The caller puts its default in.
+	CloseWait time.Duration
+}
+
+// Count is how many of Func, Chan and PID s sets, plus one for a slots
+// sink beside them (slots).
+func (s Sink[R]) Count(slots bool) int {
+	n := 0
+	for _, set := range []bool{s.Func != nil, s.Chan != nil, s.PID != nil, slots} {
+		if set {
+			n++
+		}
+	}
+	return n
+}
+
+// Check returns an error when s cannot take results handed to it one at
+// a time, as To hands them (a stage group's sink, a cluster pipeline's):
+// when it names more than one of Func, Chan and PID, or is a slots sink
+// (slots), which takes raw egress batches that only a pipeline's own
+// Pump has. The zero Sink passes (results are discarded).
+func (s Sink[R]) Check(slots bool) error {
+	if n := s.Count(slots); n > 1 {
+		return fmt.Errorf("Deliver names %d sinks; set one of Func, Chan, PID", n)
+	}
+	if slots {
+		return errors.New("a slots sink takes a pipeline's raw egress batches, and these results arrive one at a time, decoded; set Func, Chan or PID")
+	}
+	return nil
+}
+
+// To hands r to s as a pipeline's egress does, without its recovery or
+// its CloseWait: to Func, to Chan (giving up when done ends), or to PID
+// through send (the actor system's). The zero Sink drops r.
+func (s Sink[R]) To(done context.Context, r R, send func(pid *actor.PID, msg any)) {
+	switch {
+	case s.Func != nil:
+		s.Func(r)
+	case s.Chan != nil:
+		select {
+		case s.Chan <- r:
+		case <-done.Done():
+		}
+	case s.PID != nil:
+		send(s.PID, r)
+	}
+}
