@@ -78,6 +78,9 @@ var directRules = []rule{
 		"runtime holds no CUDA or NVML code: the CUDA backend (ringkernel/cuda) lists its GPUs and reads NVML, and runtime asks it (docs/ARCHITECTURE.md §12)"},
 	{"github.com/ringactor/ringactor/runtime/internal/extid", []string{"github.com/ringactor/ringactor"},
 		"the extension's id and roles are what runtime and runtime/internal/ext share without a cycle: it imports nothing of ours"},
+	{"github.com/ringactor/ringactor/runtime/internal/stageactor", []string{"go.opentelemetry.io", "github.com/ringactor/ringactor/p2pqueue",
+		"github.com/ringactor/ringactor/ringkernel/sim", "github.com/ringactor/ringactor/ringkernel/cuda", "github.com/ringactor/ringactor/cuda"},
+		"a stage's actor is protoactor and its kernel's commands: no telemetry and no links of its own (runtime's stage writes the ingress, behind stageactor.Stage), no backend"},
 }
 
 // onlyRule: the package pkg may be imported (by non-test files) only by
