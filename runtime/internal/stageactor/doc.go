@@ -15,8 +15,7 @@
 // The package knows none of runtime's types: it is generic in the data
 // message (D), runtime's Data, and reads the control messages and a
 // message's id, wraps a bare value and makes a Steal's answer through a
-// Protocol; what a stage
-// does with each kind of message is its Stage, and its kernel's commands
-// a Kernel (a *ringkernel.Kernel). It has no telemetry and touches no
-// link: runtime's stage does both behind Stage.
+// Protocol; what a stage does with each kind of message is its Stage,
+// and its kernel's commands a Kernel (a *ringkernel.Kernel). It has no
+// telemetry and touches no link: runtime's stage does both behind Stage.
 package stageactor
