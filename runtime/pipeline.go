@@ -139,7 +139,7 @@ type Pipeline struct {
 	exits []*stage // the stages whose results leave, in stage order
 
 	acct        *account.Account // the message account (docs/ARCHITECTURE.md §6)
-	sinks       *deadSinks       // the name and dead-letter subscribers, also for late sends (closedStage)
+	sinks       *deadSinks       // the name and dead-letter subscribers, also for late sends (retireStage)
 	sampleEvery uint64
 
 	reqs requests.Table[outcome] // in flight, by message id
@@ -330,12 +330,9 @@ func (p *Pipeline) build(ctx context.Context) error {
 			return err
 		}
 		p.rt.links.Uses(s.kernel, in, out, stealTo)
-		props := actor.PropsFromProducer(func() actor.Actor { return &stageActor{s: s} },
-			actor.WithMailbox(func() actor.Mailbox { return &stageMailbox{Mailbox: actor.Unbounded()(), s: s} }))
-		if s.pid, err = p.rt.system.Root.SpawnNamed(props, p.spec.Name+"/"+s.spec.Name); err != nil {
+		if s.pid, err = p.rt.stages.Spawn(p.spec.Name+"/"+s.spec.Name, s, s.kernel); err != nil {
 			return fmt.Errorf("ringactor: stage %q actor: %w", s.spec.Name, err)
 		}
-		p.rt.registerStage(s)
 	}
 	return nil
 }

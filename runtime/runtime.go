@@ -11,7 +11,6 @@ import (
 	"time"
 
 	"github.com/asynkron/protoactor-go/actor"
-	"github.com/asynkron/protoactor-go/eventstream"
 	"go.opentelemetry.io/otel"
 	"go.opentelemetry.io/otel/metric"
 	"go.opentelemetry.io/otel/trace"
@@ -19,11 +18,11 @@ import (
 	"github.com/ringactor/ringactor/internal/ctxcheck"
 	"github.com/ringactor/ringactor/internal/gate"
 	rk "github.com/ringactor/ringactor/ringkernel"
-	"github.com/ringactor/ringactor/runtime/internal/account"
 	"github.com/ringactor/ringactor/runtime/internal/devreg"
 	"github.com/ringactor/ringactor/runtime/internal/extid"
 	"github.com/ringactor/ringactor/runtime/internal/links"
 	"github.com/ringactor/ringactor/runtime/internal/meter"
+	"github.com/ringactor/ringactor/runtime/internal/stageactor"
 )
 
 // Config configures a Runtime. The zero value picks a backend (a GPU where
@@ -76,12 +75,9 @@ type Runtime struct {
 	roles map[extid.Role]bool  // claimed by claim
 
 	closed atomic.Bool
-	// stagePIDs maps a stage actor's PID id to its stage, for data that
-	// reaches the PID after the actor stopped (orphans): the last
-	// pipeline built under a name keeps its entries until the runtime
-	// closes.
-	stagePIDs sync.Map
-	orphans   *eventstream.Subscription
+	// stages spawns the stage actors, and takes data that reaches a
+	// stage's PID after its actor stopped (orphans).
+	stages *stageactor.Actors[Data]
 
 	links *links.Ledger // every link made and not yet freed, with its kernels
 
@@ -133,7 +129,7 @@ func newRuntime(cfg Config, kinds []rk.Kind) (*Runtime, error) {
 	if rt.mp == nil {
 		rt.mp = otel.GetMeterProvider()
 	}
-	rt.orphans = rt.system.EventStream.Subscribe(rt.orphan)
+	rt.stages = stageactor.New(rt.system, &stageProtocol)
 	rt.meter, rt.otelMeter = meter.NewRates(time.Now()), meter.NewRates(time.Now())
 	if err := rt.registerMetrics(); err != nil {
 		return nil, fmt.Errorf("ringactor: device metrics: %w", err)
@@ -206,7 +202,7 @@ func (rt *Runtime) Close() error {
 		rt.system.Shutdown()
 	}
 	if rt.own {
-		rt.system.EventStream.Unsubscribe(rt.orphans)
+		rt.stages.Close()
 	}
 	if rt.release != nil {
 		errs = append(errs, rt.release())
@@ -215,80 +211,30 @@ func (rt *Runtime) Close() error {
 	return errors.Join(errs...)
 }
 
-// orphan accounts for data sent to a stage PID whose actor has stopped
-// (its pipeline closed, faulted or stopped it): protoactor hands such
-// messages to its dead-letter process, which publishes them on the
-// event stream in the sender's goroutine. The stage refuses them as its
-// mailbox would, so each is counted and dead-lettered with the reason.
-func (rt *Runtime) orphan(evt any) {
-	e, ok := evt.(*actor.DeadLetterEvent)
-	if !ok || e.PID == nil || e.PID.Address != rt.system.Address() || isControl(e.Message) {
-		return
-	}
-	v, ok := rt.stagePIDs.Load(e.PID.Id)
-	if !ok {
-		return
-	}
-	switch s := v.(type) {
-	case *stage:
-		s.closed.Store(true) // its actor is gone: nothing more goes in
-		s.post(e.Message, e.Sender)
-	case *closedStage:
-		s.post(e.Message, e.Sender)
-	}
-}
-
-// registerStage records a stage actor's PID for orphan.
-func (rt *Runtime) registerStage(s *stage) { rt.stagePIDs.Store(s.pid.Id, s) }
-
-// retireStage replaces a closed pipeline's stage in stagePIDs with what
-// a late send needs of it (closedStage): the stage itself, with its
-// links, kernel and buffers, is not kept for as long as the runtime
-// lives. A later pipeline under the same name replaces the entry.
+// retireStage replaces a closed pipeline's stage, for its PID, with what
+// a late send needs of it: the pipeline's account, and how to dead-letter
+// a message as the stage refuses it now (a request's sender gets a
+// *RequestError; no trace, the pipeline's telemetry has closed). The
+// stage itself is not kept for as long as the runtime lives, so the
+// closure holds none of it. A later pipeline under the same name
+// replaces the entry.
 func (rt *Runtime) retireStage(s *stage) {
 	reason, err := s.refusal()
-	c := &closedStage{rt: rt, acct: s.p.acct, stage: s.spec.Name, device: s.spec.Device, reason: reason, sinks: s.p.sinks}
-	if reason != ReasonPipelineClosed {
-		c.err = err // else made when needed: most closed stages never see a late send
+	if reason == ReasonPipelineClosed {
+		err = nil // made when needed: most closed stages never see a late send
 	}
-	rt.stagePIDs.CompareAndSwap(s.pid.Id, s, c)
-}
-
-// closedStage is what the runtime keeps of a stage whose pipeline has
-// closed: enough to count data sent to its PID afterwards, into the
-// pipeline's account, and dead-letter it with the reason (a few hundred
-// bytes, against the stage's megabytes).
-type closedStage struct {
-	rt     *Runtime
-	acct   *account.Account
-	sinks  *deadSinks // shared by the pipeline's stages
-	stage  string
-	device int
-	reason Reason
-	err    error // nil for "pipeline closed": ErrClosed naming the pipeline
-}
-
-// post counts and dead-letters data that reached the closed stage's PID
-// (a request's sender gets a *RequestError). No trace: the pipeline's
-// telemetry has closed.
-func (c *closedStage) post(body any, sender *actor.PID) {
-	ds, ok := dataOf(body)
-	if !ok {
-		ds = []Data{{Value: body}}
-	}
-	for _, d := range ds {
-		c.acct.Enter(1)
-		err := c.err
-		if err == nil {
-			err = fmt.Errorf("%w: pipeline %q", ErrClosed, c.sinks.Name)
+	sinks, name, device := s.p.sinks, s.spec.Name, s.spec.Device // shared by the pipeline's stages
+	rt.stages.Retire(s.pid, s, &stageactor.Closed[Data]{Acct: s.p.acct, Refuse: func(id uint64, sender *actor.PID) {
+		cause := err
+		if cause == nil {
+			cause = fmt.Errorf("%w: pipeline %q", ErrClosed, sinks.Name)
 		}
-		dl := DeadLetter{ID: c.acct.ID(d.ID), Stage: c.stage, Device: c.device, Reason: c.reason, Err: err}
-		c.acct.DeadLetter()
-		if sender != nil && len(ds) == 1 {
-			c.rt.system.Root.Send(sender, &RequestError{Dead: dl})
+		dl := DeadLetter{ID: id, Stage: name, Device: device, Reason: reason, Err: cause}
+		if sender != nil {
+			rt.system.Root.Send(sender, &RequestError{Dead: dl})
 		}
-		c.rt.tell(c.sinks, dl)
-	}
+		rt.tell(sinks, dl)
+	}})
 }
 
 // openPipelines lists the pipelines built and not yet closed.

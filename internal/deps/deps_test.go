@@ -93,6 +93,9 @@ var directRules = []rule{
 		"the egress pump traces and meters nothing itself: its Host (runtime) ends a sampled result's trace"},
 	{"github.com/ringactor/ringactor/runtime/internal/fanout", []string{"github.com/ringactor/ringactor", "go.opentelemetry.io"},
 		"the dead-letter fan-out knows the subscribers and the send it is handed, nothing of ours and no telemetry"},
+	{"github.com/ringactor/ringactor/runtime/internal/stageactor", []string{"go.opentelemetry.io", "github.com/ringactor/ringactor/p2pqueue",
+		"github.com/ringactor/ringactor/ringkernel/sim", "github.com/ringactor/ringactor/ringkernel/cuda", "github.com/ringactor/ringactor/cuda"},
+		"a stage's actor is protoactor and its kernel's commands: no telemetry and no links of its own (runtime's stage writes the ingress, behind stageactor.Stage), no backend"},
 }
 
 // onlyRule: the package pkg may be imported (by non-test files) only by
