@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"sync"
 	"sync/atomic"
 	"time"
 
@@ -19,6 +18,7 @@ import (
 	"github.com/ringactor/ringactor/internal/gate"
 	rk "github.com/ringactor/ringactor/ringkernel"
 	"github.com/ringactor/ringactor/runtime/internal/devreg"
+	"github.com/ringactor/ringactor/runtime/internal/directory"
 	"github.com/ringactor/ringactor/runtime/internal/extid"
 	"github.com/ringactor/ringactor/runtime/internal/links"
 	"github.com/ringactor/ringactor/runtime/internal/meter"
@@ -70,9 +70,8 @@ type Runtime struct {
 	meter, otelMeter *meter.Rates
 	metricsReg       metric.Registration
 
-	mu    sync.Mutex
-	names map[string]*Pipeline // nil while the pipeline is being built
-	roles map[extid.Role]bool  // claimed by claim
+	// dir holds the pipelines by name (for Close) and the claimed roles.
+	dir directory.Directory[Pipeline, extid.Role]
 
 	closed atomic.Bool
 	// stages spawns the stage actors, and takes data that reaches a
@@ -111,7 +110,7 @@ func newRuntime(cfg Config, kinds []rk.Kind) (*Runtime, error) {
 		return nil, err
 	}
 	devs := devreg.NewMux(sel.Backend, sel.Reg.CPUDevice().ID, sel.CPU)
-	rt := &Runtime{reg: &Registry{r: sel.Reg}, gpus: sel.Backend, backend: devs, system: cfg.System, tp: cfg.TracerProvider, mp: cfg.MeterProvider, names: map[string]*Pipeline{}, roles: map[extid.Role]bool{}}
+	rt := &Runtime{reg: &Registry{r: sel.Reg}, gpus: sel.Backend, backend: devs, system: cfg.System, tp: cfg.TracerProvider, mp: cfg.MeterProvider}
 	rt.links = links.NewLedger(devs, rt.reg)
 	if _, ok := sel.Backend.(interface{ Close() error }); ok && sel.Owned {
 		rt.release = devs.Close
@@ -152,19 +151,7 @@ func (rt *Runtime) MeterProvider() metric.MeterProvider  { return rt.mp }
 // role is taken already. release gives it back. Sub-packages that
 // configure the runtime's actor system once, as runtime/cluster's Join
 // does, claim it first (ext.Host.Claim).
-func (rt *Runtime) claim(role extid.Role) (release func(), ok bool) {
-	rt.mu.Lock()
-	defer rt.mu.Unlock()
-	if rt.roles[role] {
-		return func() {}, false
-	}
-	rt.roles[role] = true
-	return func() {
-		rt.mu.Lock()
-		delete(rt.roles, role)
-		rt.mu.Unlock()
-	}, true
-}
+func (rt *Runtime) claim(role extid.Role) (release func(), ok bool) { return rt.dir.ClaimRole(role) }
 
 // Backend is the ring-kernel backend the GPUs run on (the CPU device has
 // its own engine beside it).
@@ -187,7 +174,7 @@ func (rt *Runtime) Close() error {
 		return nil
 	}
 	var errs []error
-	for _, p := range rt.openPipelines() {
+	for _, p := range rt.dir.Close() {
 		ctx, cancel := context.WithTimeout(context.Background(), closeTimeout)
 		if err := p.Close(ctx, false); err != nil {
 			errs = append(errs, fmt.Errorf("ringactor: closing pipeline %q left open: %w", p.spec.Name, err))
@@ -238,25 +225,13 @@ func (rt *Runtime) retireStage(s *stage) {
 }
 
 // openPipelines lists the pipelines built and not yet closed.
-func (rt *Runtime) openPipelines() []*Pipeline {
-	rt.mu.Lock()
-	defer rt.mu.Unlock()
-	var ps []*Pipeline
-	for _, p := range rt.names {
-		if p != nil {
-			ps = append(ps, p)
-		}
-	}
-	return ps
-}
+func (rt *Runtime) openPipelines() []*Pipeline { return rt.dir.Open() }
 
+// claimName takes a pipeline's name for its build.
 func (rt *Runtime) claimName(name string) error {
-	rt.mu.Lock()
-	defer rt.mu.Unlock()
-	if _, ok := rt.names[name]; ok {
+	if err := rt.dir.Claim(name); err != nil {
 		return fmt.Errorf("%w: a pipeline named %q exists in this runtime; pick another name", ErrBadPipeline, name)
 	}
-	rt.names[name] = nil
 	return nil
 }
 
@@ -264,17 +239,10 @@ func (rt *Runtime) claimName(name string) error {
 // It refuses once the runtime is closing: Close may have listed the open
 // pipelines already.
 func (rt *Runtime) built(p *Pipeline) error {
-	rt.mu.Lock()
-	defer rt.mu.Unlock()
-	if rt.closed.Load() {
+	if err := rt.dir.Built(p.spec.Name, p); err != nil {
 		return fmt.Errorf("%w while pipeline %q was being built; make a new Runtime", ErrRuntimeClosed, p.spec.Name)
 	}
-	rt.names[p.spec.Name] = p
 	return nil
 }
 
-func (rt *Runtime) releaseName(name string) {
-	rt.mu.Lock()
-	delete(rt.names, name)
-	rt.mu.Unlock()
-}
+func (rt *Runtime) releaseName(name string) { rt.dir.Release(name) }

@@ -55,6 +55,8 @@ var rules = []rule{
 	{"github.com/ringactor/ringactor/runtime/internal/links", []string{"github.com/asynkron/protoactor-go/actor", "go.opentelemetry.io",
 		"github.com/ringactor/ringactor/ringkernel/cuda", "github.com/ringactor/ringactor/cuda", "github.com/NVIDIA/go-nvml"},
 		"a link's memory knows no actors and no telemetry, and links no GPU backend: the backend's Alloc and Free are passed in"},
+	{"github.com/ringactor/ringactor/runtime/internal/directory", []string{"github.com/ringactor/ringactor/ringkernel", "github.com/ringactor/ringactor/p2pqueue", "github.com/ringactor/ringactor/cuda", "github.com/asynkron/protoactor-go", "go.opentelemetry.io"},
+		"the runtime's names are pure: a mutex and two maps"},
 	{"github.com/ringactor/ringactor/runtime/internal/requests", []string{"github.com/asynkron/protoactor-go", "go.opentelemetry.io", "github.com/ringactor/ringactor/ringkernel", "github.com/ringactor/ringactor/p2pqueue"},
 		"the correlation table is pure: ids and waiters, no actors, no kernels"},
 	{"github.com/ringactor/ringactor/runtime/internal/watchdog", []string{"github.com/asynkron/protoactor-go", "go.opentelemetry.io", "github.com/ringactor/ringactor/ringkernel", "github.com/ringactor/ringactor/p2pqueue"},
