@@ -84,7 +84,7 @@ func (p *Pipeline) fault(s *stage, cause string) {
 		return
 	}
 	for _, o := range p.stages {
-		o.closed.Store(true) // senders get ErrStageFaulted
+		o.ingress.Refuse() // senders get ErrStageFaulted
 	}
 	s.kernel.Fault(cause)
 	p.rt.system.Root.StopFuture(s.pid).Wait() // watchers get Terminated

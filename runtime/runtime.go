@@ -229,7 +229,7 @@ func (rt *Runtime) orphan(evt any) {
 	}
 	switch s := v.(type) {
 	case *stage:
-		s.closed.Store(true) // its actor is gone: nothing more goes in
+		s.ingress.Refuse() // its actor is gone: nothing more goes in
 		s.post(e.Message, e.Sender)
 	case *closedStage:
 		s.post(e.Message, e.Sender)

@@ -8,6 +8,7 @@ import (
 	"github.com/ringactor/ringactor/internal/ctxcheck"
 	"github.com/ringactor/ringactor/internal/wait"
 	rk "github.com/ringactor/ringactor/ringkernel"
+	"github.com/ringactor/ringactor/runtime/internal/ingress"
 )
 
 // stopStage ends stage s for a Stop sent to its PID, and with it every
@@ -24,13 +25,11 @@ func (p *Pipeline) stopStage(ctx context.Context, s *stage, drain bool) error {
 	order := p.upstream(s.idx)
 	for _, i := range order {
 		p.stages[i].stopped.Store(true)
-		p.stages[i].closed.Store(true) // senders give up
+		p.stages[i].ingress.Refuse() // senders give up
 	}
 	for _, i := range order {
 		o := p.stages[i]
-		o.mu.Lock() // after any send in progress
-		o.ingress.Close()
-		o.mu.Unlock()
+		o.ingress.Close() // after any send in progress
 	}
 	var errs []error
 	if drain && p.faulted.Load() == nil {
@@ -129,4 +128,4 @@ func (p *Pipeline) Idle(ctx context.Context) error {
 }
 
 // idleWait polls the account: yields first, then sleeps up to 1 ms.
-var idleWait = ingressWait
+var idleWait = ingress.Wait
