@@ -56,6 +56,8 @@ var rules = []rule{
 		"the correlation table is pure: ids and waiters, no actors, no kernels"},
 	{"github.com/ringactor/ringactor/runtime/internal/watchdog", []string{"github.com/asynkron/protoactor-go", "go.opentelemetry.io", "github.com/ringactor/ringactor/ringkernel", "github.com/ringactor/ringactor/p2pqueue"},
 		"the watchdog's decision is pure: looks in, the hung stage out; the runtime reads the kernels and faults"},
+	{"github.com/ringactor/ringactor/runtime/internal/ingress", []string{"github.com/asynkron/protoactor-go", "go.opentelemetry.io", "github.com/ringactor/ringactor/ringkernel", "github.com/ringactor/ringactor/cuda"},
+		"the ingress is the host's end of a link: messages in through the queue, counted; it asks the runtime through hooks about kernels, traces and dead letters"},
 	{"github.com/ringactor/ringactor/runtime/cluster/internal/hosts", []string{"github.com/ringactor/ringactor/ringkernel", "github.com/ringactor/ringactor/p2pqueue", "github.com/ringactor/ringactor/cuda"},
 		"the fixed-host-list provider knows protoactor cluster membership only, nothing of ring kernels"},
 	{"github.com/ringactor/ringactor/runtime/internal/spans", []string{"github.com/asynkron/protoactor-go", "go.opentelemetry.io/otel/metric", "go.opentelemetry.io/otel/sdk",
