@@ -50,10 +50,10 @@ func command(msg any) (stageactor.Command, bool) {
 
 func (s *stage) Post(d Data) {
 	one := [1]Data{d}
-	s.send(context.Background(), one[:], nil) // errors are dead letters
+	s.ingress.Send(context.Background(), one[:], nil) // errors are dead letters
 }
 
-func (s *stage) PostAll(ds []Data) { s.send(context.Background(), ds, nil) }
+func (s *stage) PostAll(ds []Data) { s.ingress.Send(context.Background(), ds, nil) }
 
 // Request makes d a request from an actor (RequestFuture): the sender
 // gets the result, or a *RequestError.
@@ -68,7 +68,7 @@ func (s *stage) Request(d Data, sender *actor.PID) (Data, bool) {
 
 func (s *stage) Stop(ctx context.Context, drain bool) error { return s.p.stopStage(ctx, s, drain) }
 func (s *stage) Closing() bool                              { return s.p.closing.Load() }
-func (s *stage) Shut()                                      { s.closed.Store(true) }
+func (s *stage) Shut()                                      { s.ingress.Refuse() }
 func (s *stage) Answer() any                                { return s.stats() }
 func (s *stage) Queued() int                                { return s.ingressLink.Len() }
 

@@ -276,10 +276,11 @@ func (p *Pipeline) build(ctx context.Context) error {
 	for i, ss := range p.spec.Stages {
 		dev, _ := p.rt.reg.Device(ss.Device)
 		s := &stage{p: p, idx: i, spec: ss, dev: dev, in: p.takes[i], ingressLink: p.links.In[i].Link, inPlacement: p.links.In[i].At}
-		s.payloadCap = s.ingressLink.Config().PayloadCap()
-		if s.ingress, err = s.ingressLink.Producer(); err != nil {
+		q, err := s.ingressLink.Producer()
+		if err != nil {
 			return err
 		}
+		s.ingress = s.newIngress(q)
 		p.stages = append(p.stages, s)
 		p.byName[ss.Name] = s
 	}
@@ -441,7 +442,7 @@ func (p *Pipeline) SendID(ctx context.Context, d Data) (uint64, error) {
 		return 0, err
 	}
 	var id [1]uint64
-	_, err := p.stages[0].send(ctx, []Data{d}, id[:])
+	_, err := p.stages[0].ingress.Send(ctx, []Data{d}, id[:])
 	return id[0], err
 }
 
@@ -464,39 +465,12 @@ func (p *Pipeline) SendBatchIDs(ctx context.Context, ds []Data, ids []uint64) (i
 	if err := ctxcheck.LiveSend(ctx, "Pipeline.SendBatch"); err != nil {
 		return 0, err
 	}
-	return p.stages[0].send(ctx, ds, ids)
+	return p.stages[0].ingress.Send(ctx, ds, ids)
 }
 
 // idOf is the id a message travels under: its own, or the next one for 0
 // (account.Account.ID).
 func (p *Pipeline) idOf(id uint64) uint64 { return p.acct.ID(id) }
-
-// sample reports whether message id is traced at the pipeline's ratio.
-func (p *Pipeline) sample(id uint64) bool { return p.sampleEvery != 0 && id%p.sampleEvery == 0 }
-
-// rejectRest counts and dead-letters messages the host refused before
-// they reached a queue, each with reason and cause; ids, when not nil,
-// receives their ids.
-func (p *Pipeline) rejectRest(s *stage, ds []Data, ids []uint64, reason Reason, cause error) {
-	for i := range ds {
-		id := p.idOf(ds[i].ID)
-		if i < len(ids) {
-			ids[i] = id
-		}
-		p.acct.Enter(1)
-		p.refuse(s, &ds[i], id, reason, cause)
-	}
-}
-
-// refuse dead-letters a counted message the host kept out of stage s. A
-// sampled one gets its trace: a root span that ends at once, with the
-// error status and reason.
-func (p *Pipeline) refuse(s *stage, d *Data, id uint64, reason Reason, err error) {
-	if d.Sampled || p.sample(id) {
-		p.tele.begin(d.Context, id, s.idx, time.Now())
-	}
-	p.deadLetter(0, DeadLetter{ID: id, Stage: s.spec.Name, Device: s.spec.Device, Reason: reason, Err: err})
-}
 
 // deadLetter ends a message (a copy of one, in a graph) that came from
 // stage id from (0: the host) as dead.

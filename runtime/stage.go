@@ -1,18 +1,16 @@
 package runtime
 
 import (
-	"context"
 	"errors"
 	"fmt"
-	"sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/asynkron/protoactor-go/actor"
 
-	"github.com/ringactor/ringactor/internal/wait"
 	"github.com/ringactor/ringactor/p2pqueue"
 	rk "github.com/ringactor/ringactor/ringkernel"
+	"github.com/ringactor/ringactor/runtime/internal/ingress"
 	"github.com/ringactor/ringactor/runtime/internal/msgtype"
 )
 
@@ -112,12 +110,9 @@ type stage struct {
 	in          uint32  // the type its messages must have (kernels.TypeAny: any)
 	ingressLink *p2pqueue.Link
 	inPlacement p2pqueue.Placement
-	payloadCap  int
 
-	mu      sync.Mutex // one sender writes the ingress at a time
-	ingress *p2pqueue.Producer
-	closed  atomic.Bool // refuse sends: the pipeline is closing, faulted, or the stage stopped
-	stopped atomic.Bool // a Stop ended the stage (or one it feeds)
+	ingress *ingress.Link[Data, Reason] // refuses sends once the pipeline is closing, faulted, or the stage stopped
+	stopped atomic.Bool                 // a Stop ended the stage (or one it feeds)
 
 	kernel *rk.Kernel
 	pid    *actor.PID
@@ -144,7 +139,7 @@ var ErrClosed = errors.New("ringactor: pipeline closed")
 // downstream of it) and takes no messages.
 var ErrStageStopped = errors.New("ringactor: stage stopped")
 
-// refusal is why stage s takes no messages, once s.closed is set: the
+// refusal is why stage s takes no messages, once its ingress refuses: the
 // dead-letter reason and the error its sender gets.
 func (s *stage) refusal() (Reason, error) {
 	p := s.p
@@ -157,113 +152,27 @@ func (s *stage) refusal() (Reason, error) {
 	return ReasonPipelineClosed, fmt.Errorf("%w: pipeline %q", ErrClosed, p.spec.Name)
 }
 
-// send writes messages into the stage's ingress link in batches, waiting
-// while it is full until ctx ends. Each message ends in the pipeline's
-// count: sent, and then delivered or dead-lettered. It returns how many
-// it wrote into the link (the rest were dead-lettered, and the error says
-// why); ids, when not nil, receives each message's id.
-func (s *stage) send(ctx context.Context, ds []Data, ids []uint64) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
+// newIngress is the host's end of s's ingress link, writing through q:
+// Send, SendBatch and data sent to s's PID go in through it.
+func (s *stage) newIngress(q *p2pqueue.Producer) *ingress.Link[Data, Reason] {
 	p := s.p
-	done, taken := 0, 0 // messages handled, and of those written
-	w := wait.Waiter{P: ingressWait}
-	defer w.Stop()
-	var firstErr error
-	reject := func(reason Reason, cause error) {
-		p.rejectRest(s, ds[done:], idsFrom(ids, done), reason, cause)
-	}
-	for done < len(ds) {
-		if s.closed.Load() {
-			reason, cause := s.refusal()
-			reject(reason, cause)
-			return taken, fmt.Errorf("%w: %d of %d messages taken by stage %q, the rest dead-lettered (%s)", cause, taken, len(ds), s.spec.Name, reason)
-		}
-		k, err := s.ingress.Reserve(len(ds) - done)
-		if errors.Is(err, p2pqueue.ErrFull) && s.spec.Backpressure == Reject {
-			cause := fmt.Errorf("%w: stage %q holds %d messages", ErrMailboxFull, s.spec.Name, s.spec.Capacity)
-			reject(ReasonMailboxFull, cause)
-			return taken, fmt.Errorf("%w: %d of %d taken, the rest dead-lettered; send slower, raise its Capacity, or build it with Backpressure: Block",
-				cause, taken, len(ds))
-		}
-		if errors.Is(err, p2pqueue.ErrFull) {
-			if s.kernel.Status().State.Running() {
-				if werr := w.Wait(ctx); werr != nil {
-					reject(ReasonSendCancelled, werr)
-					return taken, fmt.Errorf("ringactor: send to stage %q: %d of %d taken, the rest dead-lettered: %w", s.spec.Name, taken, len(ds), werr)
-				}
-				continue
-			}
-			cause := fmt.Errorf("%w: the kernel of stage %q has ended (%s)", ErrStageStopped, s.spec.Name, s.kernel.Status().State)
-			reject(ReasonStageStopped, cause)
-			return taken, fmt.Errorf("%w: %d of %d taken", cause, taken, len(ds))
-		}
-		if err != nil {
-			cause := fmt.Errorf("ringactor: stage %q: %w", s.spec.Name, err)
-			reject(ReasonQueueClosed, cause)
-			return taken, cause
-		}
-		w.Reset()
-		var now time.Time // read only for sampled messages: a clock read costs as much as a copy
-		written := 0
-		for i := range k {
-			d := &ds[done+i]
-			id := p.idOf(d.ID)
-			if ids != nil && done+i < len(ids) {
-				ids[done+i] = id
-			}
-			p.acct.Enter(1)
-			buf, _ := s.ingress.Slot(written)
-			typ, n, reason, err := s.encode(d, buf[:s.payloadCap])
-			if err != nil {
-				p.refuse(s, d, id, reason, err)
-				if firstErr == nil {
-					firstErr = fmt.Errorf("ringactor: message %d: %w", id, err)
-				}
-				continue
-			}
-			h := p2pqueue.Header{ID: id, Type: typ}
-			if d.Sampled || p.sample(id) {
-				if now.IsZero() {
-					now = time.Now()
-				}
-				h.Flags |= p2pqueue.FlagSampled
-				h.Enqueued = uint64(now.UnixNano())
-				p.tele.begin(d.Context, id, s.idx, now)
-			}
-			s.ingress.WriteHeader(written, &h, n) // in order, size checked by encode
-			written++
-		}
-		if err := s.ingress.Commit(written); err != nil {
-			return taken, err
-		}
-		done += k
-		taken += written
-	}
-	// An oversize message was dead-lettered and the rest still sent: the
-	// batch is all accounted for, and the caller hears about the first.
-	return taken, firstErr
-}
-
-// idsFrom is ids from i on, or nil.
-func idsFrom(ids []uint64, i int) []uint64 {
-	if i >= len(ids) {
-		return nil
-	}
-	return ids[i:]
-}
-
-// encode writes d's payload into the slot's payload area buf and returns
-// its type id and length, or the dead-letter reason and error that keep it
-// out: "oversize payload", "unregistered type", "wrong type".
-func (s *stage) encode(d *Data, buf []byte) (uint32, int, Reason, error) {
-	typ, n, refused, err := msgtype.Encode(d.Floats, d.Value, s.in, s.spec.Name, buf)
-	return typ, n, refusalReasons[refused], err
+	return ingress.New(q, ingress.Config[Data, Reason]{
+		Stage: s.spec.Name, Capacity: s.spec.Capacity, Reject: s.spec.Backpressure == Reject,
+		Acct: p.acct, SampleEvery: p.sampleEvery, Full: ErrMailboxFull, Stopped: ErrStageStopped,
+		Reasons: ingress.Reasons[Reason]{Full: ReasonMailboxFull, Cancelled: ReasonSendCancelled, Stopped: ReasonStageStopped, QueueClosed: ReasonQueueClosed},
+		Own:     func(d Data) (uint64, bool) { return d.ID, d.Sampled },
+		Encode: func(d Data, buf []byte) (ingress.Encoded, Reason, error) {
+			typ, n, refused, err := msgtype.Encode(d.Floats, d.Value, s.in, s.spec.Name, buf)
+			return ingress.Encoded{Own: d.ID, Sampled: d.Sampled, Type: typ, N: n}, refusalReasons[refused], err
+		},
+		Begin: func(d Data, id uint64, at time.Time) { p.tele.begin(d.Context, id, s.idx, at) },
+		Dead: func(id uint64, reason Reason, err error) {
+			p.deadLetter(0, DeadLetter{ID: id, Stage: s.spec.Name, Device: s.spec.Device, Reason: reason, Err: err})
+		},
+		Refusal: s.refusal,
+		Running: func() (bool, fmt.Stringer) { st := s.kernel.Status().State; return st.Running(), st },
+	})
 }
 
 // refusalReasons are the dead-letter reasons of msgtype's refusals.
 var refusalReasons = [...]Reason{msgtype.Oversize: ReasonOversize, msgtype.WrongType: ReasonWrongType, msgtype.Unregistered: ReasonUnregisteredType}
-
-// ingressWait waits for room in an ingress link: no spin (the kernel must
-// drain first), yields (it may need this core), then sleeps up to 1 ms.
-var ingressWait = wait.Policy{Yield: 16, MinSleep: 10 * time.Microsecond, MaxSleep: time.Millisecond}

@@ -26,13 +26,10 @@ func (p *Pipeline) ending() *lifecycle.Stages {
 			if stop {
 				p.stages[i].stopped.Store(true)
 			}
-			p.stages[i].closed.Store(true) // senders give up
+			p.stages[i].ingress.Refuse() // senders give up
 		},
 		Seal: func(i int) {
-			s := p.stages[i]
-			s.mu.Lock() // after any send in progress
-			s.ingress.Close()
-			s.mu.Unlock()
+			p.stages[i].ingress.Close() // after any send in progress
 		},
 		Faulted: func() bool { return p.faulted.Load() != nil },
 	}

@@ -65,6 +65,8 @@ var rules = []rule{
 		"the emulated driver sits below the binding: package cuda's own tests build it (they import it), and it knows nothing of ring kernels beyond the device code it compiles"},
 	{"github.com/ringactor/ringactor/runtime/internal/lifecycle", []string{"github.com/asynkron/protoactor-go", "go.opentelemetry.io", "github.com/ringactor/ringactor/cuda"},
 		"ending stages works on ring kernels and links alone: the runtime stops the actors and ends the traces"},
+	{"github.com/ringactor/ringactor/runtime/internal/ingress", []string{"github.com/asynkron/protoactor-go", "go.opentelemetry.io", "github.com/ringactor/ringactor/ringkernel", "github.com/ringactor/ringactor/cuda"},
+		"the ingress is the host's end of a link: messages in through the queue, counted; it asks the runtime through hooks about kernels, traces and dead letters"},
 	{"github.com/ringactor/ringactor/runtime/cluster/internal/hosts", []string{"github.com/ringactor/ringactor/ringkernel", "github.com/ringactor/ringactor/p2pqueue", "github.com/ringactor/ringactor/cuda"},
 		"the fixed-host-list provider knows protoactor cluster membership only, nothing of ring kernels"},
 	{"github.com/ringactor/ringactor/runtime/internal/spans", []string{"github.com/asynkron/protoactor-go", "go.opentelemetry.io/otel/metric", "go.opentelemetry.io/otel/sdk",
