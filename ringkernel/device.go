@@ -56,7 +56,7 @@ type Device struct {
 	// P2P[j] reports whether this device can write device j's memory.
 	P2P []bool `json:"p2p"`
 	// Topology[j] is how this GPU reaches GPU j (the CPU's, and the way to
-	// it, are runtime.Registry.Connection's).
+	// it, are Registry.Connection's).
 	Topology []Connection `json:"topology,omitempty"`
 	// MeasuresBusy: its loops count the time they spend on messages
 	// (Status.Busy), so a device's utilization can be derived from its

@@ -13,6 +13,7 @@ const (
 	KindCPU = rk.KindCPU
 )
 
-// CPUName is the name of the CPU device, which device lists (such as
-// examples/pipeline's -devices) may use instead of its id.
-const CPUName = "cpu"
+// CPUName is the name of the CPU device ("cpu", ringkernel.CPUName),
+// which device lists (such as examples/pipeline's -devices) may use
+// instead of its id.
+const CPUName = rk.CPUName

@@ -62,21 +62,10 @@ var ErrNoDevice = rk.ErrNoDevice
 var ErrBackend = devreg.ErrBackend
 
 // Registry is the set of devices found at start: the GPUs of one backend
-// (ids 0..n-1), then the CPU (id n).
-type Registry struct {
-	r *devreg.Registry
-}
-
-// noDevices is what a zero Registry answers from.
-var noDevices = new(devreg.Registry)
-
-// reg is the registry r wraps.
-func (r *Registry) reg() *devreg.Registry {
-	if r.r == nil {
-		return noDevices
-	}
-	return r.r
-}
+// (ids 0..n-1), then the CPU (id n). It is ringkernel.Registry, whose doc
+// lists its methods (Lookup, Select, Connection, Chain, ...);
+// DiscoverDevices and Runtime.Registry make one.
+type Registry = rk.Registry
 
 // devregOptions is opts as devreg takes them.
 func devregOptions(opts DeviceOptions) devreg.Options {
@@ -90,54 +79,9 @@ func devregOptions(opts DeviceOptions) devreg.Options {
 // opts.Log why there is no GPU ("cuda" is then an error wrapping the cause).
 // It opens the backend only to ask it, and closes it again.
 func DiscoverDevices(opts DeviceOptions) (*Registry, error) {
-	r, err := devreg.Discover(rk.Kinds(), devregOptions(opts))
-	if err != nil {
-		return nil, err
-	}
-	return &Registry{r: r}, nil
+	return devreg.Discover(rk.Kinds(), devregOptions(opts))
 }
 
-// Note is the line DiscoverDevices printed.
-func (r *Registry) Note() string { return r.reg().Note() }
-
-// BackendName is the backend the registry's GPUs run on.
-func (r *Registry) BackendName() string { return r.reg().BackendName() }
-
-// Devices lists the devices by id.
-func (r *Registry) Devices() []Device { return r.reg().Devices() }
-
-// Device returns device id, or an error listing the ids there are.
-func (r *Registry) Device(id int) (Device, error) { return r.reg().Device(id) }
-
-// CPU reports whether device d is the CPU.
-func (r *Registry) CPU(d int) bool { return r.reg().CPU(d) }
-
-// CPUDevice is the CPU (ID -1 in a Registry not made by DiscoverDevices
-// or New, which has no devices).
-func (r *Registry) CPUDevice() Device { return r.reg().CPUDevice() }
-
-// GPUs lists the GPUs by id.
-func (r *Registry) GPUs() []Device { return r.reg().GPUs() }
-
-// Lookup finds a device by its id ("2") or by the CPU's name ("cpu"), as
-// device lists on command lines give them.
-func (r *Registry) Lookup(name string) (Device, error) { return r.reg().Lookup(name) }
-
-// Peer reports whether device a can write device b's memory.
-func (r *Registry) Peer(a, b int) bool { return r.reg().Peer(a, b) }
-
-// Requirements select devices.
-type Requirements struct {
-	// MinMemory is the least total memory a device needs.
-	MinMemory uint64
-	// P2P requires peer access to every other selected device.
-	P2P bool
-	// Count is how many devices are wanted (0: all that qualify).
-	Count int
-}
-
-// Select returns GPUs meeting req, most memory first, or an error saying
-// which requirement ruled them out.
-func (r *Registry) Select(req Requirements) ([]Device, error) {
-	return r.reg().Select(devreg.Requirements(req))
-}
+// Requirements select devices (Registry.Select): ringkernel.Requirements,
+// whose doc gives the fields.
+type Requirements = rk.Requirements

@@ -110,7 +110,7 @@ func newRuntime(cfg Config, kinds []rk.Kind) (*Runtime, error) {
 		return nil, err
 	}
 	devs := devreg.NewMux(sel.Backend, sel.Reg.CPUDevice().ID, sel.CPU)
-	rt := &Runtime{reg: &Registry{r: sel.Reg}, gpus: sel.Backend, backend: devs, system: cfg.System, tp: cfg.TracerProvider, mp: cfg.MeterProvider}
+	rt := &Runtime{reg: sel.Reg, gpus: sel.Backend, backend: devs, system: cfg.System, tp: cfg.TracerProvider, mp: cfg.MeterProvider}
 	rt.links = links.NewLedger(devs, rt.reg)
 	if _, ok := sel.Backend.(interface{ Close() error }); ok && sel.Owned {
 		rt.release = devs.Close

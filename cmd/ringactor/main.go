@@ -194,7 +194,9 @@ func guideRuntime(backend, devices string, errOut io.Writer) (*ra.Runtime, [3]in
 	if err != nil {
 		return nil, [3]int{}, err
 	}
-	ids, err := devlist.Parse(devices, 3, rt.Registry())
+	reg := rt.Registry()
+	id := func(name string) (int, error) { d, err := reg.Lookup(name); return d.ID, err }
+	ids, err := devlist.Parse(devices, 3, id, reg.Chain, ra.ErrNoDevice)
 	if err != nil {
 		rt.Close()
 		return nil, [3]int{}, fmt.Errorf("-devices: %w", err)

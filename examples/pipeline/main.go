@@ -231,7 +231,9 @@ func run(ctx context.Context, args []string, out, errOut io.Writer) error {
 
 	var mismatches, checked atomic.Uint64
 	var firstBad atomic.Pointer[string]
-	ids, err := devlist.Parse(o.devices, 3, rt.Registry())
+	reg := rt.Registry()
+	id := func(name string) (int, error) { d, err := reg.Lookup(name); return d.ID, err }
+	ids, err := devlist.Parse(o.devices, 3, id, reg.Chain, ra.ErrNoDevice)
 	if err != nil {
 		return fmt.Errorf("-devices: %w", err)
 	}

@@ -52,7 +52,7 @@ func SupportsOp(b rk.Backend, cpu, device int, op kernels.Op) error {
 	}
 	if u.Kind != rk.KindCPU && s.Supports(cpu, op) == nil {
 		g := *u
-		g.Fix = fmt.Sprintf("place it on the CPU, device %d (%q)", cpu, CPUName)
+		g.Fix = fmt.Sprintf("place it on the CPU, device %d (%q)", cpu, rk.CPUName)
 		return &g
 	}
 	return err

@@ -6,14 +6,10 @@ import (
 	rk "github.com/ringactor/ringactor/ringkernel"
 )
 
-// CPUName is the name of the CPU device (runtime.CPUName), which device
-// lists may use instead of its id.
-const CPUName = "cpu"
-
 // cpuDevice is the CPU as its engine lists it, renumbered as device id
 // (after the GPUs).
 func cpuDevice(engine rk.Backend, id int) rk.Device {
-	d := rk.Device{Name: CPUName, Kind: rk.KindCPU, Backend: rk.KindCPU}
+	d := rk.Device{Name: rk.CPUName, Kind: rk.KindCPU, Backend: rk.KindCPU}
 	if l, ok := engine.(rk.DeviceLister); ok {
 		if devs, err := l.ListDevices(); err == nil && len(devs) == 1 {
 			d = devs[0]
@@ -23,7 +19,7 @@ func cpuDevice(engine rk.Backend, id int) rk.Device {
 	return d
 }
 
-// describeCPU is the CPU's part of the registry's note.
+// describeCPU is the CPU's part of the one line.
 func describeCPU(d rk.Device) string {
 	return fmt.Sprintf("the CPU (%d cores, %s) as device %d", d.Cores, GiB(d.MemoryBytes), d.ID)
 }

@@ -30,14 +30,14 @@ type Options struct {
 // registry of their devices.
 type Selection struct {
 	Backend, CPU rk.Backend
-	Reg          *Registry
+	Reg          *rk.Registry
 	// Owned: the selection opened the backend, so its runtime closes it.
 	Owned bool
 }
 
 // Discover lists the devices of the backend opts.Backend names among
 // kinds, as Open would choose it, then closes the backend again.
-func Discover(kinds []rk.Kind, opts Options) (*Registry, error) {
+func Discover(kinds []rk.Kind, opts Options) (*rk.Registry, error) {
 	sel, err := Open(kinds, opts, nil)
 	if err != nil {
 		return nil, err
@@ -93,7 +93,7 @@ func Open(kinds []rk.Kind, opts Options, injected rk.Backend) (Selection, error)
 		}
 		sel := newSelection(k, b, devs, "ringactor: "+note, opts)
 		sel.Owned = true
-		fmt.Fprintln(opts.Log, sel.Reg.note)
+		fmt.Fprintln(opts.Log, sel.Reg.Note())
 		return sel, nil
 	}
 	return Selection{}, fmt.Errorf("%w: %s", ErrBackend, strings.Join(why, "; ")) // kinds has no fallback
@@ -129,18 +129,17 @@ func useInjected(byName map[string]*rk.Kind, names []string, want string, opts O
 		return Selection{}, fmt.Errorf("%w: listing the devices of Config.Backend (%s): %w", ErrBackend, k.Name, err)
 	}
 	sel := newSelection(k, b, devs, "ringactor: "+describe(k, b, devs)+", on the backend given in Config", opts)
-	fmt.Fprintln(opts.Log, sel.Reg.note)
+	fmt.Fprintln(opts.Log, sel.Reg.Note())
 	return sel, nil
 }
 
 // newSelection adds the CPU's engine beside b, whose devices are gpus,
-// and lists both in a registry.
+// and lists both in a registry whose note ends with the CPU's part.
 func newSelection(k *rk.Kind, b rk.Backend, gpus []rk.Device, note string, opts Options) Selection {
 	id := len(gpus)
 	cpu := sim.NewCPU(opts.Open.Cost[id])
-	r := New(k.Name, gpus, cpuDevice(cpu, id), note)
-	r.more = k.More
-	return Selection{Backend: b, CPU: cpu, Reg: r}
+	dev := cpuDevice(cpu, id)
+	return Selection{Backend: b, CPU: cpu, Reg: rk.NewRegistry(*k, gpus, dev, note+"; "+describeCPU(dev))}
 }
 
 // describe is the kind's line on what b found, with its peer pairs.
@@ -150,6 +149,32 @@ func describe(k *rk.Kind, b rk.Backend, devs []rk.Device) string {
 		say = k.Describe(b, devs)
 	}
 	return fmt.Sprintf("%s (P2P %s)", say, describeP2P(devs))
+}
+
+// describeP2P says which pairs of devs are peers: "all pairs", "none", or
+// the pairs ("0-1,2-3").
+func describeP2P(devs []rk.Device) string {
+	all, none := true, true
+	var pairs []string
+	for i, d := range devs {
+		for j, p := range d.P2P {
+			if i == j {
+				continue
+			}
+			all = all && p
+			none = none && !p
+			if p && i < j {
+				pairs = append(pairs, fmt.Sprintf("%d-%d", i, j))
+			}
+		}
+	}
+	switch {
+	case all:
+		return "all pairs"
+	case none:
+		return "none"
+	}
+	return strings.Join(pairs, ",")
 }
 
 // CloseBackend closes b where it holds resources (the CUDA backend).
