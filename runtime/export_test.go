@@ -60,3 +60,7 @@ func waitABit() {
 	defer cancel()
 	<-ctx.Done()
 }
+
+// StagePIDs is how many stage PIDs rt keeps for late sends (live stages
+// and closed ones).
+func StagePIDs(rt *Runtime) int { return rt.stages.Len() }

@@ -331,20 +331,25 @@ func (p *Pipeline) build(ctx context.Context) error {
 			return err
 		}
 		p.rt.links.Uses(s.kernel, in, out, stealTo)
-		if s.pid, err = p.rt.stages.Spawn(p.spec.Name+"/"+s.spec.Name, s, s.kernel); err != nil {
+		pid, err := p.rt.stages.Spawn(p.spec.Name+"/"+s.spec.Name, s, s.kernel)
+		if err != nil { // pid may be another actor's, holding the name: not ours to stop
 			return fmt.Errorf("ringactor: stage %q actor: %w", s.spec.Name, err)
 		}
+		s.pid = pid
 	}
 	return nil
 }
 
-// teardown ends whatever build made, after a failed build.
+// teardown ends whatever build made, after a failed build: the stage
+// actors it spawned (and their entries among the runtime's stage PIDs),
+// the kernels, the telemetry and the links.
 func (p *Pipeline) teardown() {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	for _, s := range p.stages {
 		if s.pid != nil {
 			p.rt.system.Root.StopFuture(s.pid).Wait()
+			p.rt.stages.Forget(s.pid, s)
 		}
 		if s.kernel != nil {
 			s.kernel.Terminate(ctx, false)

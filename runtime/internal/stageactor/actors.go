@@ -47,6 +47,18 @@ func (a *Actors[D]) Retire(pid *actor.PID, s Stage[D], c *Closed[D]) {
 	a.pids.CompareAndSwap(pid.Id, s, c)
 }
 
+// Forget drops stage s, the actor at pid, from the orphans' map, for a
+// stage whose pipeline never finished its build: its PID is no stage's
+// once the build is undone. It does nothing if a later stage took the id.
+func (a *Actors[D]) Forget(pid *actor.PID, s Stage[D]) { a.pids.CompareAndDelete(pid.Id, s) }
+
+// Len is how many stage PIDs the map holds (a stage, or a closed one).
+func (a *Actors[D]) Len() int {
+	n := 0
+	a.pids.Range(func(any, any) bool { n++; return true })
+	return n
+}
+
 // Close stops taking orphans.
 func (a *Actors[D]) Close() { a.sys.EventStream.Unsubscribe(a.sub) }
 

@@ -92,3 +92,27 @@ func TestOrphanToClosed(t *testing.T) {
 		t.Errorf("after Close refused %v", ids)
 	}
 }
+
+// A forgotten stage's PID is no stage's: data sent there after its actor
+// stopped reaches nothing, and the map holds no entry for it. Forget of a
+// stage that is not the one there changes nothing.
+func TestForget(t *testing.T) {
+	s := &fakeStage{}
+	a, pid := spawn(t, s, &fakeKernel{})
+	if a.Len() != 1 {
+		t.Fatalf("%d entries after a spawn, want 1", a.Len())
+	}
+	a.Forget(pid, &fakeStage{})
+	if a.Len() != 1 {
+		t.Fatal("Forget of another stage dropped the entry")
+	}
+	a.sys.Root.StopFuture(pid).Wait()
+	a.Forget(pid, s)
+	if a.Len() != 0 {
+		t.Fatalf("%d entries after Forget, want 0", a.Len())
+	}
+	a.sys.Root.Send(pid, msg{ID: 1})
+	if got := s.got(); got.shut || len(got.posted) != 0 {
+		t.Fatalf("data to a forgotten stage's PID reached it: %+v", got)
+	}
+}
