@@ -18,12 +18,12 @@ func (s *suite) testStealForwardsQueuedMessages(t *testing.T) {
 	b := s.backend(t)
 	vin, tin, steal := s.newLink(t, 64, 4), s.newLink(t, 64, 4), s.newLink(t, 64, 4)
 	vout, tout := s.newLink(t, 64, 4), s.newLink(t, 64, 4)
-	victim, err := rk.Launch(ctx, b, rk.Spec{Stage: rk.Stage{Name: "victim", Op: "identity"}, ID: 1, Device: 0,
+	victim, err := rk.Launch(ctx, b, rk.Spec{Stage: rk.Stage{Name: "victim", Op: "identity"}, ID: 1, Device: s.device(0),
 		In: []*p2pqueue.Link{vin}, Out: []*p2pqueue.Link{vout}, StealTo: []*p2pqueue.Link{steal}})
 	if err != nil {
 		t.Fatal(err)
 	}
-	thief, err := rk.Launch(ctx, b, rk.Spec{Stage: rk.Stage{Name: "thief", Op: "identity"}, ID: 2, Device: 1,
+	thief, err := rk.Launch(ctx, b, rk.Spec{Stage: rk.Stage{Name: "thief", Op: "identity"}, ID: 2, Device: s.device(1),
 		In: []*p2pqueue.Link{tin, steal}, Out: []*p2pqueue.Link{tout}})
 	if err != nil {
 		t.Fatal(err)

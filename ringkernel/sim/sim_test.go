@@ -22,3 +22,12 @@ var Options = ringkerneltest.Options{Name: "sim", Devices: 4, Lacks: map[ringker
 func TestConformance(t *testing.T) {
 	ringkerneltest.Run(t, func(testing.TB) rk.Backend { return sim.New(4) }, Options)
 }
+
+// CPUOptions is the CPU engine's entry (sim.NewCPU: the host's CPU as the
+// one device beside the GPUs, the same loop): one device.
+var CPUOptions = ringkerneltest.Options{Name: "cpu", Devices: 1, Lacks: map[ringkerneltest.Capability]string{}}
+
+// The conformance suite on the CPU device's engine, a fresh one per case.
+func TestConformanceCPU(t *testing.T) {
+	ringkerneltest.Run(t, func(testing.TB) rk.Backend { return sim.NewCPU(0) }, CPUOptions)
+}
