@@ -46,7 +46,7 @@ func (x exitHost) Dead(from uint32, id uint64, why eg.Why, err error) {
 	x.p.tellDead(from, DeadLetter{ID: id, Stage: "egress", Device: p2pqueue.Host, Reason: exitReasons[why], Err: err})
 }
 
-func (x exitHost) Traced(from uint32, id uint64, at time.Time) { x.p.tele.end(id, from, at, nil) }
+func (x exitHost) Traced(from uint32, id uint64, at time.Time) { x.p.traceEnd(id, from, at, nil) }
 
 // id is the stage's id: its index in the spec plus one (0 is the host),
 // written as Origin into what its kernel emits.

@@ -22,6 +22,7 @@ import (
 	"github.com/ringactor/ringactor/runtime/internal/links"
 	"github.com/ringactor/ringactor/runtime/internal/naming"
 	"github.com/ringactor/ringactor/runtime/internal/requests"
+	"github.com/ringactor/ringactor/runtime/internal/telemetry"
 )
 
 // PipelineSpec defines a pipeline: its stages (a chain in order, or a
@@ -130,7 +131,7 @@ type Pipeline struct {
 	spec   PipelineSpec
 	stages []*stage
 	byName map[string]*stage
-	tele   *telemetry
+	tele   *telemetry.Pipeline
 	links  links.Set // the links it made, which it frees when it closes
 
 	next  [][]int  // stage i's results go to stages next[i]; none: an exit
@@ -301,7 +302,7 @@ func (p *Pipeline) build(ctx context.Context) error {
 		s.egress = e
 		p.exits = append(p.exits, s)
 	}
-	if p.tele, err = newTelemetry(p.rt.tp, p.rt.mp, p.spec.Name, p.stages, p.account); err != nil {
+	if p.tele, err = p.newTelemetry(); err != nil {
 		return fmt.Errorf("ringactor: telemetry: %w", err)
 	}
 	for i, s := range p.stages {
@@ -315,7 +316,7 @@ func (p *Pipeline) build(ctx context.Context) error {
 		if s.kernel, err = rk.Launch(ctx, p.rt.backend, rk.Spec{
 			Stage: s.spec.kernelStage(), ID: s.id(), Device: s.spec.Device, In: in, Out: out, StealTo: stealTo,
 			Route: s.spec.Route, KeyOffset: s.spec.KeyOffset,
-			OnTrace: func(r rk.TraceRecord) { p.tele.record(s, r) },
+			OnTrace: func(r rk.TraceRecord) { p.tele.Record(s.idx, r) },
 			OnDeadLetter: func(d rk.DeadLetter) {
 				reason := ReasonOf(d.Reason)
 				switch {
@@ -356,7 +357,7 @@ func (p *Pipeline) teardown() {
 		}
 	}
 	if p.tele != nil {
-		p.tele.close()
+		p.tele.Close(ReasonPipelineClosed.String())
 	}
 	p.freeLinks()
 }
@@ -487,7 +488,7 @@ func (p *Pipeline) deadLetter(from uint32, d DeadLetter) {
 // tellDead ends a dead message's trace, answers its request, and tells
 // the spec's subscribers; the account has counted it.
 func (p *Pipeline) tellDead(from uint32, d DeadLetter) {
-	p.tele.end(d.ID, from, time.Now(), &d)
+	p.traceEnd(d.ID, from, time.Now(), &d)
 	if p.reqs.Pending() {
 		dd := d
 		p.answer(d.ID, outcome{dead: &dd}) // after the count: an answered request is in the account
@@ -573,7 +574,7 @@ func (p *Pipeline) Close(ctx context.Context, drain bool) error {
 				p.rt.system.Root.StopFuture(s.pid).Wait()
 			}
 		}
-		p.tele.close()
+		p.tele.Close(ReasonPipelineClosed.String())
 		p.freeLinks()
 		for _, s := range p.stages {
 			p.rt.retireStage(s)
@@ -654,8 +655,8 @@ func (p *Pipeline) copied(stats []StageStats) uint64 {
 // Latency summarises each stage's sampled queue waits and service times.
 func (p *Pipeline) Latency() []StageLatency {
 	out := make([]StageLatency, len(p.stages))
-	for i, s := range p.stages {
-		out[i] = p.tele.latency(s)
+	for i := range p.stages {
+		out[i] = p.tele.Latency(i)
 	}
 	return out
 }

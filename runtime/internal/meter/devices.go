@@ -5,19 +5,20 @@ import (
 
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/metric"
+
+	"github.com/ringactor/ringactor/runtime/metrics"
 )
 
-// The names of the runtime's device and link metrics: runtime's Metric*
-// constants, which a runtime test checks are the same.
+// The names of the runtime's device and link metrics (package metrics').
 const (
-	DeviceUtilization = "ringactor.device.utilization"
-	DeviceKernels     = "ringactor.device.kernels"
-	DeviceMemRuntime  = "ringactor.device.memory.runtime"
-	DeviceMemUsed     = "ringactor.device.memory.used"
-	DeviceMemTotal    = "ringactor.device.memory.total"
-	LinkMessages      = "ringactor.link.messages"
-	LinkBytes         = "ringactor.link.bytes"
-	LinkBandwidth     = "ringactor.link.bandwidth"
+	DeviceUtilization = metrics.DeviceUtilization
+	DeviceKernels     = metrics.DeviceKernels
+	DeviceMemRuntime  = metrics.DeviceMemRuntime
+	DeviceMemUsed     = metrics.DeviceMemUsed
+	DeviceMemTotal    = metrics.DeviceMemTotal
+	LinkMessages      = metrics.LinkMessages
+	LinkBytes         = metrics.LinkBytes
+	LinkBandwidth     = metrics.LinkBandwidth
 )
 
 // RegisterDevices exports each device's share of a snapshot, taken by

@@ -4,6 +4,8 @@ import (
 	"slices"
 	"sync"
 	"time"
+
+	"github.com/ringactor/ringactor/runtime/metrics"
 )
 
 // maxSamples bounds the latency samples kept per stage: enough for exact
@@ -31,10 +33,8 @@ func (l *Latencies) Add(wait, service time.Duration) {
 	l.mu.Unlock()
 }
 
-// Percentiles are latency quantiles (runtime.Percentiles).
-type Percentiles struct {
-	P50, P90, P99 time.Duration
-}
+// Percentiles are latency quantiles (package metrics').
+type Percentiles = metrics.Percentiles
 
 // Latency summarises a stage's sampled messages: how many were seen, and
 // the percentiles of those kept.

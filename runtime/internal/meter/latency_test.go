@@ -21,7 +21,7 @@ func TestPercentiles(t *testing.T) {
 	if d[0] != first {
 		t.Fatal("percentiles sorted its input")
 	}
-	if one := percentiles([]time.Duration{7}); one != (Percentiles{7, 7, 7}) {
+	if one := percentiles([]time.Duration{7}); one != (Percentiles{P50: 7, P90: 7, P99: 7}) {
 		t.Fatalf("one sample: %+v", one)
 	}
 	if none := percentiles(nil); none != (Percentiles{}) {
@@ -45,7 +45,7 @@ func TestLatenciesBounded(t *testing.T) {
 	// The kept samples are i%10 for i < 2^20: 0 to 5 once more than 6 to
 	// 9, which puts the median at 4 and the 90th percentile at 8.
 	s := l.Summary()
-	want := Latency{Samples: maxSamples + 10, QueueWait: Percentiles{4, 8, 9}, Service: Percentiles{104, 108, 109}}
+	want := Latency{Samples: maxSamples + 10, QueueWait: Percentiles{P50: 4, P90: 8, P99: 9}, Service: Percentiles{P50: 104, P90: 108, P99: 109}}
 	if s != want {
 		t.Fatalf("summary: %+v, want %+v", s, want)
 	}

@@ -7,46 +7,17 @@ import (
 
 	"github.com/ringactor/ringactor/p2pqueue"
 	rk "github.com/ringactor/ringactor/ringkernel"
+	"github.com/ringactor/ringactor/runtime/metrics"
 )
 
-// Metrics is a snapshot (runtime.Metrics, field for field but for the
-// element types).
-type Metrics struct {
-	At       time.Time
-	Interval time.Duration
-	Devices  []DeviceMetrics
-	Stages   []StageMetrics
-}
-
-// DeviceMetrics is one device's share of a snapshot (runtime.DeviceMetrics).
-type DeviceMetrics struct {
-	Device                              int
-	Name, Kind                          string
-	Utilization                         float64
-	UtilizationFrom                     string
-	Kernels                             int
-	RuntimeBytes, UsedBytes, TotalBytes uint64
-	Links                               []LinkMetrics
-}
-
-// LinkMetrics is the traffic on the links of one kind on one device
-// (runtime.LinkMetrics).
-type LinkMetrics struct {
-	Kind                              string
-	Links                             int
-	Messages, Bytes                   uint64
-	MessagesPerSecond, BytesPerSecond float64
-}
-
-// StageMetrics is one running stage's share of a snapshot
-// (runtime.StageMetrics).
-type StageMetrics struct {
-	Pipeline, Stage            string
-	Device                     int
-	Processed, Dropped, Queued uint64
-	Rate                       float64
-	Busy                       float64
-}
+// The snapshot's types are package metrics' (runtime's names for them
+// are aliases).
+type (
+	Metrics       = metrics.Metrics
+	DeviceMetrics = metrics.DeviceMetrics
+	LinkMetrics   = metrics.LinkMetrics
+	StageMetrics  = metrics.StageMetrics
+)
 
 // Reading is what a snapshot is computed from, read at its time.
 type Reading struct {
