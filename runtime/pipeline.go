@@ -155,6 +155,7 @@ type Pipeline struct {
 	stopPump             context.CancelFunc
 	pumpDone             chan struct{}
 	started              atomic.Bool
+	launched             atomic.Bool // every stage's kernel is launched: the metric callbacks may read them
 	closing              atomic.Bool   // Close has begun
 	closingCh            chan struct{} // closed when Close begins
 	closeErr             error
@@ -225,21 +226,13 @@ func (rt *Runtime) check(spec *PipelineSpec) (graph.Graph, error) {
 	if n := spec.Deliver.sink().Count(spec.Deliver.slots != nil); n > 1 {
 		return graph.Graph{}, bad("Deliver names %d sinks; set one of Func, Chan, PID", n)
 	}
-	seen := map[string]bool{}
-	gs := make([]graph.Stage, len(spec.Stages)) // each stage as the graph sees it, its op resolved once
+	gs := make([]graph.Stage, len(spec.Stages)) // each stage as the graph sees it (graph checks the names), its op resolved once
 	for i := range spec.Stages {
 		s := &spec.Stages[i]
 		*s = s.WithDefaults()
-		if err := naming.Check("stage", s.Name, ""); err != nil {
-			return graph.Graph{}, bad("stage %d: %w", i, err)
-		}
 		if s.Node != "" {
 			return graph.Graph{}, bad("stage %q names node %q: a pipeline across nodes is built with package runtime/cluster (Join, then Node.Build)", s.Name, s.Node)
 		}
-		if seen[s.Name] {
-			return graph.Graph{}, bad("two stages are named %q; stage names are unique", s.Name)
-		}
-		seen[s.Name] = true
 		dev, err := rt.reg.Device(s.Device)
 		if err != nil {
 			return graph.Graph{}, bad("stage %q: %w", s.Name, err)
@@ -338,6 +331,7 @@ func (p *Pipeline) build(ctx context.Context) error {
 		}
 		s.pid = pid
 	}
+	p.launched.Store(true)
 	return nil
 }
 
@@ -614,9 +608,16 @@ type PipelineStats struct {
 	Stages                                          []StageStats
 }
 
-// account is the pipeline's counters without the stages' status.
+// account is the pipeline's counters without the stages' status. Before
+// the build has launched every kernel (a metric collection may come
+// then) no copies can have been made.
 func (p *Pipeline) account() PipelineStats {
-	return statsOf(p.acct.Read(func() uint64 { return p.copied(nil) }), nil)
+	return statsOf(p.acct.Read(func() uint64 {
+		if !p.launched.Load() {
+			return 0
+		}
+		return p.copied(nil)
+	}), nil)
 }
 
 // Stats reads the pipeline's counters and every stage's status.

@@ -16,11 +16,11 @@ func (p *Pipeline) newTelemetry() (*telemetry.Pipeline, error) {
 	for i, s := range p.stages {
 		ts[i] = telemetry.Stage{Name: s.spec.Name, Device: s.spec.Device, Fanout: s.fanout()}
 	}
-	status := func(i int) (rk.Status, bool) {
-		if k := p.stages[i].kernel; k != nil {
-			return k.Status(), true
+	status := func(i int) (rk.Status, bool) { // a collection may come while Build launches them
+		if !p.launched.Load() {
+			return rk.Status{}, false
 		}
-		return rk.Status{}, false
+		return p.stages[i].kernel.Status(), true
 	}
 	account := func() meter.Account {
 		a := p.account()

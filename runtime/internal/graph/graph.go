@@ -6,6 +6,7 @@ import (
 
 	"github.com/ringactor/ringactor/kernels"
 	rk "github.com/ringactor/ringactor/ringkernel"
+	"github.com/ringactor/ringactor/runtime/internal/naming"
 )
 
 // Stage is one stage as the graph sees it.
@@ -59,10 +60,17 @@ func Resolve(stages []Stage, stealIn int, typeName func(uint32) string) (Graph, 
 // in order. It refuses unknown or repeated names, a route other than
 // RouteOne on a stage that sends to none, in-link and out-link counts
 // past the device loop's limits, and cycles (bounded queues in a cycle
-// can deadlock). The stages' names are taken to be unique.
+// can deadlock). It refuses first a stage name the name rule refuses
+// (package naming) and two stages of one name.
 func Of(stages []Stage, stealIn int) ([][]int, error) {
 	idx := make(map[string]int, len(stages))
 	for i, s := range stages {
+		if err := naming.Check("stage", s.Name, ""); err != nil {
+			return nil, fmt.Errorf("stage %d: %w", i, err)
+		}
+		if _, ok := idx[s.Name]; ok {
+			return nil, fmt.Errorf("two stages are named %q; stage names are unique", s.Name)
+		}
 		idx[s.Name] = i
 	}
 	next := make([][]int, len(stages))

@@ -77,6 +77,9 @@ func TestRefused(t *testing.T) {
 		{[]Stage{st("a", floats, "b"), routed(st("b", floats), rk.RouteAll)}, 0, `stage "b" routes all but sends to no stage: its results leave the pipeline; name the stages in To, or drop Route`},
 		{many, 0, fmt.Sprintf(`stage "sink" has %d in-links (its ingress and %d stages feeding it); a stage reads at most %d`, rk.MaxDeviceInLinks+1, rk.MaxDeviceInLinks, rk.MaxDeviceInLinks)},
 		{[]Stage{st("a", floats), st("b", floats)}, rk.MaxDeviceInLinks, `stage "a" has 17 in-links (its ingress and 0 stages feeding it)`},
+		{[]Stage{st("a", floats), st("a", floats)}, 0, `two stages are named "a"; stage names are unique`},
+		{[]Stage{st("a", floats), st("b c", floats)}, 0, `stage 1: name "b c": give the stage a name without spaces or slashes`},
+		{[]Stage{st("", floats)}, 0, `stage 0: name "": give the stage a name`},
 		{append([]Stage{wide}, rest...), 0, fmt.Sprintf(`stage "src" sends to %d stages; a stage routes over at most %d`, rk.MaxDeviceOutLinks+1, rk.MaxDeviceOutLinks)},
 	}
 	for _, c := range cases {
