@@ -155,7 +155,7 @@ type Pipeline struct {
 	stopPump             context.CancelFunc
 	pumpDone             chan struct{}
 	started              atomic.Bool
-	launched             atomic.Bool // every stage's kernel is launched: the metric callbacks may read them
+	launched             atomic.Bool   // every stage's kernel is launched: the metric callbacks may read them
 	closing              atomic.Bool   // Close has begun
 	closingCh            chan struct{} // closed when Close begins
 	closeErr             error
