@@ -8,6 +8,7 @@ import (
 // Connection says how device a reaches device b (LevelUnknown for ids not
 // in the registry).
 func (r *Registry) Connection(a, b int) Connection {
+	a, b = r.Resolve(a), r.Resolve(b)
 	if a < 0 || a >= len(r.devices) || b < 0 || b >= len(r.devices) {
 		return Connection{Level: LevelUnknown}
 	}

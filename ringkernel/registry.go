@@ -13,6 +13,13 @@ import (
 // instead of its id (runtime.CPUName).
 const CPUName = "cpu"
 
+// CPU is the CPU's device id wherever a device id is taken
+// (runtime.CPU): the CPU's real id is the number of GPUs, which differs
+// from host to host, and CPU stands for it in code. A Registry's Device,
+// CPU, Peer and Connection take it, and Resolve gives the real id. It is
+// not p2pqueue.Host (-1), the host's end of a link.
+const CPU = -2
+
 // Registry is the set of devices found at start: the GPUs of one backend
 // (ids 0..n-1), then the CPU (id n). The runtime makes it
 // (runtime.DiscoverDevices, Runtime.Registry) from what the backends
@@ -44,8 +51,19 @@ func (r *Registry) BackendName() string { return r.backend }
 // Devices lists the devices by id.
 func (r *Registry) Devices() []Device { return append([]Device(nil), r.devices...) }
 
-// Device returns device id, or an error listing the ids there are.
+// Resolve returns id with CPU replaced by the CPU's real id (CPU itself
+// in a registry with no devices); any other id as it is.
+func (r *Registry) Resolve(id int) int {
+	if id == CPU && len(r.devices) > 0 {
+		return len(r.devices) - 1
+	}
+	return id
+}
+
+// Device returns device id (CPU: the CPU), or an error listing the ids
+// there are.
 func (r *Registry) Device(id int) (Device, error) {
+	id = r.Resolve(id)
 	if id < 0 || id >= len(r.devices) {
 		return Device{}, fmt.Errorf("%w %d: %s", ErrNoDevice, id, r.idsText())
 	}
@@ -74,6 +92,7 @@ func (r *Registry) idsText() string {
 
 // CPU reports whether device d is the CPU.
 func (r *Registry) CPU(d int) bool {
+	d = r.Resolve(d)
 	return d >= 0 && d < len(r.devices) && r.devices[d].Kind == KindCPU
 }
 
@@ -110,6 +129,7 @@ func (r *Registry) Lookup(name string) (Device, error) {
 
 // Peer reports whether device a can write device b's memory.
 func (r *Registry) Peer(a, b int) bool {
+	a, b = r.Resolve(a), r.Resolve(b)
 	if a < 0 || a >= len(r.devices) || b < 0 || b >= len(r.devices[a].P2P) {
 		return false
 	}

@@ -108,7 +108,7 @@ func TestBuildAsksTheBackendWhetherItSupportsTheOp(t *testing.T) {
 	}
 	defer rt.Close()
 	_, err = rt.Build(ctxT(t), ra.PipelineSpec{Name: "picky", Stages: []ra.StageSpec{{Name: "s", Op: "scale", Params: []float32{2}, Device: 1}}})
-	if !errors.Is(err, rk.ErrUnsupported) || !strings.Contains(err.Error(), `stage "s": op scale is not liked here, so it cannot run on gpu 1 (picky); place it on the CPU, device 2 ("cpu")`) {
+	if !errors.Is(err, rk.ErrUnsupported) || !strings.Contains(err.Error(), `stage "s": op scale is not liked here, so it cannot run on gpu 1 (picky); place it on the CPU: Device: runtime.CPU (device 2 here, "cpu" in a device list)`) {
 		t.Fatalf("Build on a backend that runs no op: %v", err)
 	}
 	p, err := rt.Build(ctxT(t), ra.PipelineSpec{Name: "on-cpu", Stages: []ra.StageSpec{{Name: "s", Op: "scale", Params: []float32{2}, Device: 2}}})

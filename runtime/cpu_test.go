@@ -151,7 +151,7 @@ func TestGoOnlyOpRefusedOnGPU(t *testing.T) {
 		{Name: "square", Op: "test_cpu_square", Device: 2},
 	}}
 	_, err := e.RT.Build(ctxT(t), spec)
-	want := fmt.Sprintf(`stage "square": op test_cpu_square has only a Go side (no CUDA source), so it cannot run on gpu 2 (sim-2); place it on the CPU, device %d ("cpu")`, cpu.ID)
+	want := fmt.Sprintf(`stage "square": op test_cpu_square has only a Go side (no CUDA source), so it cannot run on gpu 2 (sim-2); place it on the CPU: Device: runtime.CPU (device %d here, "cpu" in a device list)`, cpu.ID)
 	if !errors.Is(err, ra.ErrBadPipeline) || !strings.Contains(fmt.Sprint(err), want) {
 		t.Fatalf("Build: %v\nwant an error saying %s", err, want)
 	}

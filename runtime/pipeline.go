@@ -230,6 +230,7 @@ func (rt *Runtime) check(spec *PipelineSpec) (graph.Graph, error) {
 	for i := range spec.Stages {
 		s := &spec.Stages[i]
 		*s = s.WithDefaults()
+		s.Device = rt.reg.Resolve(s.Device) // CPU: the CPU's real id
 		if s.Node != "" {
 			return graph.Graph{}, bad("stage %q names node %q: a pipeline across nodes is built with package runtime/cluster (Join, then Node.Build)", s.Name, s.Node)
 		}

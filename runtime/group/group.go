@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -247,7 +248,10 @@ func check(rt *ra.Runtime, spec *Spec) error {
 		return bad("no devices; list the device ids to run an instance on")
 	}
 	seen := map[int]bool{}
-	for _, d := range spec.Devices {
+	spec.Devices = slices.Clone(spec.Devices) // runtime.CPU resolved, the caller's slice kept
+	for i, d := range spec.Devices {
+		d = rt.Registry().Resolve(d)
+		spec.Devices[i] = d
 		if _, err := rt.Registry().Device(d); err != nil {
 			return bad("%v", err)
 		}

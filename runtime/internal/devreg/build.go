@@ -39,7 +39,7 @@ func OpenDevices(ctx context.Context, b rk.Backend, pipeline string, stages []St
 
 // SupportsOp asks b whether device can run op (rk.Supporter). Where the
 // answer is no and the CPU, device cpu, can run it, the fix it gives
-// names the CPU's id.
+// names the CPU as code names it, runtime.CPU, and its id here.
 func SupportsOp(b rk.Backend, cpu, device int, op kernels.Op) error {
 	s, ok := b.(rk.Supporter)
 	if !ok {
@@ -52,7 +52,7 @@ func SupportsOp(b rk.Backend, cpu, device int, op kernels.Op) error {
 	}
 	if u.Kind != rk.KindCPU && s.Supports(cpu, op) == nil {
 		g := *u
-		g.Fix = fmt.Sprintf("place it on the CPU, device %d (%q)", cpu, rk.CPUName)
+		g.Fix = fmt.Sprintf("place it on the CPU: Device: runtime.CPU (device %d here, %q in a device list)", cpu, rk.CPUName)
 		return &g
 	}
 	return err
