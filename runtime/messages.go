@@ -41,20 +41,28 @@ type Result struct {
 	// Type is the result's type id: kernels.TypeFloats for a float32
 	// vector (in Floats), else a registered type's, whose bytes are in
 	// Bytes (decode them with As or Value).
+	// Floats and Bytes are the result's own: never reused, they may be
+	// kept (a kept one holds the memory of its egress batch's results).
 	Type   uint32
 	Floats []float32
 	Bytes  []byte
 	Stage  string
 }
 
-// Control messages, handled by the stage actor's Receive. Each is answered
-// (to RequestFuture) with the stage's StageStats or an error.
+// Control messages, handled by the stage actor's Receive, each within
+// 10 s. Sent with RequestFuture, each is answered once the kernel has
+// acknowledged it, with the stage's StageStats then (State Active, Idle,
+// Terminated), or with an error: one wrapping ringkernel.ErrTransition
+// when the stage's state does not take it (Activate of an Active stage,
+// Deactivate of one not Active, anything to a stopped one), the fault
+// of a faulted stage, or the timeout's. Sent with Send, none is answered.
 type (
-	// Activate lets the stage's kernel take messages.
+	// Activate lets the stage's kernel take messages (Launched or Idle).
 	Activate struct{}
-	// Deactivate leaves messages queued in the stage's mailbox.
+	// Deactivate leaves messages queued in the stage's mailbox (Active).
 	Deactivate struct{}
-	// Stop ends the stage's kernel, draining first when Drain is set.
+	// Stop ends the stage's kernel and those of the stages feeding it,
+	// draining first when Drain is set; it is answered once all ended.
 	Stop struct{ Drain bool }
 	// Stats asks for the stage's status.
 	Stats struct{}

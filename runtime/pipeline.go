@@ -74,7 +74,10 @@ type PipelineSpec struct {
 // during Close it is waited for CloseWait, and what it has not taken by
 // then is dead-lettered "sink not read" (ErrSinkNotRead), not delivered.
 type Sink struct {
-	// Func is called in the egress pump's goroutine. A panic in it is
+	// Func is called in the egress pumps' goroutines, one per exit stage:
+	// calls for one exit come one at a time, in the order its results
+	// left it, while calls for different exits may run at once (serialize
+	// Func itself for a graph of several exits). A panic in it is
 	// recovered: that result is dead-lettered "stage panic" (stage
 	// "egress", ErrStagePanic), not delivered, and the pump goes on.
 	Func func(Result)

@@ -8,14 +8,8 @@ import (
 	"github.com/asynkron/protoactor-go/actor"
 
 	"github.com/ringactor/ringactor/internal/ctxcheck"
+	"github.com/ringactor/ringactor/runtime/internal/msgtype"
 )
-
-// Request/response: a request is an ordinary message whose result (or
-// dead letter) goes back to whoever asked, correlated by the message id,
-// instead of to the pipeline's Deliver sink. It travels the same device
-// queues and is counted like any message: its result as delivered, its
-// dead letter as dead-lettered (and still reported to the spec's
-// dead-letter subscribers).
 
 // ErrDeadLettered: a request's message ended as a dead letter; the error is
 // a *RequestError carrying it.
@@ -42,30 +36,27 @@ type outcome struct {
 }
 
 // answer hands a request's outcome to its waiter (an abandoned one's is
-// counted and dropped). It reports false when id is no request (the
-// message goes to the sink as usual).
-func (p *Pipeline) answer(id uint64, o outcome) bool {
-	found, abandoned := p.reqs.Answer(id, o)
-	if abandoned {
-		p.acct.Abandon()
-	}
-	return found
-}
+// counted and dropped), and reports false when id is no request.
+func (p *Pipeline) answer(id uint64, o outcome) bool { return p.reqs.Settle(id, o, p.acct.Abandon) }
 
 // Request sends d into the pipeline and returns its result, or an error: a
 // *RequestError (matching ErrDeadLettered) when the message was
-// dead-lettered, with the dead letter's stage and reason; ctx's error when
-// ctx ends first, in which case the message still ends in the account (its
-// outcome is counted in PipelineStats.Abandoned and dropped, never handed
-// to the Deliver sink). d.ID 0 takes the next id; an id already in flight
-// as a request is refused. Requests and plain sends mix freely. A refusal
-// before anything was sent (a nil or ended ctx, an id already in flight, a
-// pipeline that does not answer requests) wraps ErrNotSent: that message
-// was not counted.
-//
-// A stage's PID answers requests too: RequestFuture(pid, Data{...}) gets
-// the Result, or a *RequestError, as its response.
+// dead-lettered; ctx's error when ctx ends first (the message still ends
+// in the account: its outcome is counted in PipelineStats.Abandoned and
+// dropped, never handed to the Deliver sink). Where the graph copies it
+// (RouteAll), the first copy to end answers, whatever its type; the others
+// go to the Deliver sink. d.ID 0 takes the next id; an id in flight as a
+// request is refused. A refusal before anything was sent (a nil or ended
+// ctx, an id in flight, a pipeline that does not answer requests) wraps
+// ErrNotSent: that message was not counted. A stage's PID answers
+// requests too: RequestFuture(pid, Data{...}) gets the Result, or a
+// *RequestError, as its response.
 func (p *Pipeline) Request(ctx context.Context, d Data) (Result, error) {
+	return p.request(ctx, d, nil)
+}
+
+// request is Request answered by the first outcome accept takes (nil: any).
+func (p *Pipeline) request(ctx context.Context, d Data, accept func(outcome) bool) (Result, error) {
 	if err := ctxcheck.LiveSend(ctx, "Pipeline.Request"); err != nil {
 		return Result{}, err
 	}
@@ -75,25 +66,11 @@ func (p *Pipeline) Request(ctx context.Context, d Data) (Result, error) {
 	if d.ID == 0 {
 		d.ID = p.idOf(0)
 	}
-	c, err := p.reqs.Call(d.ID)
+	o, err := p.reqs.Do(ctx, d.ID, accept, ErrNotSent, func() error { return p.Send(ctx, d) })
 	if err != nil {
-		return Result{}, fmt.Errorf("%w: %w", ErrNotSent, err)
+		return Result{}, err
 	}
-	if err := p.Send(ctx, d); err != nil {
-		if o, ok := c.GiveUp(); ok { // dead-lettered on the way in, or answered since
-			return o.result()
-		}
-		return Result{}, fmt.Errorf("ringactor: request %d: %w", d.ID, err)
-	}
-	select {
-	case o := <-c.Done():
-		return o.result()
-	case <-ctx.Done():
-		if o, ok := c.GiveUp(); ok {
-			return o.result()
-		}
-		return Result{}, fmt.Errorf("ringactor: request %d: gave up waiting for its result (it is still counted when it ends): %w", d.ID, ctx.Err())
-	}
+	return o.result()
 }
 
 func (o outcome) result() (Result, error) {
@@ -120,16 +97,33 @@ func (p *Pipeline) requestFromActor(d Data, sender *actor.PID) (Data, error) {
 
 // RequestAs sends v, a value of a registered type (or a Data), into the
 // pipeline as a request, and returns its result decoded as a U: Request
-// and As in one call.
+// and As in one call. It is answered by the first result of type U (or
+// the first dead letter): in a graph that copies the message to exits of
+// several types, the copies of other types go to the Deliver sink, and
+// should none of type U come, the error at ctx's end names the types that
+// did. A pipeline none of whose exits gives a U is refused at once
+// (ErrNotSent, ErrWrongType).
 func RequestAs[U any](ctx context.Context, p *Pipeline, v any) (U, error) {
+	var u U
 	d, ok := v.(Data)
 	if !ok {
 		d = Data{Value: v}
 	}
-	r, err := p.Request(ctx, d)
+	w, err := msgtype.WantFor[U](p.exitTypes())
 	if err != nil {
-		var zero U
-		return zero, err
+		return u, fmt.Errorf("%w: pipeline %q: %w", ErrNotSent, p.spec.Name, err)
+	}
+	r, err := p.request(ctx, d, func(o outcome) bool { return o.dead != nil || w.Takes(o.r.Type) })
+	if err != nil {
+		return u, w.Note(err)
 	}
 	return As[U](r)
+}
+
+// exitTypes are the types of the results that leave p, an exit's each.
+func (p *Pipeline) exitTypes() (ts []uint32) {
+	for _, s := range p.exits {
+		ts = append(ts, p.gives[s.idx])
+	}
+	return ts
 }

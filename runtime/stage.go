@@ -47,10 +47,8 @@ type StageSpec struct {
 	// reads each of them in turn (fan-in, up to the device loop's
 	// in-link limit, ringkernel.MaxDeviceInLinks, with its ingress).
 	To []string
-	// Route picks which of To gets each result: RouteOne (the default,
-	// for one), RouteAll (a copy to each), RouteRoundRobin, RouteKey (by
-	// the u32 at KeyOffset in the result) or RoutePort (the port its op
-	// chose).
+	// Route picks which of To gets each result (RouteOne, the default,
+	// and the others Route lists); KeyOffset is RouteKey's.
 	Route     Route
 	KeyOffset int
 	// Backpressure is what a send does when the stage's mailbox (its

@@ -7,19 +7,9 @@ import (
 	"github.com/ringactor/ringactor/runtime/internal/msgtype"
 )
 
-// Typed messages. Every message carries a 32-bit type id in its slot
-// header; a Go type registered under an id (RegisterType) travels as:
-//   - its raw little-endian bytes, when it is a fixed-layout struct
-//     (kernels.LayoutOf: numbers and arrays of them, no pointers, slices,
-//     strings or maps): written straight into the slot, and read by a
-//     device stage as the C struct kernels.Layout.C gives;
-//   - msgpack otherwise, for stages that run in Go.
-//
-// Two types are built in: []float32 (id 0, kernels.TypeFloats), what
-// Data.Floats carries and every float op takes, and kernels.Keyed (id 1).
-// The registry is the process's, like encoding/gob's: register a type
-// once, before sending it (registering it again under the same id is a
-// no-op). The registry and the codecs are runtime/internal/msgtype's.
+// Typed messages (the package doc says how they travel): the registry,
+// the process's as encoding/gob's is, and the codecs are
+// runtime/internal/msgtype's.
 
 // MessageType describes a registered message type.
 type MessageType struct {
@@ -101,7 +91,7 @@ func As[T any](r Result) (T, error) { return msgtype.As[T](r.payload()) }
 
 // GoStage registers f as an op named name that runs in Go: it takes
 // messages of type T and gives messages of type U (both registered, or
-// []float32). It has no CUDA side, so it runs on simulated devices; f is
+// []float32). It has no CUDA side, so it runs on the CPU (Device: CPU); f is
 // called from one stage's kernel at a time per message (a stage with
 // Workers calls it from several goroutines; a Stateful one, in order).
 // An error from f dead-letters that message ("stage error").

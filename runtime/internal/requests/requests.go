@@ -1,6 +1,7 @@
 package requests
 
 import (
+	"context"
 	"fmt"
 	"sync"
 	"sync/atomic"
@@ -18,13 +19,21 @@ type Table[O any] struct {
 // gave up: the outcome is counted and dropped.
 type waiter[O any] struct {
 	to        func(O)
+	accept    func(O) bool // nil: every outcome
 	abandoned bool
 }
 
 // Add registers request id, whose outcome goes to to (called once, by
 // Answer, outside the table's lock; it must not block). An id already in
 // flight is refused.
-func (t *Table[O]) Add(id uint64, to func(O)) error {
+func (t *Table[O]) Add(id uint64, to func(O)) error { return t.AddIf(id, nil, to) }
+
+// AddIf is Add for a waiter that takes only the outcomes accept approves
+// (nil: all). An outcome it refuses leaves the request in flight: Answer
+// reports it not found, and the outcome goes its usual way (a request of
+// one type in a graph that copies to exits of several). accept is called
+// under the table's lock: it must be quick and must not call the table.
+func (t *Table[O]) AddIf(id uint64, accept func(O) bool, to func(O)) error {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	if t.m == nil {
@@ -33,7 +42,7 @@ func (t *Table[O]) Add(id uint64, to func(O)) error {
 	if _, dup := t.m[id]; dup {
 		return fmt.Errorf("ringactor: a request with message id %d is already in flight; give each request its own id, or 0 for the next", id)
 	}
-	t.m[id] = &waiter[O]{to: to}
+	t.m[id] = &waiter[O]{to: to, accept: accept}
 	t.n.Add(1)
 	return nil
 }
@@ -47,7 +56,7 @@ func (t *Table[O]) Pending() bool { return t.n.Load() > 0 }
 // It reports found false when id is no request (the message goes its
 // usual way, to the sink).
 func (t *Table[O]) Answer(id uint64, o O) (found, abandoned bool) {
-	w, ok := t.take(id)
+	w, ok := t.take(id, o)
 	if !ok {
 		return false, false
 	}
@@ -58,14 +67,27 @@ func (t *Table[O]) Answer(id uint64, o O) (found, abandoned bool) {
 	return true, false
 }
 
-// take removes and returns id's waiter, if any.
-func (t *Table[O]) take(id uint64) (*waiter[O], bool) {
+// Settle is Answer for a caller that counts an abandoned outcome with
+// abandoned; it reports whether id was a request.
+func (t *Table[O]) Settle(id uint64, o O, abandoned func()) bool {
+	found, ab := t.Answer(id, o)
+	if ab {
+		abandoned()
+	}
+	return found
+}
+
+// take removes and returns id's waiter, if any and it accepts o.
+func (t *Table[O]) take(id uint64, o O) (*waiter[O], bool) {
 	if t.n.Load() == 0 {
 		return nil, false
 	}
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	w, ok := t.m[id]
+	if ok && w.accept != nil && !w.accept(o) {
+		return nil, false
+	}
 	if ok {
 		delete(t.m, id)
 		t.n.Add(-1)
@@ -95,9 +117,13 @@ type Call[O any] struct {
 
 // Call registers request id for a caller that waits for its outcome on
 // the returned Call's Done. An id already in flight is refused.
-func (t *Table[O]) Call(id uint64) (*Call[O], error) {
+func (t *Table[O]) Call(id uint64) (*Call[O], error) { return t.CallIf(id, nil) }
+
+// CallIf is Call for a caller that takes only the outcomes accept
+// approves (AddIf).
+func (t *Table[O]) CallIf(id uint64, accept func(O) bool) (*Call[O], error) {
 	c := &Call[O]{t: t, id: id, ch: make(chan O, 1)}
-	if err := t.Add(id, func(o O) { c.ch <- o }); err != nil { // buffered: Answer never blocks
+	if err := t.AddIf(id, accept, func(o O) { c.ch <- o }); err != nil { // buffered: Answer never blocks
 		return nil, err
 	}
 	return c, nil
@@ -116,4 +142,38 @@ func (c *Call[O]) GiveUp() (o O, ok bool) {
 		return o, false
 	}
 	return <-c.ch, true
+}
+
+// Wait waits for the request's outcome until ctx ends; then it gives up
+// (GiveUp), and reports ok false if the request was abandoned.
+func (c *Call[O]) Wait(ctx context.Context) (o O, ok bool) {
+	select {
+	case o := <-c.ch:
+		return o, true
+	case <-ctx.Done():
+		return c.GiveUp()
+	}
+}
+
+// Do is one request from start to end: it registers request id (taking
+// only the outcomes accept approves, nil: all), sends it with send, and
+// waits for its outcome until ctx ends. Its errors: id already in flight
+// (wrapping notSent: nothing was sent), send's error, or ctx's once the
+// caller gave up; an outcome that came meanwhile is returned instead.
+func (t *Table[O]) Do(ctx context.Context, id uint64, accept func(O) bool, notSent error, send func() error) (O, error) {
+	var none O
+	c, err := t.CallIf(id, accept)
+	if err != nil {
+		return none, fmt.Errorf("%w: %w", notSent, err)
+	}
+	if err := send(); err != nil {
+		if o, ok := c.GiveUp(); ok { // dead-lettered on the way in, or answered since
+			return o, nil
+		}
+		return none, fmt.Errorf("ringactor: request %d: %w", id, err)
+	}
+	if o, ok := c.Wait(ctx); ok {
+		return o, nil
+	}
+	return none, fmt.Errorf("ringactor: request %d: gave up waiting for its result (it is still counted when it ends): %w", id, ctx.Err())
 }

@@ -1,6 +1,8 @@
 package requests
 
 import (
+	"context"
+	"errors"
 	"runtime"
 	"strings"
 	"sync"
@@ -99,7 +101,7 @@ func TestGiveUp(t *testing.T) {
 func TestGiveUpWhileAnswerHandsOver(t *testing.T) {
 	var tb Table[int]
 	c, _ := tb.Call(3)
-	w, ok := tb.take(3) // Answer's first half
+	w, ok := tb.take(3, 30) // Answer's first half
 	if !ok || tb.Pending() {
 		t.Fatal("take")
 	}
@@ -195,5 +197,77 @@ func TestConcurrentCalls(t *testing.T) {
 	wg.Wait()
 	if tb.Pending() {
 		t.Fatal("requests left in the table")
+	}
+}
+
+// A waiter that takes only some outcomes: the others are not found (they
+// go their usual way) and leave it in flight, also once abandoned; the
+// first it takes answers it.
+func TestCallIfTakesOnlyWhatItAccepts(t *testing.T) {
+	var tb Table[int]
+	var refused []int
+	even := func(o int) bool {
+		if o%2 == 0 {
+			return true
+		}
+		refused = append(refused, o)
+		return false
+	}
+	c, err := tb.CallIf(5, even)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, o := range []int{1, 3} {
+		if found, ab := tb.Answer(5, o); found || ab {
+			t.Fatalf("outcome %d, refused, was found (%v) or abandoned (%v)", o, found, ab)
+		}
+	}
+	if !tb.Pending() {
+		t.Fatal("a refused outcome ended the request")
+	}
+	if found, ab := tb.Answer(5, 4); !found || ab {
+		t.Fatalf("outcome 4: found %v, abandoned %v", found, ab)
+	}
+	if o := <-c.Done(); o != 4 || len(refused) != 2 {
+		t.Fatalf("got %d, refused %v", o, refused)
+	}
+	// Abandoned: a refused outcome still goes its way; an accepted one is dropped.
+	c, _ = tb.CallIf(6, even)
+	if _, ok := c.GiveUp(); ok {
+		t.Fatal("gave up before any outcome, and got one")
+	}
+	if found, _ := tb.Answer(6, 7); found {
+		t.Fatal("an abandoned waiter took an outcome it refuses")
+	}
+	n := 0
+	if !tb.Settle(6, 8, func() { n++ }) || n != 1 || tb.Pending() {
+		t.Fatalf("the accepted outcome of an abandoned request: counted %d times, pending %v", n, tb.Pending())
+	}
+}
+
+// Do: an id in flight wraps notSent; a failed send returns its error; an
+// outcome answers; ctx's end gives up with ctx's error.
+func TestDo(t *testing.T) {
+	var tb Table[int]
+	notSent := errors.New("not sent")
+	_, _ = tb.Call(1)
+	if _, err := tb.Do(context.Background(), 1, nil, notSent, func() error { return nil }); !errors.Is(err, notSent) {
+		t.Fatalf("an id in flight: %v", err)
+	}
+	boom := errors.New("boom")
+	if _, err := tb.Do(context.Background(), 2, nil, notSent, func() error { return boom }); !errors.Is(err, boom) || errors.Is(err, notSent) {
+		t.Fatalf("a failed send: %v", err)
+	}
+	o, err := tb.Do(context.Background(), 3, nil, notSent, func() error {
+		go tb.Answer(3, 33)
+		return nil
+	})
+	if err != nil || o != 33 {
+		t.Fatalf("answered: %d, %v", o, err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	_, err = tb.Do(ctx, 4, nil, notSent, func() error { cancel(); return nil })
+	if !errors.Is(err, context.Canceled) || !strings.Contains(err.Error(), "request 4: gave up waiting") {
+		t.Fatalf("ctx ended: %v", err)
 	}
 }
