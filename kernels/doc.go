@@ -35,7 +35,17 @@
 // unsigned char *out, int out_cap, int *port). A fixed-layout Go struct
 // (LayoutOf) is read there as the C struct Layout.C writes;
 // include/ringactor_types.h holds the built-ins' (Keyed as ra_keyed). The
-// built-in typed ops are pass, keyed_scale, keyed_sum and keyed_count.
+// built-in typed ops:
+//   - pass: any message, handed on unchanged with its type (a router or a
+//     merge in a typed graph; Build takes its type from its neighbours);
+//   - keyed_scale: a Keyed with each of its eight Values times params[0]
+//     (Key and Count unchanged);
+//   - keyed_sum: a Keyed to a float32 vector [float32(Key), the sum of its
+//     eight Values];
+//   - keyed_count: a Keyed handed on with Count set to how many messages
+//     of its key (Key mod KeyedCountKeys, 256) this stage has seen, this
+//     one included (its state is the counts: Build requires the stage
+//     Stateful).
 //
 // # Shipped PTX
 //

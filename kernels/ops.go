@@ -290,9 +290,6 @@ func builtins() []Op {
 		{Name: "pair_sum", Go: pairwise(sumOf)},
 		{Name: "pair_min", Go: pairwise(minOf)},
 		{Name: "pair_max", Go: pairwise(maxOf)},
-		// branch passes a message on unchanged down port 0 when its first
-		// element is below the threshold (or it is empty), else port 1: a
-		// router for graphs.
 		// pass hands on any message unchanged, with its type: a router or
 		// a merge for typed graphs.
 		{Name: "pass", Typed: passOn, In: TypeAny, Out: TypeAny},
@@ -304,6 +301,9 @@ func builtins() []Op {
 		// KeyedCountKeys): it hands each one on with Count set to the
 		// messages of its key seen so far, this one included.
 		{Name: "keyed_count", StateFloats: KeyedCountKeys, Typed: keyedCount, In: TypeKeyed, Out: TypeKeyed},
+		// branch passes a message on unchanged down port 0 when its first
+		// element is below the threshold (or it is empty), else port 1: a
+		// router for graphs.
 		{Name: "branch", Params: 1, Ports: 2, GoPort: func(p, _, in, out []float32) (int, int, error) {
 			if err := fits(in, out); err != nil {
 				return 0, 0, err

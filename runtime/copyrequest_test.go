@@ -3,6 +3,7 @@ package runtime_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"strings"
 	"sync"
@@ -226,6 +227,35 @@ func TestControlAnswers(t *testing.T) {
 		t.Fatalf("Stop answered %#v", a)
 	}
 	if err := p.Close(ctxT(t), true); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// RouteKey reads a u32 at a fixed offset: on results that travel as
+// msgpack it would route on encoded bytes, so Build refuses it, naming
+// the stage, the type and the fix; on a fixed-layout type it builds.
+func TestRouteKeyOnMsgpackRefused(t *testing.T) {
+	registerTestTypes(t)
+	e := newEnv(t, "")
+	spec := ra.PipelineSpec{Name: "key-msgpack", Stages: []ra.StageSpec{
+		{Name: "price", Op: "test_price", Route: ra.RouteKey, KeyOffset: 4, To: []string{"l", "r"}, Device: ra.CPU, SlotSize: 128},
+		{Name: "l", Op: "pass", Device: ra.CPU, SlotSize: 128},
+		{Name: "r", Op: "pass", Device: ra.CPU, SlotSize: 128},
+	}}
+	_, err := e.RT.Build(ctxT(t), spec)
+	for _, w := range []string{`stage "price" routes by key (RouteKey)`, "runtime_test.invoice (type 101) travels as msgpack", "make the type fixed layout", "route in a Go stage"} {
+		if !errors.Is(err, ra.ErrBadPipeline) || !strings.Contains(fmt.Sprint(err), w) {
+			t.Fatalf("Build: %v\nwant ErrBadPipeline saying %q", err, w)
+		}
+	}
+	spec.Stages[0] = ra.StageSpec{Name: "price", Op: "pass", Route: ra.RouteKey, To: []string{"l", "r"}}
+	spec.Stages[1].Op, spec.Stages[2].Op = "keyed_scale", "keyed_scale"
+	spec.Stages[1].Params, spec.Stages[2].Params = []float32{1}, []float32{1}
+	p, err := e.RT.Build(ctxT(t), spec)
+	if err != nil {
+		t.Fatalf("RouteKey on kernels.Keyed: %v", err)
+	}
+	if err := p.Close(ctxT(t), false); err != nil {
 		t.Fatal(err)
 	}
 }

@@ -6,6 +6,7 @@ import (
 
 	"github.com/ringactor/ringactor/kernels"
 	rk "github.com/ringactor/ringactor/ringkernel"
+	"github.com/ringactor/ringactor/runtime/internal/msgtype"
 	"github.com/ringactor/ringactor/runtime/internal/naming"
 )
 
@@ -35,7 +36,8 @@ type Graph struct {
 
 // Resolve checks stages and resolves their graph: Of, then each stage's
 // route against its next stages and its op (ringkernel.CheckRoute), then
-// Types. stealIn is how many extra in-links the first stage reads (a
+// Types, and last RouteKey on results that travel as msgpack
+// (msgtype.Keyable). stealIn is how many extra in-links the first stage reads (a
 // stage group's); typeName names a type id in errors.
 func Resolve(stages []Stage, stealIn int, typeName func(uint32) string) (Graph, error) {
 	next, err := Of(stages, stealIn)
@@ -50,6 +52,14 @@ func Resolve(stages []Stage, stealIn int, typeName func(uint32) string) (Graph, 
 	in, out, err := Types(stages, next, typeName)
 	if err != nil {
 		return Graph{}, err
+	}
+	for i, s := range stages {
+		if s.Route != rk.RouteKey {
+			continue
+		}
+		if err := msgtype.Keyable(out[i]); err != nil {
+			return Graph{}, fmt.Errorf("stage %q routes by key (RouteKey), but its results are %w", s.Name, err)
+		}
 	}
 	return Graph{Next: next, In: in, Out: out}, nil
 }

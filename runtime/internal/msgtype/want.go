@@ -62,3 +62,16 @@ func names(ids []uint32) string {
 	}
 	return strings.Join(ns, ", ")
 }
+
+// Keyable refuses routing by key (RouteKey: the u32 at an offset in the
+// result) on results of type id when that type travels as msgpack: the
+// offset would read encoded bytes, whose place moves with the values.
+// Float vectors, fixed-layout types and kernels.TypeAny (a stage fed
+// several types) pass.
+func Keyable(id uint32) error {
+	m, ok := ByID(id)
+	if !ok || id == kernels.TypeFloats || m.Fixed {
+		return nil
+	}
+	return fmt.Errorf("%s travels as msgpack, whose bytes move with its values: RouteKey reads a u32 at a fixed offset; make the type fixed layout (numbers and arrays of them), or route in a Go stage that gives a fixed-layout type (a key and the value's id)", Name(id))
+}
