@@ -96,3 +96,25 @@ func TestSelect(t *testing.T) {
 		t.Fatalf("Select 3 peers: %v", err)
 	}
 }
+
+// CPU stands for the CPU's id wherever an id is taken, whatever the
+// number of GPUs; Resolve gives the real id and leaves other ids alone.
+func TestCPUConstant(t *testing.T) {
+	for _, gpus := range []int{1, 3} {
+		devs, _ := (&sim.Backend{Devices: gpus}).ListDevices()
+		r := rk.NewRegistry(rk.Kind{Name: "sim"}, devs, cpuDevice(gpus), "")
+		if r.Resolve(rk.CPU) != gpus || r.Resolve(0) != 0 || r.Resolve(-1) != -1 {
+			t.Fatalf("%d GPUs: Resolve(CPU) = %d", gpus, r.Resolve(rk.CPU))
+		}
+		if d, err := r.Device(rk.CPU); err != nil || d.ID != gpus || d.Kind != rk.KindCPU || !r.CPU(rk.CPU) {
+			t.Fatalf("%d GPUs: Device(CPU) = %+v, %v", gpus, d, err)
+		}
+		if c := r.Connection(0, rk.CPU); c.Level != rk.LevelPHB {
+			t.Fatalf("%d GPUs: Connection(0, CPU) = %v, want PHB", gpus, c)
+		}
+	}
+	var empty rk.Registry
+	if _, err := empty.Device(rk.CPU); !errors.Is(err, rk.ErrNoDevice) {
+		t.Fatalf("an empty registry's CPU: %v", err)
+	}
+}

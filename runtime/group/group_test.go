@@ -450,3 +450,24 @@ func TestGroupRefusesNilAndEndedContexts(t *testing.T) {
 		t.Fatalf("refused sends were counted: %+v", st)
 	}
 }
+
+// runtime.CPU in a group's Devices is the CPU, whatever its id: the
+// instance there reports the real id, and CPU beside the CPU's own id is
+// one device listed twice.
+func TestGroupOnCPUConstant(t *testing.T) {
+	rttest.Need(t, rttest.SimDevices)
+	rt := rttest.New(t, ra.DeviceOptions{Backend: "sim", SimDevices: 2, Log: io.Discard}).RT
+	cpu := rt.Registry().CPUDevice().ID
+	spec := group.Spec{Name: "cpu-group", Devices: []int{0, ra.CPU}, Policy: group.Static, Steal: true}
+	st := runGroup(t, rt, spec, 200)
+	if len(st.Instances) != 2 || st.Instances[1].Device != cpu {
+		t.Fatalf("instances %+v; want the second on device %d", st.Instances, cpu)
+	}
+	if spec.Devices[1] != ra.CPU {
+		t.Fatal("group.New changed the caller's Devices")
+	}
+	_, err := group.New(ctxT(t), rt, group.Spec{Name: "twice", Devices: []int{cpu, ra.CPU}, Stage: ra.StageSpec{Name: "s", Op: "identity"}})
+	if !errors.Is(err, group.ErrBadSpec) || !strings.Contains(err.Error(), "listed twice") {
+		t.Fatalf("CPU and its id: %v; want listed twice", err)
+	}
+}
