@@ -229,7 +229,10 @@ func TestGoSnippets(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
 	run := exec.CommandContext(ctx, bin)
-	run.Env = append(os.Environ(), "RINGACTOR_SIM_DEVICES=4")
+	// The README's snippets name devices 0 to 3: they run on 4 simulated
+	// devices whatever the host has, the CUDA driver (real or emulated)
+	// hidden behind a path that does not exist.
+	run.Env = append(os.Environ(), "RINGACTOR_SIM_DEVICES=4", "RINGACTOR_LIBCUDA="+filepath.Join(dir, "no-libcuda.so"))
 	out, err := run.CombinedOutput()
 	if err != nil {
 		t.Fatalf("the README's Go snippets: %v\n%s", err, out)
