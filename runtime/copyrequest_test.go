@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -74,7 +75,11 @@ func TestRequestAsInCopyGraph(t *testing.T) {
 	const n = 50
 	var sunk atomic.Int64
 	both := make(chan struct{}) // the two copies of the keyed request reached the sink
-	p := buildStarted(t, e.RT, copyGraph("copies", ra.Sink{Func: func(ra.Result) {
+	var kept, keptCopy []byte   // a result's Bytes are its own: kept, they never change
+	p := buildStarted(t, e.RT, copyGraph("copies", ra.Sink{Func: func(r ra.Result) {
+		if r.ID == 1 {
+			kept, keptCopy = r.Bytes, slices.Clone(r.Bytes)
+		}
 		if sunk.Add(1) == n+2 {
 			close(both)
 		}
@@ -103,6 +108,9 @@ func TestRequestAsInCopyGraph(t *testing.T) {
 	}
 	if err := p.Close(ctxT(t), true); err != nil {
 		t.Fatal(err)
+	}
+	if len(kept) == 0 || !slices.Equal(kept, keptCopy) {
+		t.Fatalf("the Bytes of result 1, kept by the sink, changed: %x, were %x", kept, keptCopy)
 	}
 	st := p.Stats()
 	if sunk.Load() != n+2 || st.Sent != n+1 || st.Copied != n+1 || st.Delivered != 2*n+2 || st.InFlight != 0 || st.Abandoned != 0 {

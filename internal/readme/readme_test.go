@@ -350,3 +350,34 @@ func TestCommandFlags(t *testing.T) {
 		}
 	}
 }
+
+// TestMakeTargetsAndScripts checks that every `make X` the README names is
+// a target of the Makefile and every `bash path` script is in the
+// repository (.gpu/ is what make gpu-bundle builds).
+func TestMakeTargetsAndScripts(t *testing.T) {
+	raw, err := os.ReadFile(readme)
+	if err != nil {
+		t.Fatal(err)
+	}
+	mk, err := os.ReadFile("../../Makefile")
+	if err != nil {
+		t.Fatal(err)
+	}
+	targets := regexp.MustCompile(`\bmake ([a-z][a-z-]*)`).FindAllStringSubmatch(string(raw), -1)
+	if len(targets) < 5 {
+		t.Fatalf("found %d make targets in the README", len(targets))
+	}
+	for _, m := range targets {
+		if !regexp.MustCompile(`(?m)^` + regexp.QuoteMeta(m[1]) + `:`).Match(mk) {
+			t.Errorf("README names make %s: no such target in the Makefile", m[1])
+		}
+	}
+	for _, m := range regexp.MustCompile(`\bbash ([\w./-]+)`).FindAllStringSubmatch(string(raw), -1) {
+		if strings.HasPrefix(m[1], ".gpu/") {
+			continue
+		}
+		if _, err := os.Stat(filepath.Join("../..", m[1])); err != nil {
+			t.Errorf("README runs bash %s: %v", m[1], err)
+		}
+	}
+}
