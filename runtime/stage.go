@@ -22,7 +22,7 @@ type StageSpec struct {
 	// Op is a registered op (see package kernels) and Params its parameters.
 	Op     string
 	Params []float32
-	// Device is the device id the stage's kernel runs on.
+	// Device is the device id the stage's kernel runs on; CPU is the CPU.
 	Device int
 	// Node is the cluster node that runs the stage ("" for this one): a
 	// pipeline that names other nodes is built with Node.Build, which

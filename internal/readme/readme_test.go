@@ -110,7 +110,7 @@ var harnesses = []harness{
 	if err != nil {
 		return err
 	}
-	defer box.Stop(context.Background())
+	defer box.Stop(ctx)
 	batch := []runtime.Data{{Floats: []float32{8}}, {Floats: []float32{32}}}`,
 		subst: [][2]string{
 			{`ManagePort: 7001`, `ManagePort: managePort`},
