@@ -1,8 +1,9 @@
 // Package hist is the project's one latency histogram: an HDR histogram
-// (github.com/HdrHistogram/hdrhistogram-go) behind a mutex, so that the
-// runtime's stage latencies (runtime.Pipeline.Latency) and the benchmarks'
-// p50/p99 (internal/bench, internal/gpubench) count samples and compute
-// percentiles the same way.
+// (github.com/HdrHistogram/hdrhistogram-go), so that the runtime's stage
+// latencies (runtime.Pipeline.Latency) and the benchmarks' p50/p99
+// (internal/bench, internal/gpubench) count samples and compute
+// percentiles the same way. Histogram is safe for concurrent use; Counts
+// is the same without its lock, for a caller that holds its own.
 //
 // Range and precision: it tracks 0 to Highest (one hour) in nanoseconds
 // with Digits (3) significant decimal digits. A duration above Highest is
@@ -35,10 +36,11 @@ const (
 	Digits = 3
 )
 
-// Histogram counts durations. The zero value is ready to use and holds no
-// memory until its first Record; its methods may be called concurrently.
-type Histogram struct {
-	mu      sync.Mutex
+// Counts counts durations: Histogram without its lock, for a caller that
+// holds its own (meter.Latencies keeps two under one). The zero value is
+// ready to use and holds no memory until its first Record; it is not safe
+// for concurrent use.
+type Counts struct {
 	h       *hdrhistogram.Histogram
 	clamped uint64
 }
@@ -51,56 +53,46 @@ func Bytes() int { return newHDR().ByteSize() }
 
 // Record counts one duration: a negative one as 0, one above Highest as
 // Highest (both also counted by Clamped).
-func (h *Histogram) Record(d time.Duration) {
-	h.mu.Lock()
-	if h.h == nil {
-		h.h = newHDR()
+func (c *Counts) Record(d time.Duration) {
+	if c.h == nil {
+		c.h = newHDR()
 	}
 	if d < 0 || d > Highest {
-		h.clamped++
+		c.clamped++
 		d = max(0, min(d, Highest))
 	}
 	// In range, and far from int64 counts' overflow: it cannot fail.
-	_ = h.h.RecordValue(int64(d))
-	h.mu.Unlock()
+	_ = c.h.RecordValue(int64(d))
 }
 
 // Count is the number of durations recorded (merged ones included).
-func (h *Histogram) Count() uint64 {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	if h.h == nil {
+func (c *Counts) Count() uint64 {
+	if c.h == nil {
 		return 0
 	}
-	return uint64(h.h.TotalCount())
+	return uint64(c.h.TotalCount())
 }
 
 // Clamped is how many of the durations counted were out of range and
 // recorded at a bound: negative ones as 0, ones above Highest as Highest.
-func (h *Histogram) Clamped() uint64 {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	return h.clamped
-}
+func (c *Counts) Clamped() uint64 { return c.clamped }
 
 // Quantile is the q quantile (q in [0, 1]) of the durations recorded, as
 // the package documentation defines it; 0 when there are none.
-func (h *Histogram) Quantile(q float64) time.Duration { return h.Quantiles(q)[0] }
+func (c *Counts) Quantile(q float64) time.Duration { return c.Quantiles(q)[0] }
 
 // Quantiles are the qs quantiles (each in [0, 1]) in the order given, in
 // one pass over the counts; all 0 when nothing has been recorded.
-func (h *Histogram) Quantiles(qs ...float64) []time.Duration {
+func (c *Counts) Quantiles(qs ...float64) []time.Duration {
+	out := make([]time.Duration, len(qs))
+	if c.h == nil {
+		return out
+	}
 	ps := make([]float64, len(qs))
 	for i, q := range qs {
 		ps[i] = 100 * q // hdrhistogram's quantiles are percents
 	}
-	out := make([]time.Duration, len(qs))
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	if h.h == nil {
-		return out
-	}
-	for i, v := range h.h.ValueAtPercentilesSlice(ps) {
+	for i, v := range c.h.ValueAtPercentilesSlice(ps) {
 		// The top bucket reaches a little past Highest.
 		out[i] = min(time.Duration(v), Highest)
 	}
@@ -108,41 +100,98 @@ func (h *Histogram) Quantiles(qs ...float64) []time.Duration {
 }
 
 // Percentiles are the 50th, 90th and 99th percentiles (Quantiles).
-func (h *Histogram) Percentiles() (p50, p90, p99 time.Duration) {
-	q := h.Quantiles(.50, .90, .99)
+func (c *Counts) Percentiles() (p50, p90, p99 time.Duration) {
+	q := c.Quantiles(.50, .90, .99)
 	return q[0], q[1], q[2]
 }
 
-// Merge adds from's counts (and its Clamped) to h. from is read first, so
-// two histograms may be merged into each other at once, and h.Merge(h)
-// doubles h.
+// Merge adds from's counts (and its Clamped) to c; c.Merge(c) doubles c.
+func (c *Counts) Merge(from *Counts) {
+	c.clamped += from.clamped
+	if from.h == nil {
+		return
+	}
+	if c.h == nil {
+		c.h = newHDR()
+	}
+	if from == c {
+		// Same range on both sides: nothing is dropped.
+		c.h.Merge(from.h.Clone())
+		return
+	}
+	c.h.Merge(from.h)
+}
+
+// Reset forgets every duration recorded, keeping the memory.
+func (c *Counts) Reset() {
+	if c.h != nil {
+		c.h.Reset()
+	}
+	c.clamped = 0
+}
+
+// Histogram is Counts behind a mutex: its methods may be called
+// concurrently. The zero value is ready to use and holds no memory until
+// its first Record.
+type Histogram struct {
+	mu sync.Mutex
+	c  Counts
+}
+
+// Record counts one duration (Counts.Record).
+func (h *Histogram) Record(d time.Duration) {
+	h.mu.Lock()
+	h.c.Record(d)
+	h.mu.Unlock()
+}
+
+// Count is the number of durations recorded (merged ones included).
+func (h *Histogram) Count() uint64 {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.c.Count()
+}
+
+// Clamped is how many durations were recorded at a bound (Counts.Clamped).
+func (h *Histogram) Clamped() uint64 {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.c.Clamped()
+}
+
+// Quantile is the q quantile (q in [0, 1]); 0 when there are none.
+func (h *Histogram) Quantile(q float64) time.Duration { return h.Quantiles(q)[0] }
+
+// Quantiles are the qs quantiles in the order given (Counts.Quantiles).
+func (h *Histogram) Quantiles(qs ...float64) []time.Duration {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.c.Quantiles(qs...)
+}
+
+// Percentiles are the 50th, 90th and 99th percentiles.
+func (h *Histogram) Percentiles() (p50, p90, p99 time.Duration) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.c.Percentiles()
+}
+
+// Merge adds from's counts (and its Clamped) to h. from is copied first,
+// under its own lock, so two histograms may be merged into each other at
+// once, and h.Merge(h) doubles h.
 func (h *Histogram) Merge(from *Histogram) {
 	from.mu.Lock()
-	var src *hdrhistogram.Histogram
-	if from.h != nil {
-		src = from.h.Clone()
-	}
-	clamped := from.clamped
+	var src Counts
+	src.Merge(&from.c)
 	from.mu.Unlock()
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	h.clamped += clamped
-	if src == nil {
-		return
-	}
-	if h.h == nil {
-		h.h = newHDR()
-	}
-	// Same range on both sides: nothing is dropped.
-	h.h.Merge(src)
+	h.c.Merge(&src)
 }
 
 // Reset forgets every duration recorded, keeping the memory.
 func (h *Histogram) Reset() {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	if h.h != nil {
-		h.h.Reset()
-	}
-	h.clamped = 0
+	h.c.Reset()
 }

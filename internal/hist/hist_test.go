@@ -174,3 +174,31 @@ func TestConcurrent(t *testing.T) {
 		t.Fatalf("Count %d, want %d", h.Count(), 2*writers*each)
 	}
 }
+
+// Counts, the unlocked core: its zero value is empty, merging it into
+// itself doubles it, and it agrees with Histogram.
+func TestCounts(t *testing.T) {
+	var c Counts
+	var h Histogram
+	if c.Count() != 0 || c.Quantile(.5) != 0 {
+		t.Fatalf("empty: count %d p50 %v", c.Count(), c.Quantile(.5))
+	}
+	for i := range 5000 {
+		c.Record(time.Duration(i) * time.Microsecond)
+		h.Record(time.Duration(i) * time.Microsecond)
+	}
+	c.Record(3 * Highest)
+	h.Record(3 * Highest)
+	p50, p90, p99 := c.Percentiles()
+	if q := h.Quantiles(.5, .9, .99); q[0] != p50 || q[1] != p90 || q[2] != p99 || c.Count() != h.Count() || c.Clamped() != 1 {
+		t.Fatalf("Counts %v %v %v (count %d, clamped %d), Histogram %v (count %d)", p50, p90, p99, c.Count(), c.Clamped(), q, h.Count())
+	}
+	c.Merge(&c)
+	if c.Count() != 2*h.Count() || c.Clamped() != 2 || c.Quantile(.9) != p90 {
+		t.Fatalf("self-merge: count %d clamped %d p90 %v, want %d 2 %v", c.Count(), c.Clamped(), c.Quantile(.9), 2*h.Count(), p90)
+	}
+	c.Reset()
+	if c.Count() != 0 || c.Clamped() != 0 {
+		t.Fatalf("reset: count %d clamped %d", c.Count(), c.Clamped())
+	}
+}
