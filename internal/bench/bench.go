@@ -48,7 +48,8 @@ type Options struct {
 	// Scale multiplies every message count (default 1); tests use a small
 	// one.
 	Scale float64
-	// Progress receives one line per measurement while the run goes on.
+	// Progress receives one line per measurement while the run goes on,
+	// ending with the time left (", eta 1m20s") after the first.
 	Progress io.Writer
 	// Devices are the devices the P2P rows open (default: the GPUs the
 	// CUDA driver reports, else simulated devices, as ringactor devices
