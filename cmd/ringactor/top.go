@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"net"
@@ -49,34 +48,23 @@ type topIO struct {
 
 func runTop(ctx context.Context, args []string, tio topIO) error {
 	out, errOut := tio.out, tio.errOut
-	fs := flag.NewFlagSet("top", flag.ContinueOnError)
-	fs.SetOutput(errOut)
+	fs := newFlags("top")
 	backend := fs.String("backend", "auto", "auto, sim or cuda")
 	devs := fs.String("devices", "auto", `devices of the demo's three stages: ids or "cpu", one for all, or auto`)
 	interval := fs.Duration("interval", time.Second, "time between frames")
 	duration := fs.Duration("duration", 0, "stop this long after the first frame (0: at q or Ctrl-C); setup is not counted")
 	once := fs.Bool("once", false, "print one plain frame after one interval, and exit")
 	pprofAddr := fs.String("pprof", "", "serve Go's profiles at http://ADDR/debug/pprof/ while top runs (e.g. localhost:6060)")
-	fs.Usage = func() {
-		fmt.Fprint(errOut, `usage: ringactor top [-once] [-duration D] [-interval D] [-devices auto] [-backend auto|sim|cuda] [-pprof ADDR]
-
-Runs the demo pipeline and shows every device's utilization, memory and
-links and every stage's rate, each -interval. On a terminal: the alternate
-screen, q to quit. To a pipe or file: plain frames, no escape codes.
-
-`)
-		fs.PrintDefaults()
-	}
-	if err := fs.Parse(args); err != nil {
+	if err := parseFlags(fs, args, out, 0); err != nil {
 		return err
 	}
 	if *interval <= 0 || *duration < 0 {
-		return fmt.Errorf("-interval %v, -duration %v: give a positive interval and a duration of 0 or more", *interval, *duration)
+		return usagef("top", "-interval %v, -duration %v: give a positive interval and a duration of 0 or more", *interval, *duration)
 	}
 	if *pprofAddr != "" {
 		ln, err := net.Listen("tcp", *pprofAddr)
 		if err != nil {
-			return fmt.Errorf("top: -pprof %s: %w (give a free host:port, or :0 for any port)", *pprofAddr, err)
+			return fmt.Errorf("-pprof %s: %w (give a free host:port, or :0 for any port)", *pprofAddr, err)
 		}
 		stop := servePprof(ln)
 		defer stop()
