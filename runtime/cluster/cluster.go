@@ -350,7 +350,7 @@ func (cp *ClusterPipeline) SendBatch(ctx context.Context, ds []ra.Data) (int, er
 		ds = slices.Clone(ds) // the roots' contexts are ours, not the caller's
 		for i := range ds {
 			if ds[i].Sampled || cp.sample(ds[i].ID) {
-				ds[i].Sampled, ds[i].Context = true, cp.roots.begin(ds[i].Context, ds[i].ID)
+				ds[i].Sampled, ds[i].Parent, ds[i].Context = true, cp.roots.begin(ds[i], ds[i].ID), nil
 			}
 		}
 	}
