@@ -160,23 +160,41 @@ func (rt *Runtime) Backend() rk.Backend { return rt.gpus }
 // closeTimeout bounds the teardown of each pipeline Close finds still open.
 const closeTimeout = 10 * time.Second
 
-// Close ends the pipelines still open on the runtime, without drain (each
-// dead-letters what it holds, "shutdown without drain", bounded by ten
-// seconds a pipeline: close them yourself first to drain), shuts down
-// the actor system if the runtime made it, and releases the backend if
+// Close is Shutdown without drain and with a bounded default: each
+// pipeline still open dead-letters what it holds ("shutdown without
+// drain"), bounded by ten seconds a pipeline (close them yourself first
+// to drain, or call Shutdown). Close is idempotent.
+func (rt *Runtime) Close() error { return rt.shutdown(nil) }
+
+// Shutdown ends the runtime gracefully: it closes the pipelines still
+// open with drain, each finishing what it holds, until ctx ends (the
+// drains are then cut short, their messages dead-lettered); shuts down
+// the actor system if the runtime made it; and releases the backend if
 // the runtime opened one that holds device memory (CUDA's). The error
 // says what could not be released. Afterwards Build returns
 // ErrRuntimeClosed, and data sent to the closed pipelines' PIDs is still
 // counted and dead-lettered ("pipeline closed") while the actor system
-// runs. Close is idempotent.
-func (rt *Runtime) Close() error {
+// runs. A nil ctx is refused; a second Shutdown or Close does nothing.
+func (rt *Runtime) Shutdown(ctx context.Context) error {
+	if err := ctxcheck.NotNil(ctx, "Runtime.Shutdown"); err != nil {
+		return err
+	}
+	return rt.shutdown(ctx)
+}
+
+// shutdown closes the runtime: its pipelines with drain until ctx ends,
+// or, for a nil ctx (Close), without drain, each bounded by closeTimeout.
+func (rt *Runtime) shutdown(ctx context.Context) error {
 	if !rt.closed.CompareAndSwap(false, true) {
 		return nil
 	}
 	var errs []error
 	for _, p := range rt.dir.Close() {
-		ctx, cancel := context.WithTimeout(context.Background(), closeTimeout)
-		if err := p.Close(ctx, false); err != nil {
+		pctx, cancel := ctx, context.CancelFunc(func() {})
+		if ctx == nil {
+			pctx, cancel = context.WithTimeout(context.Background(), closeTimeout)
+		}
+		if err := p.Close(pctx, ctx != nil); err != nil {
 			errs = append(errs, fmt.Errorf("ringactor: closing pipeline %q left open: %w", p.spec.Name, err))
 		}
 		cancel()
