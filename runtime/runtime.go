@@ -157,19 +157,14 @@ func (rt *Runtime) claim(role extid.Role) (release func(), ok bool) { return rt.
 // its own engine beside it).
 func (rt *Runtime) Backend() rk.Backend { return rt.gpus }
 
-// closeTimeout bounds the teardown of each pipeline Close finds still open.
-const closeTimeout = 10 * time.Second
-
-// Close is Shutdown without drain and with a bounded default: each
-// pipeline still open dead-letters what it holds ("shutdown without
-// drain"), bounded by ten seconds a pipeline (close them yourself first
-// to drain, or call Shutdown). Close is idempotent.
+// Close is Shutdown without drain, bounded by ten seconds a pipeline:
+// each pipeline still open dead-letters what it holds ("shutdown without
+// drain"). Close them yourself first, or call Shutdown, to drain.
 func (rt *Runtime) Close() error { return rt.shutdown(nil) }
 
-// Shutdown ends the runtime gracefully: it closes the pipelines still
-// open with drain, each finishing what it holds, until ctx ends (the
-// drains are then cut short, their messages dead-lettered); shuts down
-// the actor system if the runtime made it; and releases the backend if
+// Shutdown closes the pipelines still open with drain until ctx ends (the
+// drains are then cut short, their messages dead-lettered), shuts down
+// the actor system if the runtime made it, and releases the backend if
 // the runtime opened one that holds device memory (CUDA's). The error
 // says what could not be released. Afterwards Build returns
 // ErrRuntimeClosed, and data sent to the closed pipelines' PIDs is still
@@ -182,8 +177,7 @@ func (rt *Runtime) Shutdown(ctx context.Context) error {
 	return rt.shutdown(ctx)
 }
 
-// shutdown closes the runtime: its pipelines with drain until ctx ends,
-// or, for a nil ctx (Close), without drain, each bounded by closeTimeout.
+// shutdown is Shutdown, or for a nil ctx Close.
 func (rt *Runtime) shutdown(ctx context.Context) error {
 	if !rt.closed.CompareAndSwap(false, true) {
 		return nil
@@ -192,7 +186,7 @@ func (rt *Runtime) shutdown(ctx context.Context) error {
 	for _, p := range rt.dir.Close() {
 		pctx, cancel := ctx, context.CancelFunc(func() {})
 		if ctx == nil {
-			pctx, cancel = context.WithTimeout(context.Background(), closeTimeout)
+			pctx, cancel = context.WithTimeout(context.Background(), 10*time.Second)
 		}
 		if err := p.Close(pctx, ctx != nil); err != nil {
 			errs = append(errs, fmt.Errorf("ringactor: closing pipeline %q left open: %w", p.spec.Name, err))

@@ -10,6 +10,7 @@ import (
 
 	"github.com/ringactor/ringactor/internal/ctxcheck"
 	ra "github.com/ringactor/ringactor/runtime"
+	"github.com/ringactor/ringactor/runtime/internal/account"
 	"github.com/ringactor/ringactor/runtime/internal/lifecycle"
 	"github.com/ringactor/ringactor/runtime/internal/requests"
 )
@@ -73,12 +74,7 @@ func (cp *Pipeline) Idle(ctx context.Context) error {
 	if err := ctxcheck.NotNil(ctx, "cluster.Pipeline.Idle"); err != nil {
 		return err
 	}
-	if err := lifecycle.Idle(ctx, func() bool { return cp.acct.Read(nil).InFlight == 0 }); err != nil {
-		t := cp.acct.Read(nil)
-		return fmt.Errorf("ringactor: cluster pipeline %q still had %d messages in flight (%d sent, %d delivered, %d dead-lettered, %d on other nodes): %w",
-			cp.spec.Name, t.InFlight, t.Sent, t.Delivered, t.DeadLettered, cp.Remote(), err)
-	}
-	return nil
+	return lifecycle.IdleAccount(ctx, fmt.Sprintf("cluster pipeline %q", cp.spec.Name), func() account.Totals { return cp.acct.Read(nil) })
 }
 
 // Request sends d into the pipeline and returns its result, wherever the

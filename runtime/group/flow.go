@@ -9,6 +9,7 @@ import (
 
 	"github.com/ringactor/ringactor/internal/ctxcheck"
 	ra "github.com/ringactor/ringactor/runtime"
+	"github.com/ringactor/ringactor/runtime/internal/account"
 	"github.com/ringactor/ringactor/runtime/internal/lifecycle"
 	"github.com/ringactor/ringactor/runtime/internal/requests"
 )
@@ -73,12 +74,7 @@ func (g *Group) Idle(ctx context.Context) error {
 	if err := ctxcheck.NotNil(ctx, "Group.Idle"); err != nil {
 		return err
 	}
-	if err := lifecycle.Idle(ctx, func() bool { return g.acct.Read(nil).InFlight == 0 }); err != nil {
-		t := g.acct.Read(nil)
-		return fmt.Errorf("ringactor: group %q still had %d messages in flight (%d sent, %d delivered, %d dead-lettered): %w",
-			g.spec.Name, t.InFlight, t.Sent, t.Delivered, t.DeadLettered, err)
-	}
-	return nil
+	return lifecycle.IdleAccount(ctx, fmt.Sprintf("group %q", g.spec.Name), func() account.Totals { return g.acct.Read(nil) })
 }
 
 // Request sends d into the group (to the instance its policy picks) and
