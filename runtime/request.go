@@ -121,7 +121,7 @@ func (p *Pipeline) requestFromActor(d Data, sender *actor.PID) (Data, error) {
 // RequestAs sends v, a value of a registered type (or a Data), into the
 // pipeline as a request, and returns its result decoded as a U: Request
 // and As in one call.
-func RequestAs[U any](ctx context.Context, p *Pipeline, v any) (U, error) {
+func RequestAs[U any](ctx context.Context, p Flow, v any) (U, error) {
 	d, ok := v.(Data)
 	if !ok {
 		d = Data{Value: v}

@@ -1,6 +1,8 @@
 package requests
 
 import (
+	"context"
+	"errors"
 	"fmt"
 	"sync"
 	"sync/atomic"
@@ -31,7 +33,7 @@ func (t *Table[O]) Add(id uint64, to func(O)) error {
 		t.m = map[uint64]*waiter[O]{}
 	}
 	if _, dup := t.m[id]; dup {
-		return fmt.Errorf("ringactor: a request with message id %d is already in flight; give each request its own id, or 0 for the next", id)
+		return fmt.Errorf("%w: a request with message id %d is already in flight; give each request its own id, or 0 for the next", ErrInFlight, id)
 	}
 	t.m[id] = &waiter[O]{to: to}
 	t.n.Add(1)
@@ -116,4 +118,38 @@ func (c *Call[O]) GiveUp() (o O, ok bool) {
 		return o, false
 	}
 	return <-c.ch, true
+}
+
+// ErrInFlight: a request's id is already in flight as a request (Add and
+// Await refuse it; nothing was sent).
+var ErrInFlight = errors.New("ringactor: request id in flight")
+
+// Await is a requester's whole round: it registers request id, sends it
+// (send), and waits for its outcome until ctx ends. It returns the
+// outcome (ok true), or why there is none: an error wrapping ErrInFlight
+// when id is in flight already (send was not called), send's error when
+// it failed and no outcome had come, or ctx's error when ctx ended first
+// (the request is abandoned: its outcome is counted and dropped when it
+// comes). The caller checks ctx before Await: a send refused before it
+// counted anything leaves no outcome to come.
+func (t *Table[O]) Await(ctx context.Context, id uint64, send func() error) (o O, ok bool, err error) {
+	c, err := t.Call(id)
+	if err != nil {
+		return o, false, err
+	}
+	if err := send(); err != nil {
+		if o, ok := c.GiveUp(); ok { // dead-lettered on the way in, or answered since
+			return o, true, nil
+		}
+		return o, false, err
+	}
+	select {
+	case o := <-c.Done():
+		return o, true, nil
+	case <-ctx.Done():
+		if o, ok := c.GiveUp(); ok {
+			return o, true, nil
+		}
+		return o, false, ctx.Err()
+	}
 }
