@@ -53,6 +53,9 @@ type Device struct {
 	// the CPU's core count.
 	SMs   int `json:"sms"`
 	Cores int `json:"cores"`
+	// PCIBusID is a GPU's PCI address in sysfs's form, "0000:17:00.0",
+	// where the backend knows it (the CUDA driver's); "" otherwise.
+	PCIBusID string `json:"pci_bus_id,omitempty"`
 	// P2P[j] reports whether this device can write device j's memory.
 	P2P []bool `json:"p2p"`
 	// Topology[j] is how this GPU reaches GPU j (the CPU's, and the way to

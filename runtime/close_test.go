@@ -1,6 +1,8 @@
 package runtime_test
 
 import (
+	"context"
+	"errors"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -30,5 +32,48 @@ func TestDrainedCloseActivatesADeactivatedStage(t *testing.T) {
 	}
 	if st := p.Stats(); st.Delivered != n || delivered.Load() != n || st.InFlight != 0 {
 		t.Fatalf("account %+v, %d delivered", st, delivered.Load())
+	}
+}
+
+// Runtime.Shutdown closes the pipelines left open with drain (a
+// deactivated stage's messages are delivered), Runtime.Close without
+// (they are dead-lettered); a nil ctx is refused, and a second call of
+// either does nothing.
+func TestShutdownDrainsCloseDoesNot(t *testing.T) {
+	for _, graceful := range []bool{true, false} {
+		e := deviceEnv(t)
+		var delivered atomic.Int64
+		p := startCounting(t, e.RT, "left-open", &delivered)
+		if err := p.Start(ctxT(t)); err != nil { // Start is idempotent
+			t.Fatalf("second Start: %v", err)
+		}
+		pid, _ := p.PID("root")
+		if _, err := e.RT.System().Root.RequestFuture(pid, ra.Deactivate{}, 5*time.Second).Result(); err != nil {
+			t.Fatal(err)
+		}
+		const n = 100
+		for i := range n {
+			if err := p.Send(ctxT(t), ra.Data{Floats: []float32{float32(i)}}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if graceful {
+			var none context.Context
+			if err := e.RT.Shutdown(none); !errors.Is(err, ra.ErrNilContext) {
+				t.Fatalf("Shutdown(nil): %v", err)
+			}
+			if err := e.RT.Shutdown(ctxT(t)); err != nil {
+				t.Fatal(err)
+			}
+		} else if err := e.RT.Close(); err != nil {
+			t.Fatal(err)
+		}
+		st := p.Stats()
+		if graceful && (st.Delivered != n || delivered.Load() != n) || !graceful && st.DeadLettered != n || st.InFlight != 0 {
+			t.Fatalf("drain %v: account %+v, %d delivered", graceful, st, delivered.Load())
+		}
+		if err := e.RT.Shutdown(ctxT(t)); err != nil {
+			t.Fatalf("second Shutdown: %v", err)
+		}
 	}
 }

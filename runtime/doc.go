@@ -156,7 +156,7 @@
 // Sampled messages (PipelineSpec.SampleRatio, or Data.Sampled) get one
 // trace each: a root span "ringactor.message" from ingress to its last
 // copy's end (and no earlier than its last stage span), parented on the
-// span in Data.Context when there is one, with the attributes
+// span Data.Parent names when there is one, with the attributes
 // ringactor.message.id and ringactor.pipeline, and, when the message (or
 // a copy) was dead-lettered, the status Error and
 // ringactor.dead_letter.reason; and one span "stage <name>" per stage

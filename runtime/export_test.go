@@ -32,7 +32,7 @@ func Freeze(rt *Runtime) (thaw func()) {
 		for i, p := range ps {
 			for p.started.Load() && p.dogLooks.Load() == looks[i] && p.faulted.Load() == nil {
 				select {
-				case <-p.dogDone:
+				case <-p.dog.Done():
 				case <-p.closingCh:
 				default:
 					waitABit()

@@ -43,7 +43,6 @@ func (p *Pipeline) hangAfter() time.Duration {
 // watchdog looks at the stages' heartbeats until Close, and faults the
 // stage it finds hung (lifecycle.Stages.Watch).
 func (p *Pipeline) watchdog(ctx context.Context) {
-	defer close(p.dogDone)
 	p.ending().Watch(ctx, p.hangAfter(), p.rt.stall.Pass, &p.dogLooks, func(i int, cause string) { p.fault(p.stages[i], cause) })
 }
 

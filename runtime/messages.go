@@ -3,6 +3,8 @@ package runtime
 import (
 	"context"
 
+	"go.opentelemetry.io/otel/trace"
+
 	rk "github.com/ringactor/ringactor/ringkernel"
 )
 
@@ -29,7 +31,11 @@ type Data struct {
 	// Sampled forces a trace of this message (the pipeline samples others
 	// by its ratio).
 	Sampled bool
-	// Context, when it carries a span, is the parent of the message's trace.
+	// Parent, when valid, is the parent span of the message's trace
+	// (trace.SpanContextFromContext(ctx) gives the caller's).
+	Parent trace.SpanContext
+	// Deprecated: set Parent; Context is read only when Parent is not
+	// valid. It is removed in the next release.
 	Context context.Context
 }
 

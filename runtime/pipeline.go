@@ -16,6 +16,7 @@ import (
 	"github.com/ringactor/ringactor/p2pqueue"
 	rk "github.com/ringactor/ringactor/ringkernel"
 	"github.com/ringactor/ringactor/runtime/internal/account"
+	"github.com/ringactor/ringactor/runtime/internal/describe"
 	"github.com/ringactor/ringactor/runtime/internal/fanout"
 	"github.com/ringactor/ringactor/runtime/internal/graph"
 	"github.com/ringactor/ringactor/runtime/internal/lifecycle"
@@ -149,8 +150,7 @@ type Pipeline struct {
 	reqs requests.Table[outcome] // in flight, by message id
 
 	faulted  atomic.Pointer[StageFaulted]
-	stopDog  context.CancelFunc
-	dogDone  chan struct{}
+	dog      *lifecycle.Dog
 	dogLooks atomic.Uint64 // the watchdog's looks at the stages so far
 
 	startOnce, closeOnce sync.Once
@@ -191,19 +191,17 @@ func (rt *Runtime) Build(ctx context.Context, spec PipelineSpec) (*Pipeline, err
 	if err := rt.claimName(spec.Name); err != nil {
 		return nil, err
 	}
-	p := &Pipeline{rt: rt, spec: spec, acct: &account.Account{}, next: g.Next, takes: g.In, gives: g.Out, byName: map[string]*stage{}, pumpDone: make(chan struct{}), dogDone: make(chan struct{}), closingCh: make(chan struct{})}
+	p := &Pipeline{rt: rt, spec: spec, acct: &account.Account{}, next: g.Next, takes: g.In, gives: g.Out, byName: map[string]*stage{}, pumpDone: make(chan struct{}), dog: lifecycle.NewDog(), closingCh: make(chan struct{})}
 	p.number = rt.newLinkOwner()
 	p.sinks = deadSinksOf(&spec)
 	p.pumpCtx, p.stopPump = context.WithCancel(context.Background())
 	if spec.SampleRatio > 0 {
 		p.sampleEvery = uint64(math.Max(1, math.Round(1/spec.SampleRatio)))
 	}
-	if err := p.build(ctx); err != nil {
-		p.teardown()
-		rt.releaseName(spec.Name)
-		return nil, err
+	if err = p.build(ctx); err == nil {
+		err = rt.built(p)
 	}
-	if err := rt.built(p); err != nil {
+	if err != nil {
 		p.teardown()
 		rt.releaseName(spec.Name)
 		return nil, err
@@ -374,13 +372,7 @@ func (p *Pipeline) Start(ctx context.Context) error {
 	p.startOnce.Do(func() {
 		p.startPumps()
 		p.started.Store(true)
-		if p.spec.HangAfter >= 0 {
-			var dogCtx context.Context
-			dogCtx, p.stopDog = context.WithCancel(context.Background())
-			go p.watchdog(dogCtx)
-		} else {
-			close(p.dogDone)
-		}
+		p.dog.Start(p.spec.HangAfter >= 0, p.watchdog)
 		for _, s := range p.stages {
 			if err = s.kernel.Activate(ctx); err != nil {
 				err = fmt.Errorf("ringactor: start stage %q: %w", s.spec.Name, err)
@@ -549,10 +541,7 @@ func (p *Pipeline) Close(ctx context.Context, drain bool) error {
 	p.closeOnce.Do(func() {
 		p.closing.Store(true)
 		close(p.closingCh)
-		if p.stopDog != nil {
-			p.stopDog()
-			<-p.dogDone
-		}
+		p.dog.Stop()
 		f, faulted := p.faulted.Load(), ""
 		if f != nil {
 			faulted = f.Stage
@@ -615,13 +604,13 @@ type PipelineStats struct {
 // account is the pipeline's counters without the stages' status. Before
 // the build has launched every kernel (a metric collection may come
 // then) no copies can have been made.
-func (p *Pipeline) account() PipelineStats {
-	return statsOf(p.acct.Read(func() uint64 {
+func (p *Pipeline) account() account.Totals {
+	return p.acct.Read(func() uint64 {
 		if !p.launched.Load() {
 			return 0
 		}
 		return p.copied(nil)
-	}), nil)
+	})
 }
 
 // Stats reads the pipeline's counters and every stage's status.
@@ -630,10 +619,7 @@ func (p *Pipeline) Stats() PipelineStats {
 	for _, s := range p.stages {
 		stages = append(stages, s.stats())
 	}
-	return statsOf(p.acct.Read(func() uint64 { return p.copied(stages) }), stages)
-}
-
-func statsOf(t account.Totals, stages []StageStats) PipelineStats {
+	t := p.acct.Read(func() uint64 { return p.copied(stages) })
 	return PipelineStats{Sent: t.Sent, Copied: t.Copied, Delivered: t.Delivered, DeadLettered: t.DeadLettered,
 		InFlight: t.InFlight, Abandoned: t.Abandoned, Stages: stages}
 }
@@ -641,20 +627,12 @@ func statsOf(t account.Totals, stages []StageStats) PipelineStats {
 // copied is the copies RouteAll stages made: each result they passed on
 // went to len(To) stages. stats, when given, are the stages' status.
 func (p *Pipeline) copied(stats []StageStats) uint64 {
-	var n uint64
-	for i, s := range p.stages {
-		if s.fanout() < 2 {
-			continue
-		}
-		var processed uint64
+	return account.Copies(len(p.stages), func(i int) int { return p.stages[i].fanout() }, func(i int) uint64 {
 		if stats != nil {
-			processed = stats[i].Processed
-		} else {
-			processed = s.kernel.Status().Processed
+			return stats[i].Processed
 		}
-		n += processed * uint64(s.fanout()-1)
-	}
-	return n
+		return p.stages[i].kernel.Status().Processed
+	})
 }
 
 // Latency summarises each stage's sampled queue waits and service times.
@@ -673,38 +651,22 @@ func (p *Pipeline) Number() uint32 { return p.number }
 // Describe shows the built pipeline: stages, devices, where each link
 // lives, and where each stage's results go.
 func (p *Pipeline) Describe() string {
-	var b strings.Builder
-	fmt.Fprintf(&b, "pipeline %q (number %d) on %s backend, %d stages\n", p.spec.Name, p.number, p.rt.gpus.Name(), len(p.stages))
-	for _, s := range p.stages {
-		if s.dev.Kind == KindCPU {
-			fmt.Fprintf(&b, "  (device %d is the CPU, run by goroutines beside the GPUs)\n", s.dev.ID)
-			break
-		}
-	}
+	ds := make([]describe.Stage, len(p.stages))
 	for i, s := range p.stages {
-		mode := fmt.Sprintf("stateless, %d worker(s)", max(s.spec.Workers, 1))
-		if s.spec.Stateful {
-			mode = "stateful"
-		}
-		fmt.Fprintf(&b, "  %d. %-10s op %s%v on device %d (%s), %s\n", i+1, s.spec.Name, s.spec.Op, s.spec.Params, s.spec.Device, s.dev.Name, mode)
-		fmt.Fprintf(&b, "     ingress: %s, %d slots of %d B\n", s.inPlacement, s.ingressLink.Cap(), s.ingressLink.Config().SlotSize)
+		ss := s.spec
+		d := describe.Stage{Name: ss.Name, Op: ss.Op, Params: ss.Params, Device: ss.Device, DeviceName: s.dev.Name, CPU: s.dev.Kind == KindCPU,
+			Workers: ss.Workers, Stateful: ss.Stateful, In: describe.Link{At: s.inPlacement, L: s.ingressLink},
+			Route: ss.Route.String(), Routed: ss.Route != RouteOne, Keyed: ss.Route == RouteKey, KeyOffset: ss.KeyOffset}
 		for _, e := range s.ups {
-			fmt.Fprintf(&b, "     from %s: %s over %s, %d slots of %d B\n", e.peer.spec.Name, e.pl, p.rt.reg.Connection(e.peer.spec.Device, s.spec.Device), e.link.Cap(), e.link.Config().SlotSize)
+			d.From = append(d.From, describe.Link{Peer: e.peer.spec.Name, At: e.pl, Over: p.rt.reg.Connection(e.peer.spec.Device, ss.Device), L: e.link})
 		}
-		if len(s.outs) > 1 || s.spec.Route != RouteOne {
-			to := make([]string, len(s.outs))
-			for k, e := range s.outs {
-				to[k] = e.peer.spec.Name
-			}
-			route := s.spec.Route.String()
-			if s.spec.Route == RouteKey {
-				route += fmt.Sprintf(" (u32 at byte %d)", s.spec.KeyOffset)
-			}
-			fmt.Fprintf(&b, "     to %s, route %s\n", strings.Join(to, ", "), route)
+		for _, e := range s.outs {
+			d.To = append(d.To, e.peer.spec.Name)
 		}
 		if e := s.egress; e != nil {
-			fmt.Fprintf(&b, "     egress: %s, %d slots of %d B\n", e.pl, e.link.Cap(), e.link.Config().SlotSize)
+			d.Egress = &describe.Link{At: e.pl, L: e.link}
 		}
+		ds[i] = d
 	}
-	return b.String()
+	return describe.Pipeline(p.spec.Name, p.number, p.rt.gpus.Name(), ds)
 }

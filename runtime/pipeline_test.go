@@ -156,17 +156,22 @@ func TestTracing(t *testing.T) {
 	spec := guide("traced")
 	spec.SampleRatio = 1
 	p := buildStarted(t, e.RT, spec)
-	parentCtx, parent := e.TP.Tracer("test").Start(context.Background(), "caller")
+	_, parent := e.TP.Tracer("test").Start(context.Background(), "caller")
+	legacyCtx, legacy := e.TP.Tracer("test").Start(context.Background(), "caller") // the deprecated Data.Context, still honoured
 	for i := range 10 {
 		d := ra.Data{Floats: []float32{float32(i)}}
-		if i == 0 {
-			d.Context = parentCtx
+		switch i {
+		case 0:
+			d.Parent = parent.SpanContext()
+		case 1:
+			d.Context = legacyCtx
 		}
 		if err := p.Send(ctxT(t), d); err != nil {
 			t.Fatal(err)
 		}
 	}
 	parent.End()
+	legacy.End()
 	if err := p.Close(ctxT(t), true); err != nil {
 		t.Fatal(err)
 	}
@@ -236,12 +241,14 @@ func TestTracing(t *testing.T) {
 		if root.EndTime().Before(prev) {
 			t.Fatalf("trace %s: root ends before its last stage", id)
 		}
-		if root.Parent().IsValid() && root.Parent().TraceID() != parent.SpanContext().TraceID() {
+		if p := root.Parent(); p.IsValid() && p.SpanID() != parent.SpanContext().SpanID() && p.SpanID() != legacy.SpanContext().SpanID() {
 			t.Fatal("root parented on a stranger")
 		}
 	}
-	if _, ok := traces[parent.SpanContext().TraceID().String()]; !ok {
-		t.Fatal("no message trace continues the sender's trace")
+	for _, sender := range []string{parent.SpanContext().TraceID().String(), legacy.SpanContext().TraceID().String()} {
+		if _, ok := traces[sender]; !ok {
+			t.Fatalf("no message trace continues the sender's trace %s (Data.Parent, then Data.Context)", sender)
+		}
 	}
 	var rm metricdata.ResourceMetrics
 	if err := e.Metrics.Collect(context.Background(), &rm); err != nil {

@@ -95,27 +95,28 @@ func (p *Pipeline) requestFromActor(d Data, sender *actor.PID) (Data, error) {
 	})
 }
 
-// RequestAs sends v, a value of a registered type (or a Data), into the
-// pipeline as a request, and returns its result decoded as a U: Request
-// and As in one call. It is answered by the first result of type U (or
-// the first dead letter): in a graph that copies the message to exits of
-// several types, the copies of other types go to the Deliver sink, and
-// should none of type U come, the error at ctx's end names the types that
-// did. A pipeline none of whose exits gives a U is refused at once
-// (ErrNotSent, ErrWrongType).
-func RequestAs[U any](ctx context.Context, p *Pipeline, v any) (U, error) {
-	var u U
+// RequestAs sends v, a value of a registered type (or a Data), into f as
+// a request and returns its result decoded as a U: Request and As in one.
+// A *Pipeline answers with the first result of type U (or dead letter):
+// where the graph copies the message to exits of several types, the other
+// types' copies go to the Deliver sink, and should no U come, the error
+// at ctx's end names the types that did; one none of whose exits gives a
+// U refuses it (ErrNotSent, ErrWrongType). Other flows answer as Request.
+func RequestAs[U any](ctx context.Context, f Flow, v any) (u U, err error) {
 	d, ok := v.(Data)
 	if !ok {
 		d = Data{Value: v}
 	}
-	w, err := msgtype.WantFor[U](p.exitTypes())
-	if err != nil {
-		return u, fmt.Errorf("%w: pipeline %q: %w", ErrNotSent, p.spec.Name, err)
+	var r Result
+	if p, ok := f.(*Pipeline); !ok {
+		r, err = f.Request(ctx, d)
+	} else if w, werr := msgtype.WantFor[U](p.exitTypes()); werr != nil {
+		return u, fmt.Errorf("%w: pipeline %q: %w", ErrNotSent, p.spec.Name, werr)
+	} else if r, err = p.request(ctx, d, func(o outcome) bool { return o.dead != nil || w.Takes(o.r.Type) }); err != nil {
+		err = w.Note(err)
 	}
-	r, err := p.request(ctx, d, func(o outcome) bool { return o.dead != nil || w.Takes(o.r.Type) })
 	if err != nil {
-		return u, w.Note(err)
+		return u, err
 	}
 	return As[U](r)
 }

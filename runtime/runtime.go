@@ -157,26 +157,38 @@ func (rt *Runtime) claim(role extid.Role) (release func(), ok bool) { return rt.
 // its own engine beside it).
 func (rt *Runtime) Backend() rk.Backend { return rt.gpus }
 
-// closeTimeout bounds the teardown of each pipeline Close finds still open.
-const closeTimeout = 10 * time.Second
+// Close is Shutdown without drain, bounded by ten seconds a pipeline:
+// each pipeline still open dead-letters what it holds ("shutdown without
+// drain"). Close them yourself first, or call Shutdown, to drain.
+func (rt *Runtime) Close() error { return rt.shutdown(nil) }
 
-// Close ends the pipelines still open on the runtime, without drain (each
-// dead-letters what it holds, "shutdown without drain", bounded by ten
-// seconds a pipeline: close them yourself first to drain), shuts down
+// Shutdown closes the pipelines still open with drain until ctx ends (the
+// drains are then cut short, their messages dead-lettered), shuts down
 // the actor system if the runtime made it, and releases the backend if
 // the runtime opened one that holds device memory (CUDA's). The error
 // says what could not be released. Afterwards Build returns
 // ErrRuntimeClosed, and data sent to the closed pipelines' PIDs is still
 // counted and dead-lettered ("pipeline closed") while the actor system
-// runs. Close is idempotent.
-func (rt *Runtime) Close() error {
+// runs. A nil ctx is refused; a second Shutdown or Close does nothing.
+func (rt *Runtime) Shutdown(ctx context.Context) error {
+	if err := ctxcheck.NotNil(ctx, "Runtime.Shutdown"); err != nil {
+		return err
+	}
+	return rt.shutdown(ctx)
+}
+
+// shutdown is Shutdown, or for a nil ctx Close.
+func (rt *Runtime) shutdown(ctx context.Context) error {
 	if !rt.closed.CompareAndSwap(false, true) {
 		return nil
 	}
 	var errs []error
 	for _, p := range rt.dir.Close() {
-		ctx, cancel := context.WithTimeout(context.Background(), closeTimeout)
-		if err := p.Close(ctx, false); err != nil {
+		pctx, cancel := ctx, context.CancelFunc(func() {})
+		if ctx == nil {
+			pctx, cancel = context.WithTimeout(context.Background(), 10*time.Second)
+		}
+		if err := p.Close(pctx, ctx != nil); err != nil {
 			errs = append(errs, fmt.Errorf("ringactor: closing pipeline %q left open: %w", p.spec.Name, err))
 		}
 		cancel()

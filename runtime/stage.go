@@ -163,7 +163,7 @@ func (s *stage) newIngress(q *p2pqueue.Producer) *ingress.Link[Data, Reason] {
 			typ, n, refused, err := msgtype.Encode(d.Floats, d.Value, s.in, s.spec.Name, buf)
 			return ingress.Encoded{Own: d.ID, Sampled: d.Sampled, Type: typ, N: n}, refusalReasons[refused], err
 		},
-		Begin: func(d Data, id uint64, at time.Time) { p.tele.Begin(d.Context, id, at) },
+		Begin: func(d Data, id uint64, at time.Time) { p.tele.Begin(d.Parent, d.Context, id, at) },
 		Dead: func(id uint64, reason Reason, err error) {
 			p.deadLetter(0, DeadLetter{ID: id, Stage: s.spec.Name, Device: s.spec.Device, Reason: reason, Err: err})
 		},

@@ -57,10 +57,5 @@ func (p *Pipeline) Idle(ctx context.Context) error {
 	if err := ctxcheck.NotNil(ctx, "Pipeline.Idle"); err != nil {
 		return err
 	}
-	if err := lifecycle.Idle(ctx, func() bool { return p.account().InFlight == 0 }); err != nil {
-		st := p.account()
-		return fmt.Errorf("ringactor: pipeline %q still had %d messages in flight (%d sent, %d delivered, %d dead-lettered): %w",
-			p.spec.Name, st.InFlight, st.Sent, st.Delivered, st.DeadLettered, err)
-	}
-	return nil
+	return lifecycle.IdleAccount(ctx, fmt.Sprintf("pipeline %q", p.spec.Name), p.account)
 }

@@ -7,9 +7,8 @@ import (
 	"github.com/ringactor/ringactor/runtime/internal/msgtype"
 )
 
-// Typed messages (the package doc says how they travel): the registry,
-// the process's as encoding/gob's is, and the codecs are
-// runtime/internal/msgtype's.
+// Typed messages (the package doc): the registry, the process's as
+// encoding/gob's is, and the codecs are runtime/internal/msgtype's.
 
 // MessageType describes a registered message type.
 type MessageType struct {

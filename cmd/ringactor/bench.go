@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"encoding/json"
-	"flag"
 	"fmt"
 	"io"
 	"os"
@@ -16,10 +15,10 @@ import (
 )
 
 // benchCmd runs the benchmark suite: one table, or JSON rows with -json.
-// Progress lines go to errOut, so -json output stays clean.
+// Progress lines, with the time left, go to errOut, so -json output
+// stays clean.
 func benchCmd(ctx context.Context, args []string, out, errOut io.Writer) error {
-	fs := flag.NewFlagSet("bench", flag.ContinueOnError)
-	fs.SetOutput(errOut)
+	fs := newFlags("bench")
 	asJSON := fs.Bool("json", false, "print a JSON array of rows: name, backend, msgs_per_sec, p50_ns, p99_ns, baseline, ratio")
 	quick := fs.Bool("quick", false, "fewer rounds of fewer messages: the whole suite within a minute on 2 cores")
 	only := fs.String("only", "", "run only the comparisons with a row whose name starts with this (e.g. link/, pipeline/, gpu/)")
@@ -27,14 +26,14 @@ func benchCmd(ctx context.Context, args []string, out, errOut io.Writer) error {
 	quiet := fs.Bool("quiet", false, "no progress lines")
 	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile of the run to this file")
 	backend := fs.String("backend", "auto", "the devices of the p2p/ rows: auto (the GPUs, else simulated devices), sim or cuda")
-	if err := fs.Parse(args); err != nil {
+	if err := parseFlags(fs, args, out, 0); err != nil {
 		return err
 	}
-	if fs.NArg() > 0 {
-		return fmt.Errorf("bench: unexpected argument %q; flags go before nothing else (see -h)", fs.Arg(0))
-	}
 	if !(*scale > 0 && *scale <= 1000) {
-		return fmt.Errorf("bench: -scale %g: want a number above 0 and at most 1000", *scale)
+		return usagef("", "-scale %g: want a number above 0 and at most 1000", *scale)
+	}
+	if err := checkBackend(*backend); err != nil {
+		return err
 	}
 	progress := errOut
 	if *quiet {
@@ -43,11 +42,11 @@ func benchCmd(ctx context.Context, args []string, out, errOut io.Writer) error {
 	if *cpuProfile != "" {
 		f, err := os.Create(*cpuProfile)
 		if err != nil {
-			return fmt.Errorf("bench: -cpuprofile: %w", err)
+			return fmt.Errorf("-cpuprofile: %w", err)
 		}
 		defer f.Close()
 		if err := pprof.StartCPUProfile(f); err != nil {
-			return fmt.Errorf("bench: -cpuprofile: %w", err)
+			return fmt.Errorf("-cpuprofile: %w", err)
 		}
 		defer pprof.StopCPUProfile()
 	}

@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"flag"
 	"fmt"
 	"io"
 
@@ -14,20 +13,19 @@ import (
 // kernel launch per message, and a captured CUDA graph replayed per
 // message), hop between kernels and pipeline throughput, in one run.
 func benchGPU(ctx context.Context, args []string, out, errOut io.Writer) error {
-	fs := flag.NewFlagSet("bench-gpu", flag.ContinueOnError)
-	fs.SetOutput(errOut)
+	fs := newFlags("bench-gpu")
 	asJSON := fs.Bool("json", false, "print rows as JSON")
 	samples := fs.Int("samples", 20000, "round trips, launches and graph replays to time, each")
 	msgs := fs.Int("messages", 2_000_000, "messages through the 3-stage pipeline")
-	if err := fs.Parse(args); err != nil {
+	if err := parseFlags(fs, args, out, 0); err != nil {
 		return err
 	}
 	if *samples < 10 || *msgs < 1 {
-		return fmt.Errorf("bench-gpu: -samples must be at least 10 and -messages at least 1")
+		return usagef("", "-samples must be at least 10 and -messages at least 1")
 	}
 	b, err := rkcuda.New(rkcuda.Options{})
 	if err != nil {
-		return fmt.Errorf("bench-gpu needs a GPU: %w", err)
+		return fmt.Errorf("needs a GPU: %w", err)
 	}
 	defer b.Close()
 	rows, err := gpubench.Run(ctx, b, gpubench.Options{Samples: *samples, Messages: *msgs, Progress: errOut})

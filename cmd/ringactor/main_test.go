@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/ringactor/ringactor/cuda/cudatest"
+	ra "github.com/ringactor/ringactor/runtime"
 )
 
 func TestDevices(t *testing.T) {
@@ -18,12 +19,12 @@ func TestDevices(t *testing.T) {
 	if err := run(context.Background(), []string{"devices", "-backend", "sim"}, &out, &errOut); err != nil {
 		t.Fatal(err)
 	}
-	matrix := regexp.MustCompile(`(?m)^\s+GPU0\s+GPU1\s+GPU2\s+GPU3\s+CPU\s+P2P to\n` +
-		`GPU0\s+X\s+NV4\s+SYS\s+SYS\s+PHB\s+1\n` +
-		`GPU1\s+NV4\s+X\s+SYS\s+SYS\s+PHB\s+0\n` +
-		`GPU2\s+SYS\s+SYS\s+X\s+PXB\s+PHB\s+3\n` +
-		`GPU3\s+SYS\s+SYS\s+PXB\s+X\s+PHB\s+2\n` +
-		`CPU\s+PHB\s+PHB\s+PHB\s+PHB\s+X\s+-\n`)
+	matrix := regexp.MustCompile(`(?m)^\s+GPU0\s+GPU1\s+GPU2\s+GPU3\s+CPU\s+CPU Affinity\s+NUMA Affinity\s+P2P to\n` +
+		`GPU0\s+X\s+NV4\s+SYS\s+SYS\s+PHB\s+-\s+N/A\s+1\n` +
+		`GPU1\s+NV4\s+X\s+SYS\s+SYS\s+PHB\s+-\s+N/A\s+0\n` +
+		`GPU2\s+SYS\s+SYS\s+X\s+PXB\s+PHB\s+-\s+N/A\s+3\n` +
+		`GPU3\s+SYS\s+SYS\s+PXB\s+X\s+PHB\s+-\s+N/A\s+2\n` +
+		`CPU\s+PHB\s+PHB\s+PHB\s+PHB\s+X\s+\S+\s+\S+\s+-\n`)
 	cpuRow := regexp.MustCompile(`(?m)^4\s+cpu\s+cpu\s+cpu\s+host\s+[0-9.]+ GiB\s+cpu\s+[1-9][0-9]*$`)
 	for _, want := range []string{"using 4 simulated devices", "sim-3", "the CPU ("} {
 		if !strings.Contains(out.String(), want) {
@@ -32,6 +33,16 @@ func TestDevices(t *testing.T) {
 	}
 	if !matrix.MatchString(out.String()) || !cpuRow.MatchString(out.String()) {
 		t.Fatalf("devices output lacks the topology matrix or the CPU's row:\n%s", out.String())
+	}
+	// The legend explains the symbols the matrix uses, and no others.
+	_, legend, _ := strings.Cut(out.String(), "Legend:")
+	for sym, want := range map[string]bool{"X": true, "SYS": true, "PHB": true, "PXB": true, "NV#": true, "NODE": false, "PIX": false, "?": false} {
+		if got := regexp.MustCompile(`(?m)^  ` + regexp.QuoteMeta(sym) + ` +=`).MatchString(legend); got != want {
+			t.Errorf("legend explains %s: %v, want %v:\n%s", sym, got, want, legend)
+		}
+	}
+	if !strings.Contains(legend, "CPU Affinity, NUMA Affinity =") || !strings.Contains(legend, "P2P to =") {
+		t.Errorf("legend lacks the columns after the matrix:\n%s", legend)
 	}
 	out.Reset()
 	if err := run(context.Background(), []string{"devices", "-json", "-backend", "sim"}, &out, &errOut); err != nil {
@@ -45,36 +56,16 @@ func TestDevices(t *testing.T) {
 			MemoryBytes uint64 `json:"memory_bytes"`
 			Cores       int    `json:"cores"`
 			P2P         []bool `json:"p2p"`
+			CPUs        string `json:"cpu_affinity"`
+			NUMA        string `json:"numa_affinity"`
 		} `json:"devices"`
 		Topology [][]string `json:"topology"`
 	}
 	checkSnakeCase(t, out.Bytes())
 	if err := json.Unmarshal(out.Bytes(), &doc); err != nil || doc.Devices[0].MemoryBytes != 16<<30 || doc.Backend != "sim" || len(doc.Devices) != 5 || !doc.Devices[1].P2P[0] || doc.Devices[1].P2P[2] ||
-		doc.Devices[4].Kind != "cpu" || doc.Devices[4].Cores < 1 || len(doc.Topology) != 5 || doc.Topology[0][1] != "NV4" || doc.Topology[2][3] != "PXB" || doc.Topology[4][0] != "PHB" {
+		doc.Devices[4].Kind != "cpu" || doc.Devices[4].Cores < 1 || len(doc.Topology) != 5 || doc.Topology[0][1] != "NV4" || doc.Topology[2][3] != "PXB" || doc.Topology[4][0] != "PHB" ||
+		doc.Devices[0].CPUs != "" || doc.Devices[0].NUMA != "" || doc.Devices[4].CPUs != affinityOf(sysfsRoot, ra.Device{Kind: ra.KindCPU}).CPUs {
 		t.Fatalf("json %v: %s", err, out.String())
-	}
-}
-
-// The command names itself once in its error line: the runtime's errors
-// begin "ringactor:" already, and are not prefixed again.
-func TestErrorLineOnePrefix(t *testing.T) {
-	t.Setenv("RINGACTOR_SIM_DEVICES", "4")
-	for _, c := range []struct {
-		args []string
-		want string
-	}{
-		{[]string{"devices", "-backend", "opencl"}, `ringactor: backend unavailable: backend "opencl"`},
-		{[]string{"describe", "-backend", "sim", "-devices", "0,7"}, "ringactor: -devices: ringactor: no such device 7: GPUs are 0..3"},
-		{[]string{"nope"}, `ringactor: unknown command "nope"`},
-	} {
-		var out, errOut bytes.Buffer
-		err := run(context.Background(), c.args, &out, &errOut)
-		if err == nil {
-			t.Fatalf("%v accepted", c.args)
-		}
-		if line := errorLine(err); strings.Contains(line, "ringactor: ringactor:") || !strings.HasPrefix(line, c.want) {
-			t.Errorf("%v: error line %q, want it to begin %q, with no double prefix", c.args, line, c.want)
-		}
 	}
 }
 
@@ -109,7 +100,7 @@ func checkSnakeCase(t *testing.T, doc []byte) {
 		}
 	}
 	for _, k := range []string{"backend", "note", "devices", "topology", "id", "name", "kind", "source", "memory_bytes", "free_bytes",
-		"compute_capability", "sms", "cores", "p2p"} {
+		"compute_capability", "sms", "cores", "p2p", "cpu_affinity", "numa_affinity"} {
 		if !keys[k] {
 			t.Errorf("no key %q in %s", k, doc)
 		}
@@ -184,8 +175,8 @@ func TestBenchJSON(t *testing.T) {
 	if rows[0]["name"] != "link/64B-single" || rows[0]["baseline"] != "channel/64B-single" || rows[0]["ratio"].(float64) <= 0 {
 		t.Errorf("first row %v", rows[0])
 	}
-	if !strings.Contains(errOut.String(), "bench: [1/2] link/64B-single") {
-		t.Errorf("no progress line on stderr: %q", errOut.String())
+	if !strings.Contains(errOut.String(), "bench: [1/2] link/64B-single") || !strings.Contains(errOut.String(), ", eta ") {
+		t.Errorf("no progress line, or none with the time left, on stderr: %q", errOut.String())
 	}
 	out.Reset()
 	if err := run(context.Background(), []string{"bench", "-only", "link/64B-s", "-scale", "0.001", "-quiet"}, &out, &errOut); err != nil {
@@ -274,7 +265,7 @@ func TestTopDuration(t *testing.T) {
 		if err := run(context.Background(), []string{"top", "-backend", "sim", "-devices", "1", "-interval", "50ms", "-duration", d}, &out, &errOut); err != nil {
 			t.Fatalf("-duration %s: %v\n%s", d, err, errOut.String())
 		}
-		if n := strings.Count(out.String(), "\x1b[H\x1b[2J"); n < 1 || !strings.Contains(out.String(), "dead-lettered 0, in flight 0") {
+		if n := strings.Count(out.String(), "ringactor top:"); n < 1 || !strings.Contains(out.String(), "dead-lettered 0, in flight 0") {
 			t.Fatalf("-duration %s: %d frames; output:\n%s", d, n, out.String())
 		}
 	}

@@ -3,12 +3,12 @@ package main
 import (
 	"context"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
+	"net"
+	"os"
 	"strings"
 	"sync/atomic"
-	"text/tabwriter"
 	"time"
 
 	"github.com/ringactor/ringactor/internal/demo"
@@ -16,23 +16,59 @@ import (
 )
 
 // top runs the demo workload (the main job's pipeline, fed without pause)
-// and shows its devices and stages every -interval: a terminal view that
-// redraws in place until Ctrl-C or -duration (counted from the first
-// frame, so at least one is shown however long setup takes), or with
-// -once one plain frame after one interval.
+// and shows its devices, links and stages every -interval, as kubectl's
+// and nvidia-smi's views do:
+//
+//   - on a terminal, on the alternate screen, each frame drawn over the
+//     last and as wide as the terminal (columns that do not fit are left
+//     out), until q (or Ctrl-C, or -duration); the screen is then as it
+//     was, and the demo's account is printed below it;
+//   - to a pipe or a file, plain frames, each under its header line with
+//     the time, $COLUMNS (else 120) wide, and no escape codes, like
+//     `nvidia-smi -l` and `top -b`;
+//   - with -once, one plain frame after one interval.
+//
+// -duration counts from the first frame, so at least one is shown however
+// long setup takes. -pprof ADDR serves Go's profiles (/debug/pprof/) on
+// ADDR while top runs.
 func top(ctx context.Context, args []string, out, errOut io.Writer) error {
-	fs := flag.NewFlagSet("top", flag.ContinueOnError)
-	fs.SetOutput(errOut)
+	return runTop(ctx, args, topIO{in: os.Stdin, out: out, errOut: errOut, interrupt: raiseInterrupt})
+}
+
+// topIO is what top reads keys from and writes to.
+type topIO struct {
+	in     *os.File // keys, read when in and out are terminals; nil: none
+	out    io.Writer
+	errOut io.Writer
+	// interrupt is called on Ctrl-C read from in (raw mode turns it
+	// into a byte, not a signal): it raises the interrupt that ends ctx
+	// and reports whether it did; if not, top ends as on q.
+	interrupt func() bool
+}
+
+func runTop(ctx context.Context, args []string, tio topIO) error {
+	out, errOut := tio.out, tio.errOut
+	fs := newFlags("top")
 	backend := fs.String("backend", "auto", "auto, sim or cuda")
 	devs := fs.String("devices", "auto", `devices of the demo's three stages: ids or "cpu", one for all, or auto`)
 	interval := fs.Duration("interval", time.Second, "time between frames")
-	duration := fs.Duration("duration", 0, "stop this long after the first frame (0: at Ctrl-C); setup is not counted")
-	once := fs.Bool("once", false, "print one frame, without redrawing, after one interval, and exit")
-	if err := fs.Parse(args); err != nil {
+	duration := fs.Duration("duration", 0, "stop this long after the first frame (0: at q or Ctrl-C); setup is not counted")
+	once := fs.Bool("once", false, "print one plain frame after one interval, and exit")
+	pprofAddr := fs.String("pprof", "", "serve Go's profiles at http://ADDR/debug/pprof/ while top runs (e.g. localhost:6060)")
+	if err := parseFlags(fs, args, out, 0); err != nil {
 		return err
 	}
 	if *interval <= 0 || *duration < 0 {
-		return fmt.Errorf("-interval %v, -duration %v: give a positive interval and a duration of 0 or more", *interval, *duration)
+		return usagef("top", "-interval %v, -duration %v: give a positive interval and a duration of 0 or more", *interval, *duration)
+	}
+	if *pprofAddr != "" {
+		ln, err := net.Listen("tcp", *pprofAddr)
+		if err != nil {
+			return fmt.Errorf("-pprof %s: %w (give a free host:port, or :0 for any port)", *pprofAddr, err)
+		}
+		stop := servePprof(ln)
+		defer stop()
+		fmt.Fprintf(errOut, "ringactor top: profiles at http://%s/debug/pprof/\n", ln.Addr())
 	}
 	// Setup (devices, Build, Start) is bounded by Ctrl-C and topSetup, not
 	// by -duration, which counts from the first frame: a slow machine's
@@ -60,7 +96,26 @@ func top(ctx context.Context, args []string, out, errOut io.Writer) error {
 	feedCtx, stopFeed := context.WithCancel(ctx)
 	fed := make(chan error, 1)
 	go func() { fed <- feed(feedCtx, p) }()
-	stopAll := func() error {
+
+	// The terminal view opens once the demo runs: setup's messages stay
+	// on the screen, and Ctrl-C during setup is a plain interrupt.
+	tty, isTTY := isTerminal(out)
+	var scr *screen
+	var keys <-chan byte
+	if isTTY && !*once {
+		if scr, err = openScreen(tty, tio.in); err != nil {
+			stopFeed()
+			return errors.Join(err, <-fed, p.Close(context.Background(), false))
+		}
+		defer scr.close()
+		keys = scr.keys
+	}
+	// finish leaves the terminal view, stops the demo (drained) and
+	// prints its account where it stays: below the screen as it was.
+	finish := func(err error) error {
+		if scr != nil {
+			err = errors.Join(err, scr.close())
+		}
 		stopFeed()
 		ferr := <-fed
 		cctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
@@ -68,31 +123,66 @@ func top(ctx context.Context, args []string, out, errOut io.Writer) error {
 		cerr := p.Close(cctx, true)
 		st := p.Stats()
 		fmt.Fprintf(out, "demo: sent %d, delivered %d, dead-lettered %d, in flight %d\n", st.Sent, st.Delivered, st.DeadLettered, st.InFlight)
-		return errors.Join(ferr, cerr)
+		return errors.Join(err, ferr, cerr)
 	}
 
 	rt.Metrics() // the first frame's interval starts now
 	tick := time.NewTicker(*interval)
 	defer tick.Stop()
-	var end <-chan time.Time // -duration's timer, started at the first frame
+	ticks := tick.C
+	var end <-chan time.Time         // -duration's timer, started at the first frame
+	var interrupted <-chan time.Time // after a Ctrl-C key: the interrupt raised is late
+	frames := 0
 	for {
 		select {
 		case <-ctx.Done():
-			return stopAll()
+			return finish(nil)
 		case <-end:
-			return stopAll()
-		case <-tick.C:
+			return finish(nil)
+		case <-interrupted: // raised, yet ctx did not end: stop as on q
+			return finish(nil)
+		case k := <-keys:
+			switch k {
+			case 'q', 'Q':
+				return finish(nil)
+			case 0x03: // Ctrl-C in raw mode
+				// Leave the screen first: whatever the interrupt
+				// does, the terminal is as it was.
+				if scr.close() != nil || tio.interrupt == nil || !tio.interrupt() {
+					return finish(nil) // close's error is finish's
+				}
+				keys, ticks = nil, nil // no more frames: wait for ctx
+				t := time.NewTimer(time.Second)
+				defer t.Stop()
+				interrupted = t.C
+			}
+			continue
+		case <-ticks:
 		}
 		m := rt.Metrics()
-		if *once {
-			writeFrame(out, rt, m)
-			return stopAll()
+		var werr error
+		switch {
+		case *once:
+			width := outputWidth()
+			if isTTY {
+				width, _ = terminalSize(tty)
+			}
+			_, werr = io.WriteString(out, strings.Join(frameLines(rt, m, width), "\n")+"\n")
+			return finish(werr)
+		case scr != nil:
+			width, height := terminalSize(tty)
+			werr = scr.draw(append(frameLines(rt, m, width), "", cut(scr.hint(), width)), height)
+		default:
+			sep := ""
+			if frames > 0 {
+				sep = "\n"
+			}
+			_, werr = io.WriteString(out, sep+strings.Join(frameLines(rt, m, outputWidth()), "\n")+"\n")
 		}
-		var b strings.Builder
-		b.WriteString("\x1b[H\x1b[2J") // home, clear: redraw in place
-		writeFrame(&b, rt, m)
-		b.WriteString("Ctrl-C to stop\n")
-		io.WriteString(out, b.String())
+		if werr != nil { // the terminal or pipe is gone
+			return finish(fmt.Errorf("top: writing a frame: %w", werr))
+		}
+		frames++
 		if *duration > 0 && end == nil {
 			t := time.NewTimer(*duration)
 			defer t.Stop()
@@ -121,53 +211,4 @@ func feed(ctx context.Context, p *ra.Pipeline) error {
 		}
 	}
 	return nil
-}
-
-// writeFrame prints one snapshot: a row per device, a row per link kind
-// in use, a row per stage.
-func writeFrame(w io.Writer, rt *ra.Runtime, m ra.Metrics) {
-	fmt.Fprintf(w, "ringactor top: %s backend, %s, over %v\n\n", rt.Registry().BackendName(), m.At.Format("15:04:05"), m.Interval.Round(time.Millisecond))
-	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "device\tname\tkind\tutil\tkernels\truntime mem\tused\ttotal\t")
-	for _, d := range m.Devices {
-		util := "-"
-		if d.Utilization >= 0 {
-			util = fmt.Sprintf("%.1f%%", 100*d.Utilization)
-		}
-		fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%d\t%s\t%s\t%s\t\n", d.Device, d.Name, d.Kind, util, d.Kernels, size(d.RuntimeBytes), size(d.UsedBytes), size(d.TotalBytes))
-	}
-	tw.Flush()
-	fmt.Fprintln(w)
-	tw = tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "device\tlink kind\tlinks\tmessages\tmsg/s\tMB/s\t")
-	for _, d := range m.Devices {
-		for _, l := range d.Links {
-			fmt.Fprintf(tw, "%d\t%s\t%d\t%d\t%.0f\t%.2f\t\n", d.Device, l.Kind, l.Links, l.Messages, l.MessagesPerSecond, l.BytesPerSecond/1e6)
-		}
-	}
-	tw.Flush()
-	fmt.Fprintln(w)
-	tw = tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "pipeline\tstage\tdevice\tprocessed\tmsg/s\tqueued\tbusy\t")
-	for _, s := range m.Stages {
-		busy := "-"
-		if s.Busy >= 0 {
-			busy = fmt.Sprintf("%.1f%%", 100*s.Busy)
-		}
-		fmt.Fprintf(tw, "%s\t%s\t%d\t%d\t%.0f\t%d\t%s\t\n", s.Pipeline, s.Stage, s.Device, s.Processed, s.Rate, s.Queued, busy)
-	}
-	tw.Flush()
-}
-
-// size says a byte count in the unit that suits it.
-func size(n uint64) string {
-	switch {
-	case n >= 1<<30:
-		return fmt.Sprintf("%.1f GiB", float64(n)/(1<<30))
-	case n >= 1<<20:
-		return fmt.Sprintf("%.1f MiB", float64(n)/(1<<20))
-	case n >= 1<<10:
-		return fmt.Sprintf("%.1f KiB", float64(n)/(1<<10))
-	}
-	return fmt.Sprintf("%d B", n)
 }

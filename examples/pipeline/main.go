@@ -64,7 +64,7 @@ type options struct {
 	remote    bool
 }
 
-// job is what the main job drives: a Pipeline, or a ClusterPipeline when
+// job is what the main job drives: a Pipeline, or a cluster.Pipeline when
 // stage 2 runs in another process.
 type job interface {
 	SendBatch(ctx context.Context, ds []ra.Data) (int, error)
@@ -343,7 +343,7 @@ func checkSpanFile(out io.Writer, path string) error {
 // buildRemote makes this process cluster node "main", starts node "stage2"
 // in a second process, and builds the pipeline with stage 2 there. leave
 // stops the second process and leaves the cluster.
-func buildRemote(ctx context.Context, rt *ra.Runtime, spec ra.PipelineSpec, errOut io.Writer) (*cluster.ClusterPipeline, func(), error) {
+func buildRemote(ctx context.Context, rt *ra.Runtime, spec ra.PipelineSpec, errOut io.Writer) (*cluster.Pipeline, func(), error) {
 	ports, err := nodeproc.FreePorts(2)
 	if err != nil {
 		return nil, nil, err
@@ -373,7 +373,7 @@ func buildRemote(ctx context.Context, rt *ra.Runtime, spec ra.PipelineSpec, errO
 		return nil, nil, err
 	}
 	spec.Stages[1].Node = "stage2"
-	cp, err := node.Build(jctx, spec, cluster.ClusterOptions{})
+	cp, err := node.Build(jctx, spec, cluster.Options{})
 	if err != nil {
 		leave()
 		return nil, nil, err

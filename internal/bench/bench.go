@@ -48,7 +48,8 @@ type Options struct {
 	// Scale multiplies every message count (default 1); tests use a small
 	// one.
 	Scale float64
-	// Progress receives one line per measurement while the run goes on.
+	// Progress receives one line per measurement while the run goes on,
+	// ending with the time left (", eta 1m20s") after the first.
 	Progress io.Writer
 	// Devices are the devices the P2P rows open (default: the GPUs the
 	// CUDA driver reports, else simulated devices, as ringactor devices
@@ -176,11 +177,18 @@ func Run(ctx context.Context, o Options) ([]Row, error) {
 			return nil, fmt.Errorf("%w %q: the device rows here are %s", ErrNothingSelected, o.Only, p2pRange(cs))
 		}
 	}
+	// The time left is the time per finished run (of one member over n
+	// messages) times the runs to go.
+	steps, done, start := 0, 0, time.Now()
+	for _, c := range todo {
+		steps += rounds * len(c.names())
+	}
 	var rows []Row
 	for i, c := range todo {
 		if c.skip != nil {
 			if why := c.skip(); why != "" {
 				say("%s left out: %s", c.candidate.name, why)
+				steps -= rounds * len(c.names())
 				continue
 			}
 		}
@@ -190,7 +198,8 @@ func Run(ctx context.Context, o Options) ([]Row, error) {
 		}
 		n := max(least, int(float64(c.messages)*scale))
 		cr, err := c.measure(ctx, n, rounds, func(round int, m member) {
-			say("[%d/%d] %-26s round %d/%d, %d messages", i+1, len(todo), m.name, round+1, rounds, n)
+			say("[%d/%d] %-26s round %d/%d, %d messages%s", i+1, len(todo), m.name, round+1, rounds, n, eta(time.Since(start), done, steps))
+			done++
 		})
 		if err != nil {
 			return rows, fmt.Errorf("%s: %w", c.candidate.name, err)
@@ -314,4 +323,17 @@ func rate(v float64) string {
 		return fmt.Sprintf("%.1fk", v/1e3)
 	}
 	return fmt.Sprintf("%.0f", v)
+}
+
+// eta is ", eta 1m20s": the time left of a run of total steps, done of
+// which took elapsed, at their mean; "" before the first step ends.
+func eta(elapsed time.Duration, done, total int) string {
+	if done <= 0 || total <= done {
+		return ""
+	}
+	left := elapsed / time.Duration(done) * time.Duration(total-done)
+	if left < time.Second {
+		return ", eta <1s"
+	}
+	return ", eta " + left.Round(time.Second).String()
 }

@@ -125,6 +125,42 @@ func TestRunRowsAndRatios(t *testing.T) {
 			t.Errorf("no progress line for %s", n)
 		}
 	}
+	// Every measurement's line after the first says the time left.
+	lines := strings.Split(progress.String(), "\n")
+	var steps []string
+	for _, l := range lines {
+		if strings.HasPrefix(l, "bench: [") {
+			steps = append(steps, l)
+		}
+	}
+	if len(steps) < 2 || strings.Contains(steps[0], "eta") {
+		t.Fatalf("progress lines %q: want several, the first without an eta", steps)
+	}
+	for _, l := range steps[1:] {
+		if !strings.Contains(l, ", eta ") {
+			t.Errorf("progress line %q has no eta", l)
+		}
+	}
+}
+
+// eta is the mean time of a finished step times the steps to go.
+func TestETA(t *testing.T) {
+	for _, c := range []struct {
+		elapsed     time.Duration
+		done, total int
+		want        string
+	}{
+		{10 * time.Second, 0, 40, ""},
+		{10 * time.Second, 40, 40, ""},
+		{10 * time.Second, 5, 15, ", eta 20s"},
+		{40 * time.Second, 10, 30, ", eta 1m20s"},
+		{1500 * time.Millisecond, 3, 4, ", eta <1s"},
+		{time.Hour, 1, 3, ", eta 2h0m0s"},
+	} {
+		if got := eta(c.elapsed, c.done, c.total); got != c.want {
+			t.Errorf("eta(%v, %d, %d) = %q, want %q", c.elapsed, c.done, c.total, got, c.want)
+		}
+	}
 }
 
 // TestRemoteRows measures the remote comparison at a small size: a peer
@@ -202,11 +238,13 @@ func TestMedianAndPercentiles(t *testing.T) {
 	if m := median([]float64{4, 1, 3, 2}); m != 2.5 {
 		t.Errorf("median %g", m)
 	}
+	// Package hist's ranks, round(q·n), exact below 2,048 ns.
 	l := newLatencies(0)
 	for i := int64(1); i <= 100; i++ {
-		l.all = append(l.all, 101-i)
+		l.got = append(l.got, 101-i)
 	}
-	if p50, p99 := l.percentiles(); p50 != 51 || p99 != 99 {
+	l.keep()
+	if p50, p99 := l.percentiles(); p50 != 50 || p99 != 99 {
 		t.Errorf("p50 %d p99 %d", p50, p99)
 	}
 }

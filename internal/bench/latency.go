@@ -1,9 +1,10 @@
 package bench
 
 import (
-	"slices"
 	"sync/atomic"
 	"time"
+
+	"github.com/ringactor/ringactor/internal/hist"
 )
 
 // sampleEvery: one message in this many carries a timestamp. Every member
@@ -20,11 +21,13 @@ func now() int64 { return int64(time.Since(epoch)) }
 // latencies records, for messages whose id is a multiple of sampleEvery,
 // when each was sent (by the sender) and how long it took to arrive (by
 // the receiver). The two sides touch a stamp only on either side of the
-// queue the message went through, which orders them.
+// queue the message went through, which orders them. A run's latencies
+// go to a slice (the receiver appends, nothing more); keep counts them in
+// the histogram of every run so far, the runtime's (package hist).
 type latencies struct {
 	sent []int64
-	got  []int64 // this run
-	all  []int64 // every run so far
+	got  []int64        // this run
+	all  hist.Histogram // every run so far
 }
 
 func newLatencies(n int) *latencies { return &latencies{sent: make([]int64, n/sampleEvery+1)} }
@@ -64,14 +67,15 @@ func (l *latencies) arrive(id uint64) {
 	}
 }
 
-func (l *latencies) keep() { l.all = append(l.all, l.got...) }
-
-func (l *latencies) percentiles() (p50, p99 int64) {
-	if len(l.all) == 0 {
-		return 0, 0
+func (l *latencies) keep() {
+	for _, d := range l.got {
+		l.all.Record(time.Duration(d))
 	}
-	s := slices.Clone(l.all)
-	slices.Sort(s)
-	at := func(q float64) int64 { return s[int(q*float64(len(s)-1)+0.5)] }
-	return at(.50), at(.99)
+}
+
+// percentiles are every kept run's p50 and p99, as package hist defines
+// them (what runtime.Pipeline.Latency reports): within 0.1%.
+func (l *latencies) percentiles() (p50, p99 int64) {
+	q := l.all.Quantiles(.50, .99)
+	return int64(q[0]), int64(q[1])
 }

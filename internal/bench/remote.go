@@ -97,7 +97,7 @@ func (r *remoteBench) batched(ctx context.Context, n int, lat *latencies) (time.
 			lat.arrive(res.ID)
 			c.add()
 		}},
-	}, cluster.ClusterOptions{Window: remoteWindow})
+	}, cluster.Options{Window: remoteWindow})
 	if err != nil {
 		return 0, err
 	}

@@ -100,6 +100,8 @@ var directRules = []rule{
 		"the extension's id and roles are what runtime and runtime/internal/ext share without a cycle: it imports nothing of ours"},
 	{"github.com/ringactor/ringactor/runtime/internal/egress", []string{"go.opentelemetry.io"},
 		"the egress pump traces and meters nothing itself: its Host (runtime) ends a sampled result's trace"},
+	{"github.com/ringactor/ringactor/internal/hist", []string{"github.com/ringactor/ringactor", "go.opentelemetry.io", "github.com/asynkron/protoactor-go"},
+		"the latency histogram is the HDR histogram behind a mutex: the runtime and the benchmarks share it, and it imports nothing of ours, no telemetry, no actors"},
 	{"github.com/ringactor/ringactor/runtime/internal/fanout", []string{"github.com/ringactor/ringactor", "go.opentelemetry.io"},
 		"the dead-letter fan-out knows the subscribers and the send it is handed, nothing of ours and no telemetry"},
 	{"github.com/ringactor/ringactor/runtime/internal/stageactor", []string{"go.opentelemetry.io", "github.com/ringactor/ringactor/p2pqueue",

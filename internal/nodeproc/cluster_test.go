@@ -180,7 +180,7 @@ func TestRemoteStageInAnotherProcess(t *testing.T) {
 	spec := guide("remote-guide")
 	spec.Deliver = ra.Sink{Func: l.result}
 	spec.OnDeadLetter = l.dead
-	cp, err := origin.Build(ctx, spec, cluster.ClusterOptions{})
+	cp, err := origin.Build(ctx, spec, cluster.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -220,7 +220,7 @@ func TestRemoteKillMidStream(t *testing.T) {
 	spec := guide("remote-kill")
 	spec.Deliver = ra.Sink{Func: l.result}
 	spec.OnDeadLetter = l.dead
-	cp, err := origin.Build(ctx, spec, cluster.ClusterOptions{Window: 2048})
+	cp, err := origin.Build(ctx, spec, cluster.Options{Window: 2048})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -298,7 +298,7 @@ func TestRemoteKillMidStream(t *testing.T) {
 }
 
 // waitQuiet waits until the pipeline's account stops moving.
-func waitQuiet(t *testing.T, cp *cluster.ClusterPipeline, l *ledger) {
+func waitQuiet(t *testing.T, cp *cluster.Pipeline, l *ledger) {
 	t.Helper()
 	deadline := time.Now().Add(30 * time.Second)
 	for time.Now().Before(deadline) {

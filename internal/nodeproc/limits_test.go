@@ -57,7 +57,7 @@ func TestRemoteBigMessages(t *testing.T) {
 		l.mu.Unlock()
 		l.dead(d)
 	}
-	cp, err := origin.Build(ctx, spec, cluster.ClusterOptions{})
+	cp, err := origin.Build(ctx, spec, cluster.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}

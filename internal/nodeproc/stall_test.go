@@ -30,7 +30,7 @@ func stallRejoin(t *testing.T, stall time.Duration) {
 	spec := guide("remote-stall-" + stall.String())
 	spec.Deliver = ra.Sink{Func: l.result}
 	spec.OnDeadLetter = l.dead
-	cp, err := origin.Build(ctx, spec, cluster.ClusterOptions{})
+	cp, err := origin.Build(ctx, spec, cluster.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}

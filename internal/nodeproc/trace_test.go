@@ -117,7 +117,7 @@ func TestRemoteOneTraceAcrossProcesses(t *testing.T) {
 	spec.SampleRatio = 0.25 // ids 4, 8, ..., 40
 	spec.Deliver = ra.Sink{Func: l.result}
 	spec.OnDeadLetter = l.dead
-	cp, err := origin.Build(ctx, spec, cluster.ClusterOptions{})
+	cp, err := origin.Build(ctx, spec, cluster.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}

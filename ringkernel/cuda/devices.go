@@ -251,7 +251,11 @@ func listGPUs(d *drv.Driver) ([]gpu, error) {
 			dev.Topology[j] = rk.Connection{Level: rk.LevelUnknown}
 		}
 		dev.Topology[i] = rk.Connection{Level: rk.LevelSelf}
-		if addr, ok := pciOf(h); ok && byPCI[addr].hasPCI {
+		addr, ok := pciOf(h)
+		if ok {
+			dev.PCIBusID = fmt.Sprintf("%04x:%02x:%02x.0", addr.domain, addr.bus, addr.device)
+		}
+		if ok && byPCI[addr].hasPCI {
 			g := byPCI[addr]
 			dev.pci = &addr
 			for j, peer := range handles {

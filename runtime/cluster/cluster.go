@@ -21,10 +21,11 @@ import (
 	"github.com/ringactor/ringactor/runtime/internal/account"
 	"github.com/ringactor/ringactor/runtime/internal/ext"
 	"github.com/ringactor/ringactor/runtime/internal/naming"
+	"github.com/ringactor/ringactor/runtime/internal/requests"
 )
 
-// ClusterOptions tune a cluster pipeline.
-type ClusterOptions struct {
+// Options tune a cluster pipeline.
+type Options struct {
 	// Window is the most messages out on other nodes at once per run of
 	// remote segments (default DefaultRemoteWindow): the local side waits
 	// for room, so a slow node slows the pipeline instead of filling its
@@ -35,24 +36,25 @@ type ClusterOptions struct {
 	Timeout time.Duration
 }
 
-// ClusterPipeline is a pipeline whose stages run on several nodes. Stages
+// Pipeline is a pipeline whose stages run on several nodes. Stages
 // next to each other on one node form a segment, built there as a local
-// Pipeline; segments on different nodes are joined by batched links over
+// runtime.Pipeline; segments on different nodes are joined by batched links over
 // protoactor remote. The node that builds it (the origin) owns its count:
 // every message sent ends there, delivered or dead-lettered, exactly once,
 // including those on a node that died ("remote unreachable").
-type ClusterPipeline struct {
+type Pipeline struct {
 	node    *Node
 	rt      *ra.Runtime // node.rt
 	host    ext.Host    // rt's hooks: delivery and dead letters at the origin
 	spec    ra.PipelineSpec
-	opts    ClusterOptions
+	opts    Options
 	segs    []*segment
 	excs    []*excursion
 	byStage map[string]*segment
 	origin  *actor.PID
 
 	acct        account.Account // the origin's account: only the origin counts
+	reqs        requests.Table[outcome]
 	late        atomic.Uint64
 	sampleEvery uint64
 	roots       *roots
@@ -90,7 +92,7 @@ func (s *segment) remotePID() *actor.PID {
 // cluster (StageSpec.Node), places each remote segment on its node through
 // protoactor cluster, starts it, and returns it started. A spec whose
 // stages are all on this node builds like Runtime.Build.
-func (n *Node) Build(ctx context.Context, spec ra.PipelineSpec, opts ClusterOptions) (*ClusterPipeline, error) {
+func (n *Node) Build(ctx context.Context, spec ra.PipelineSpec, opts Options) (*Pipeline, error) {
 	if err := ctxcheck.Live(ctx, "Node.Build"); err != nil {
 		return nil, err
 	}
@@ -116,7 +118,7 @@ func (n *Node) Build(ctx context.Context, spec ra.PipelineSpec, opts ClusterOpti
 	if err := host.CheckResults(spec.Deliver); err != nil { // the origin delivers with DeliverTo
 		return nil, fmt.Errorf("%w %q: %w", ra.ErrBadPipeline, spec.Name, err)
 	}
-	cp := &ClusterPipeline{node: n, rt: n.rt, host: host, spec: spec, opts: opts, byStage: map[string]*segment{},
+	cp := &Pipeline{node: n, rt: n.rt, host: host, spec: spec, opts: opts, byStage: map[string]*segment{},
 		roots: newRoots(n.rt.TracerProvider(), spec.Name, n.cfg.Name)}
 	cp.ctx, cp.cancel = context.WithCancel(context.Background())
 	if spec.SampleRatio > 0 {
@@ -165,7 +167,7 @@ func (n *Node) Build(ctx context.Context, spec ra.PipelineSpec, opts ClusterOpti
 	return cp, nil
 }
 
-func (cp *ClusterPipeline) build(ctx context.Context) error {
+func (cp *Pipeline) build(ctx context.Context) error {
 	rt := cp.node.rt
 	var err error
 	props := actor.PropsFromProducer(func() actor.Actor { return &originActor{cp: cp} })
@@ -217,7 +219,7 @@ func (cp *ClusterPipeline) build(ctx context.Context) error {
 
 // place builds a remote run's segments on their nodes, last first (each
 // names the next), watches them, and marks the run up.
-func (cp *ClusterPipeline) place(ctx context.Context, e *excursion, gen int) error {
+func (cp *Pipeline) place(ctx context.Context, e *excursion, gen int) error {
 	rt := cp.node.rt
 	next := cp.origin
 	var first *actor.PID
@@ -261,7 +263,7 @@ func (cp *ClusterPipeline) place(ctx context.Context, e *excursion, gen int) err
 }
 
 // grain activates the segment grain of identity on the named node.
-func (cp *ClusterPipeline) grain(ctx context.Context, identity, node string) (*actor.PID, error) {
+func (cp *Pipeline) grain(ctx context.Context, identity, node string) (*actor.PID, error) {
 	done := make(chan *actor.PID, 1)
 	go func() { done <- cp.node.cluster.Get(identity, nodeKind(node)) }()
 	select {
@@ -276,7 +278,7 @@ func (cp *ClusterPipeline) grain(ctx context.Context, identity, node string) (*a
 }
 
 // request asks a remote actor and returns the bytes it answered with.
-func (cp *ClusterPipeline) request(ctx context.Context, pid *actor.PID, m *wrapperspb.BytesValue) ([]byte, error) {
+func (cp *Pipeline) request(ctx context.Context, pid *actor.PID, m *wrapperspb.BytesValue) ([]byte, error) {
 	timeout := cp.opts.Timeout
 	if dl, ok := ctx.Deadline(); ok {
 		timeout = min(timeout, time.Until(dl))
@@ -296,7 +298,7 @@ func (cp *ClusterPipeline) request(ctx context.Context, pid *actor.PID, m *wrapp
 }
 
 // abandon tears down what a failed build made.
-func (cp *ClusterPipeline) abandon() {
+func (cp *Pipeline) abandon() {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	cp.closed.Store(true)
@@ -315,13 +317,13 @@ func (cp *ClusterPipeline) abandon() {
 	cp.cancel()
 }
 
-func (cp *ClusterPipeline) sample(id uint64) bool {
+func (cp *Pipeline) sample(id uint64) bool {
 	return cp.sampleEvery != 0 && id%cp.sampleEvery == 0
 }
 
 // Send puts one message into the first stage, wherever it runs.
-func (cp *ClusterPipeline) Send(ctx context.Context, d ra.Data) error {
-	if err := ctxcheck.LiveSend(ctx, "ClusterPipeline.Send"); err != nil {
+func (cp *Pipeline) Send(ctx context.Context, d ra.Data) error {
+	if err := ctxcheck.LiveSend(ctx, "cluster.Pipeline.Send"); err != nil {
 		return err
 	}
 	_, err := cp.SendBatch(ctx, []ra.Data{d})
@@ -335,8 +337,8 @@ func (cp *ClusterPipeline) Send(ctx context.Context, d ra.Data) error {
 // A sampled message (Data.Sampled, or picked by the sample ratio) gets
 // one trace across every node: a root span here, from the send to its end
 // here, and under it each segment's spans, on whichever node runs it.
-func (cp *ClusterPipeline) SendBatch(ctx context.Context, ds []ra.Data) (int, error) {
-	if err := ctxcheck.LiveSend(ctx, "ClusterPipeline.SendBatch"); err != nil {
+func (cp *Pipeline) SendBatch(ctx context.Context, ds []ra.Data) (int, error) {
+	if err := ctxcheck.LiveSend(ctx, "cluster.Pipeline.SendBatch"); err != nil {
 		return 0, err
 	}
 	traced := false
@@ -350,7 +352,7 @@ func (cp *ClusterPipeline) SendBatch(ctx context.Context, ds []ra.Data) (int, er
 		ds = slices.Clone(ds) // the roots' contexts are ours, not the caller's
 		for i := range ds {
 			if ds[i].Sampled || cp.sample(ds[i].ID) {
-				ds[i].Sampled, ds[i].Context = true, cp.roots.begin(ds[i].Context, ds[i].ID)
+				ds[i].Sampled, ds[i].Parent, ds[i].Context = true, cp.roots.begin(ds[i], ds[i].ID), nil
 			}
 		}
 	}
@@ -369,15 +371,26 @@ func (cp *ClusterPipeline) SendBatch(ctx context.Context, ds []ra.Data) (int, er
 	return first.exc.sendData(ctx, ds)
 }
 
-func (cp *ClusterPipeline) deadLetter(d ra.DeadLetter) {
+// deadLetter ends a message as dead: counted, its trace ended, its
+// request answered, and the spec's dead-letter subscribers told.
+func (cp *Pipeline) deadLetter(d ra.DeadLetter) {
 	cp.acct.DeadLetter()
 	cp.roots.end(d.ID, &d)
+	if cp.reqs.Pending() {
+		dd := d
+		cp.answer(d.ID, outcome{dead: &dd})
+	}
 	cp.host.TellDeadLetter(&cp.spec, d)
 }
 
-func (cp *ClusterPipeline) deliver(r ra.Result) {
+// deliver ends a message as delivered: a request's result goes to its
+// requester, any other to the sink.
+func (cp *Pipeline) deliver(r ra.Result) {
 	cp.acct.Deliver(1)
 	cp.roots.end(r.ID, nil)
+	if cp.reqs.Pending() && cp.answer(r.ID, outcome{r: r}) {
+		return
+	}
 	cp.host.DeliverTo(cp.ctx, cp.spec.Deliver, r)
 }
 
@@ -387,7 +400,7 @@ func (cp *ClusterPipeline) deliver(r ra.Result) {
 // as their segments report them: asked now while the pipeline is open, as
 // they closed once it is, and as last heard from a node that does not
 // answer.
-func (cp *ClusterPipeline) Stats() ra.PipelineStats {
+func (cp *Pipeline) Stats() ra.PipelineStats {
 	var st ra.PipelineStats
 	for _, s := range cp.segs {
 		if s.local != nil {
@@ -399,14 +412,14 @@ func (cp *ClusterPipeline) Stats() ra.PipelineStats {
 		}
 	}
 	t := cp.acct.Read(nil)
-	st.Sent, st.Delivered, st.DeadLettered, st.InFlight = t.Sent, t.Delivered, t.DeadLettered, t.InFlight
+	st.Sent, st.Delivered, st.DeadLettered, st.InFlight, st.Abandoned = t.Sent, t.Delivered, t.DeadLettered, t.InFlight, t.Abandoned
 	return st
 }
 
 // Latency summarises the sampled queue waits and service times of every
 // stage, in the order Stats lists them: those on other nodes
 // (StageLatency.Node) from their segments' reports, as Stats gets them.
-func (cp *ClusterPipeline) Latency() []ra.StageLatency {
+func (cp *Pipeline) Latency() []ra.StageLatency {
 	var out []ra.StageLatency
 	for _, s := range cp.segs {
 		if s.local != nil {
@@ -427,7 +440,7 @@ const reportTimeout = 2 * time.Second
 // open and its node up, and returns the latest it has: the one its Close
 // answered once closed, the last heard (or none) from a node that does
 // not answer.
-func (cp *ClusterPipeline) remoteReport(s *segment) []wire.ReportStage {
+func (cp *Pipeline) remoteReport(s *segment) []wire.ReportStage {
 	if pid := s.remotePID(); pid != nil && !cp.closed.Load() && s.exc.isDown() == nil {
 		ctx, cancel := context.WithTimeout(context.Background(), min(cp.opts.Timeout, reportTimeout))
 		res, err := cp.request(ctx, pid, wrap(wire.EncodeReportReq()))
@@ -451,14 +464,14 @@ func (cp *ClusterPipeline) remoteReport(s *segment) []wire.ReportStage {
 	return s.report
 }
 
-func (cp *ClusterPipeline) keepReport(s *segment, rep []wire.ReportStage) {
+func (cp *Pipeline) keepReport(s *segment, rep []wire.ReportStage) {
 	s.mu.Lock()
 	s.report = onNode(rep, s.node)
 	s.mu.Unlock()
 }
 
 // Remote is how many messages are out on other nodes now.
-func (cp *ClusterPipeline) Remote() int {
+func (cp *Pipeline) Remote() int {
 	n := 0
 	for _, e := range cp.excs {
 		n += e.outstanding()
@@ -468,11 +481,11 @@ func (cp *ClusterPipeline) Remote() int {
 
 // Late is how many results or dead letters came back from a node after
 // their messages had been dead-lettered as unreachable (and were dropped).
-func (cp *ClusterPipeline) Late() uint64 { return cp.late.Load() }
+func (cp *Pipeline) Late() uint64 { return cp.late.Load() }
 
 // Unreachable lists the nodes whose segments are down now; Rejoin places
 // them again.
-func (cp *ClusterPipeline) Unreachable() []string {
+func (cp *Pipeline) Unreachable() []string {
 	var out []string
 	for _, e := range cp.excs {
 		if e.isDown() != nil {
@@ -486,7 +499,7 @@ func (cp *ClusterPipeline) Unreachable() []string {
 
 // unreachable marks the run holding pid down: what is out on it is
 // dead-lettered "remote unreachable", and what is sent to it from now on.
-func (cp *ClusterPipeline) unreachable(pid *actor.PID, why string) {
+func (cp *Pipeline) unreachable(pid *actor.PID, why string) {
 	for _, s := range cp.segs {
 		if p := s.remotePID(); p != nil && p.Equal(pid) {
 			s.exc.fail(ra.ReasonRemoteUnreachable, fmt.Errorf("%w: node %q (%s): %s; restart it, then call Rejoin", ErrRemoteUnreachable, s.node, pid.Address, why))
@@ -502,8 +515,8 @@ func (cp *ClusterPipeline) unreachable(pid *actor.PID, why string) {
 // period (five health checks, at least 2 s) and placed again if the link
 // to the node drops meanwhile, so Rejoin takes at least that long when it
 // has anything to place; it is bounded by ctx.
-func (cp *ClusterPipeline) Rejoin(ctx context.Context) error {
-	if err := ctxcheck.Live(ctx, "ClusterPipeline.Rejoin"); err != nil {
+func (cp *Pipeline) Rejoin(ctx context.Context) error {
+	if err := ctxcheck.Live(ctx, "cluster.Pipeline.Rejoin"); err != nil {
 		return err
 	}
 	cp.rejoinMu.Lock()
@@ -546,7 +559,7 @@ func (cp *ClusterPipeline) Rejoin(ctx context.Context) error {
 // checks, at least two seconds) before Rejoin returns: the late close of a
 // link from before the stall can still end the new one then, and the run
 // is placed again if it does.
-func (cp *ClusterPipeline) replace(ctx context.Context, e *excursion) error {
+func (cp *Pipeline) replace(ctx context.Context, e *excursion) error {
 	settle := max(5*cp.node.cfg.RefreshTTL, 2*time.Second)
 	for {
 		err := cp.place(ctx, e, int(time.Now().UnixNano()&math.MaxInt32))
@@ -575,7 +588,7 @@ func (cp *ClusterPipeline) replace(ctx context.Context, e *excursion) error {
 }
 
 // closeRun tells a run's grains to close without drain, not waiting.
-func (cp *ClusterPipeline) closeRun(e *excursion) {
+func (cp *Pipeline) closeRun(e *excursion) {
 	for k := e.first; k <= e.last; k++ {
 		if pid := cp.segs[k].remotePID(); pid != nil {
 			cp.node.rt.System().Root.Send(pid, wrap(wire.EncodeClose(wire.CloseMsg{Drain: false, Timeout: uint64(time.Second)})))
@@ -589,8 +602,8 @@ func (cp *ClusterPipeline) closeRun(e *excursion) {
 // Whatever is still out on other nodes at the end is dead-lettered ("remote
 // unreachable" for a node that is down or did not answer). Close is bounded
 // by ctx and idempotent.
-func (cp *ClusterPipeline) Close(ctx context.Context, drain bool) error {
-	if err := ctxcheck.NotNil(ctx, "ClusterPipeline.Close"); err != nil {
+func (cp *Pipeline) Close(ctx context.Context, drain bool) error {
+	if err := ctxcheck.NotNil(ctx, "cluster.Pipeline.Close"); err != nil {
 		return err
 	}
 	cp.closeOnce.Do(func() {
@@ -659,7 +672,7 @@ func deadline(ctx context.Context) time.Time {
 }
 
 // Describe shows the segments: which node runs which stages.
-func (cp *ClusterPipeline) Describe() string {
+func (cp *Pipeline) Describe() string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "cluster pipeline %q from node %q (%s), %d segments\n", cp.spec.Name, cp.node.Name(), cp.node.Address(), len(cp.segs))
 	for k, s := range cp.segs {
@@ -699,7 +712,7 @@ type (
 // segments send to a segment on this node or to the sink, the dead letters
 // they report, and the Terminated of a watched remote segment.
 type originActor struct {
-	cp   *ClusterPipeline
+	cp   *Pipeline
 	br   wire.BatchReader
 	keep []bool
 	ds   []ra.Data

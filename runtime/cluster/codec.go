@@ -32,14 +32,14 @@ var ErrNotEncodable = wire.ErrNotEncodable
 
 // EncodeMessage encodes a ra.Data, ra.Result or ra.DeadLetter (or a
 // non-nil pointer to one) for another process: an envelope [version, kind,
-// body] of fixed-position msgpack arrays. Data.Context travels as its W3C
-// traceparent only.
+// body] of fixed-position msgpack arrays. Data.Parent (else the
+// deprecated Data.Context) travels as its W3C traceparent only.
 func EncodeMessage(m any) ([]byte, error) { return wire.EncodeMessage(m) }
 
 // DecodeMessage decodes bytes written by EncodeMessage into a ra.Data,
-// ra.Result or ra.DeadLetter value. A Data's Context is derived from
-// context.Background() and carries the sender's span context as a remote
-// parent when a traceparent travelled; it is nil otherwise. Any other
+// ra.Result or ra.DeadLetter value. A Data's Parent is the sender's span
+// context (remote) when a traceparent travelled, the zero SpanContext
+// otherwise; its Context is nil. Any other
 // input is an error wrapping ErrBadMessage, saying what was wrong and
 // where; DecodeMessage never panics, and allocates no more than the
 // input's size in floats and strings.

@@ -37,11 +37,12 @@ func equalMessages(a, b any) bool {
 		return true
 	}
 	// The travelling part of a span context: a decoded one is remote.
-	sc := func(ctx context.Context) trace.SpanContext {
-		if ctx == nil {
-			return trace.SpanContext{}
+	// Parent, or the deprecated Context when Parent is not valid.
+	sc := func(d ra.Data) trace.SpanContext {
+		if d.Parent.IsValid() || d.Context == nil {
+			return d.Parent.WithRemote(false)
 		}
-		return trace.SpanContextFromContext(ctx).WithRemote(false)
+		return trace.SpanContextFromContext(d.Context).WithRemote(false)
 	}
 	text := func(err error) string {
 		if err == nil {
@@ -52,7 +53,7 @@ func equalMessages(a, b any) bool {
 	switch x := a.(type) {
 	case ra.Data:
 		y, ok := b.(ra.Data)
-		return ok && x.ID == y.ID && x.Sampled == y.Sampled && floats(x.Floats, y.Floats) && sc(x.Context).Equal(sc(y.Context))
+		return ok && x.ID == y.ID && x.Sampled == y.Sampled && floats(x.Floats, y.Floats) && sc(x).Equal(sc(y))
 	case ra.Result:
 		y, ok := b.(ra.Result)
 		return ok && x.ID == y.ID && floats(x.Floats, y.Floats)
@@ -88,7 +89,8 @@ func TestCodecRoundTrip(t *testing.T) {
 	}
 	nan := math.Float32frombits(0x7fc00001)
 	msgs := []any{
-		ra.Data{ID: 1, Floats: []float32{1, -2.5, float32(math.Inf(1)), nan}, Sampled: true, Context: ctx},
+		ra.Data{ID: 1, Floats: []float32{1, -2.5, float32(math.Inf(1)), nan}, Sampled: true, Parent: sc},
+		ra.Data{ID: 2, Sampled: true, Context: ctx}, // the deprecated field still travels
 		ra.Data{ID: math.MaxUint64, Floats: make([]float32, 300)},
 		ra.Data{},
 		ra.Result{ID: 7, Floats: []float32{3, 4}},
@@ -107,18 +109,20 @@ func TestCodecRoundTrip(t *testing.T) {
 		}
 	}
 
-	// The sampled parent survives as a remote span context, derived from
-	// context.Background().
-	got, _ := cluster.DecodeMessage(mustEncode(t, msgs[0]))
-	d := got.(ra.Data)
-	rsc := trace.SpanContextFromContext(d.Context)
-	if rsc.TraceID() != sc.TraceID() || rsc.SpanID() != sc.SpanID() || !rsc.IsSampled() || !rsc.IsRemote() {
-		t.Fatalf("traceparent did not survive: sent %v, got %v", sc, rsc)
+	// The sampled parent survives as a remote span context in Parent,
+	// sent as Parent or as the deprecated Context.
+	for _, m := range msgs[:2] {
+		got, _ := cluster.DecodeMessage(mustEncode(t, m))
+		d := got.(ra.Data)
+		rsc := d.Parent
+		if rsc.TraceID() != sc.TraceID() || rsc.SpanID() != sc.SpanID() || !rsc.IsSampled() || !rsc.IsRemote() || d.Context != nil {
+			t.Fatalf("traceparent did not survive: sent %v, got %v (Context %v)", sc, rsc, d.Context)
+		}
 	}
-	// No span, no Context.
-	got, _ = cluster.DecodeMessage(mustEncode(t, ra.Data{ID: 3, Context: context.Background()}))
-	if got.(ra.Data).Context != nil {
-		t.Fatal("a Data without a span came back with a Context")
+	// No span, no Parent.
+	got, _ := cluster.DecodeMessage(mustEncode(t, ra.Data{ID: 3, Context: context.Background()}))
+	if d := got.(ra.Data); d.Parent.IsValid() || d.Context != nil {
+		t.Fatal("a Data without a span came back with a parent")
 	}
 	// Pointers encode as their values.
 	if b := mustEncode(t, &ra.Result{ID: 5, Floats: []float32{1}}); !bytes.Equal(b, mustEncode(t, ra.Result{ID: 5, Floats: []float32{1}})) {
@@ -233,7 +237,7 @@ func TestCodecEncodeRefuses(t *testing.T) {
 func FuzzDecodeMessage(f *testing.F) {
 	ctx, _ := sampledContext(f)
 	msgs := []any{
-		ra.Data{ID: 1, Floats: []float32{1, 2, 3}, Sampled: true, Context: ctx},
+		ra.Data{ID: 1, Floats: []float32{1, 2, 3}, Sampled: true, Parent: trace.SpanContextFromContext(ctx)},
 		ra.Data{ID: 1 << 40, Floats: []float32{float32(math.NaN())}},
 		ra.Result{ID: 2, Floats: []float32{0.5}},
 		ra.DeadLetter{ID: 3, Stage: "sqrt", Device: 1, Reason: ra.ReasonStageError, Err: errors.New("negative")},

@@ -10,9 +10,10 @@
 //
 // Join makes a runtime a node of a protoactor cluster (NodeConfig: a fixed
 // host list, checked over protoactor's automanaged protocol by ringactor's
-// own provider, or any provider, such as the in-memory test provider). Node.Build builds a ClusterPipeline whose
+// own provider, or any provider, such as the in-memory test provider).
+// Node.Build builds a (cluster) Pipeline, a runtime.Flow, whose
 // StageSpec.Node names other nodes: consecutive stages on one node form a
-// segment, run there as a local Pipeline by a cluster grain of the node's
+// segment, run there as a local runtime.Pipeline by a cluster grain of the node's
 // own kind ("ringactor.node.<name>"), so placement by name is protoactor
 // cluster's own placement. Segments on different nodes are joined by
 // batched links over protoactor remote: an egress batch (taken raw through
@@ -35,7 +36,7 @@
 // fixed-host-list provider lists a peer that left and answers again under
 // a new member id, since protoactor blocks a member id that left for good,
 // and drops a peer only after two failed checks in a row, so a node that
-// was itself stopped keeps its peers). ClusterOptions.Window bounds what is
+// was itself stopped keeps its peers). Options.Window bounds what is
 // out on other nodes.
 //
 // # Size limits
@@ -54,7 +55,7 @@
 // The cluster pipeline decides which messages are sampled and opens a
 // root span for each at the origin, from the send to its end there. Every
 // segment traces its part under that root: locally through the Data's
-// Context, on other nodes through the root's W3C traceparent carried in
+// Parent, on other nodes through the root's W3C traceparent carried in
 // the message's Batch entry (trace.go). Stats and Latency list the stages
 // of every node: remote segments report their counters and latencies on
 // request and in their answer to Close (report.go).

@@ -23,7 +23,7 @@ var ErrRemoteUnreachable = errors.New("ringactor: remote unreachable")
 
 // DefaultRemoteWindow is how many messages a cluster pipeline lets be out
 // on other nodes at once, per run of remote segments, unless
-// ClusterOptions.Window says otherwise.
+// Options.Window says otherwise.
 const DefaultRemoteWindow = 8192
 
 // excursion is a run of consecutive remote segments, from the origin's
@@ -34,7 +34,7 @@ const DefaultRemoteWindow = 8192
 // result that arrives after its node was declared unreachable is dropped,
 // not counted twice.
 type excursion struct {
-	cp          *ClusterPipeline
+	cp          *Pipeline
 	first, last int // segment indices of the run
 	window      int
 
@@ -50,7 +50,7 @@ type excursion struct {
 	idx []int // the messages of the batch being sent that go out
 }
 
-func newExcursion(cp *ClusterPipeline, first, last, window int) *excursion {
+func newExcursion(cp *Pipeline, first, last, window int) *excursion {
 	return &excursion{cp: cp, first: first, last: last, window: window, out: map[uint64]int32{},
 		room: make(chan struct{}), w: wire.NewBatchWriter(), down: fmt.Errorf("%w: not built yet", ErrRemoteUnreachable)}
 }

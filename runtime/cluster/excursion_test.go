@@ -76,7 +76,7 @@ func expectDead(t *testing.T, r *deadLetters, reason ra.Reason, want error, ids 
 // newTestExcursion is a run of one remote segment (stage "far" on device 1)
 // of a pipeline that exists only for its accounting, on a runtime closed
 // when the test ends.
-func newTestExcursion(t *testing.T, window int) (*ClusterPipeline, *excursion, *deadLetters) {
+func newTestExcursion(t *testing.T, window int) (*Pipeline, *excursion, *deadLetters) {
 	t.Helper()
 	rt, err := ra.New(ra.Config{Devices: ra.DeviceOptions{Backend: "sim", SimDevices: 1, Log: io.Discard}})
 	if err != nil {
@@ -84,7 +84,7 @@ func newTestExcursion(t *testing.T, window int) (*ClusterPipeline, *excursion, *
 	}
 	t.Cleanup(func() { rt.Close() })
 	dead := &deadLetters{}
-	cp := &ClusterPipeline{rt: rt, host: ext.Of(rt), spec: ra.PipelineSpec{Name: "exc", OnDeadLetter: dead.add}}
+	cp := &Pipeline{rt: rt, host: ext.Of(rt), spec: ra.PipelineSpec{Name: "exc", OnDeadLetter: dead.add}}
 	cp.segs = []*segment{{idx: 0, node: "other", stages: []ra.StageSpec{{Name: "far", Device: 1}}}}
 	e := newExcursion(cp, 0, 0, window)
 	cp.segs[0].exc = e
@@ -104,7 +104,7 @@ type farSegment struct {
 // upExcursion gives cp a node on its runtime, spawns the stand-in segment
 // and marks the run up through it. The segment is stopped when the test
 // ends, before the runtime closes.
-func upExcursion(t *testing.T, cp *ClusterPipeline, e *excursion) *farSegment {
+func upExcursion(t *testing.T, cp *Pipeline, e *excursion) *farSegment {
 	t.Helper()
 	rt := cp.rt
 	cp.node = &Node{rt: rt}

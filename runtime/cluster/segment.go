@@ -255,7 +255,7 @@ func entriesToData(es []wire.Entry, keep []bool, ds []ra.Data, slab []float32) (
 		k := len(e.Payload) / 4
 		v, _ := kernels.DecodeFloats(free[:k:k], e.Payload) // whole float32s, checked by decode
 		free = free[k:]
-		ds = append(ds, ra.Data{ID: e.ID, Floats: v, Sampled: e.Flags&p2pqueue.FlagSampled != 0, Context: e.Parent})
+		ds = append(ds, ra.Data{ID: e.ID, Floats: v, Sampled: e.Flags&p2pqueue.FlagSampled != 0, Parent: e.Parent})
 	}
 	return ds, slab
 }

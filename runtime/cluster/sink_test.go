@@ -28,7 +28,7 @@ func TestBuildRefusesASlotsSink(t *testing.T) {
 	n := &Node{rt: rt, cfg: NodeConfig{Name: "solo"}}
 	spec := ra.PipelineSpec{Name: "slots", Stages: []ra.StageSpec{{Name: "a", Op: "identity"}},
 		Deliver: ext.Of(rt).WithSlots(ra.Sink{}, func(context.Context, []p2pqueue.Header, [][]byte) {})}
-	if cp, err := n.Build(ctx, spec, ClusterOptions{}); !errors.Is(err, ra.ErrBadPipeline) {
+	if cp, err := n.Build(ctx, spec, Options{}); !errors.Is(err, ra.ErrBadPipeline) {
 		if cp != nil {
 			cp.Close(ctx, false)
 		}

@@ -43,11 +43,13 @@ func newRoots(tp trace.TracerProvider, pipeline, node string) *roots {
 	return &roots{tracer: tp.Tracer(scope), pipeline: pipeline, node: node, open: map[uint64]*root{}}
 }
 
-// begin opens message id's root under parent (the sender's span, if it
-// had one) and returns the context its segments' traces hang from.
-func (rs *roots) begin(parent context.Context, id uint64) context.Context {
-	if parent == nil {
-		parent = context.Background()
+// begin opens message id's root under the sender's span, if d names one
+// (Data.Parent, else its deprecated Context), and returns the span
+// context its segments' traces hang from.
+func (rs *roots) begin(d ra.Data, id uint64) trace.SpanContext {
+	parent := d.Context
+	if d.Parent.IsValid() || parent == nil {
+		parent = trace.ContextWithSpanContext(context.Background(), d.Parent)
 	}
 	ctx, span := rs.tracer.Start(parent, "ringactor.message", trace.WithSpanKind(trace.SpanKindProducer),
 		trace.WithAttributes(attribute.Int64("ringactor.message.id", int64(id)), attribute.String("ringactor.pipeline", rs.pipeline),
@@ -60,7 +62,7 @@ func (rs *roots) begin(parent context.Context, id uint64) context.Context {
 	}
 	rs.open[id] = r
 	rs.mu.Unlock()
-	return ctx
+	return span.SpanContext()
 }
 
 // traceparent is the W3C context of message id's root, "" if it is not

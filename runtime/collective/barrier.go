@@ -97,6 +97,8 @@ type Barrier struct {
 }
 
 // NewBarrier spawns a barrier actor for spec in the runtime's actor system.
+// It takes no ctx: it spawns one local actor and waits for nothing (the
+// waits are Await's, which takes one).
 func NewBarrier(rt *ra.Runtime, spec BarrierSpec) (*Barrier, error) {
 	if spec.Name == "" {
 		return nil, fmt.Errorf("%w: no name", ErrBadBarrier)

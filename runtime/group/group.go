@@ -20,6 +20,7 @@ import (
 	"github.com/ringactor/ringactor/runtime/internal/account"
 	"github.com/ringactor/ringactor/runtime/internal/ext"
 	"github.com/ringactor/ringactor/runtime/internal/naming"
+	"github.com/ringactor/ringactor/runtime/internal/requests"
 )
 
 //go:generate go run golang.org/x/tools/cmd/stringer@v0.52.0 -type=Policy -linecomment
@@ -75,6 +76,7 @@ type Group struct {
 	pid   *actor.PID
 
 	acct account.Account // the group's message account over all instances
+	reqs requests.Table[outcome]
 
 	mu      sync.Mutex // dispatch state
 	rr      int
@@ -86,6 +88,7 @@ type Group struct {
 	coordDone chan struct{}
 	closeOnce sync.Once
 	closeErr  error
+	closed    atomic.Bool
 }
 
 type instance struct {
@@ -491,6 +494,9 @@ func (g *Group) rebalance(ctx context.Context) {
 
 func (g *Group) deliver(r ra.Result) {
 	g.acct.Deliver(1)
+	if g.reqs.Pending() && g.answer(r.ID, outcome{r: r}) {
+		return // a request's result goes to its caller
+	}
 	// A full Chan holds the instance's egress pump up (backpressure), as
 	// it always has: no done context ends the wait.
 	g.host.DeliverTo(context.Background(), g.spec.Deliver, r)
@@ -498,6 +504,10 @@ func (g *Group) deliver(r ra.Result) {
 
 func (g *Group) deadLetter(d ra.DeadLetter) {
 	g.acct.DeadLetter()
+	if g.reqs.Pending() {
+		dd := d
+		g.answer(d.ID, outcome{dead: &dd})
+	}
 	if g.spec.OnDeadLetter != nil {
 		g.spec.OnDeadLetter(d)
 	}
@@ -553,6 +563,7 @@ func (g *Group) Close(ctx context.Context, drain bool) error {
 		return err
 	}
 	g.closeOnce.Do(func() {
+		g.closed.Store(true)
 		if g.stop != nil {
 			g.stop()
 			<-g.coordDone

@@ -7,7 +7,10 @@ type Percentiles struct {
 	P50, P90, P99 time.Duration
 }
 
-// StageLatency summarises one stage's sampled messages.
+// StageLatency summarises one stage's sampled messages. Samples counts
+// every one, and the percentiles are of all of them, from an HDR
+// histogram: the round(q·Samples)-th smallest, to within 0.1% above
+// (docs/ARCHITECTURE.md §5).
 type StageLatency struct {
 	Stage  string
 	Device int

@@ -59,7 +59,7 @@ func TestOneNodeInMemory(t *testing.T) {
 	// A stage on a node that is not there: refused, naming the node and the fix.
 	spec := guide("absent")
 	spec.Stages[1].Node = "ghost"
-	if _, err := node.Build(ctx, spec, cluster.ClusterOptions{Timeout: time.Second}); !errors.Is(err, cluster.ErrNode) || !strings.Contains(err.Error(), `"ghost"`) {
+	if _, err := node.Build(ctx, spec, cluster.Options{Timeout: time.Second}); !errors.Is(err, cluster.ErrNode) || !strings.Contains(err.Error(), `"ghost"`) {
 		t.Errorf("stage on an absent node: %v, want ErrNode naming it", err)
 	}
 	// Runtime.Build refuses a stage that names a node.
@@ -74,7 +74,7 @@ func TestOneNodeInMemory(t *testing.T) {
 		spec.Stages[i].Node = "solo"
 	}
 	spec.Deliver = ra.Sink{Chan: results}
-	cp, err := node.Build(ctx, spec, cluster.ClusterOptions{})
+	cp, err := node.Build(ctx, spec, cluster.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -86,10 +86,36 @@ func TestOneNodeInMemory(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
+	// The runtime.Flow calls on local segments: Start does nothing on a
+	// built pipeline, a request's result (or dead letter) goes to its
+	// caller and not to the sink, PID names a stage's actor here, Idle
+	// waits for what was sent.
+	var f ra.Flow = cp
+	if err := f.Start(ctx); err != nil {
+		t.Fatalf("Start of a built cluster pipeline: %v", err)
+	}
+	if r, err := f.Request(ctx, ra.Data{Floats: []float32{8}}); err != nil || len(r.Floats) != 1 || r.Floats[0] != 5 {
+		t.Fatalf("Request(8) = %+v, %v; want 5", r, err)
+	}
+	if got, err := ra.RequestAs[[]float32](ctx, f, ra.Data{Floats: []float32{32}}); err != nil || len(got) != 1 || got[0] != 9 {
+		t.Fatalf("RequestAs(32) = %v, %v; want 9", got, err)
+	}
+	if _, err := f.Request(ctx, ra.Data{Floats: []float32{-1}}); !errors.Is(err, ra.ErrDeadLettered) {
+		t.Fatalf("Request(-1) = %v; want ErrDeadLettered (sqrt of a negative)", err)
+	}
+	if pid, err := f.PID("sqrt"); err != nil || pid == nil {
+		t.Fatalf("PID(sqrt) = %v, %v", pid, err)
+	}
+	if err := f.Idle(ctx); err != nil {
+		t.Fatal(err)
+	}
 	if err := cp.Close(ctx, true); err != nil {
 		t.Fatal(err)
 	}
-	if st := cp.Stats(); st.Sent != 100 || st.Delivered != 100 || len(results) != 100 {
-		t.Errorf("stats %+v, %d results; want 100 delivered", st, len(results))
+	if st := cp.Stats(); st.Sent != 103 || st.Delivered != 102 || st.DeadLettered != 1 || len(results) != 100 {
+		t.Errorf("stats %+v, %d results; want 103 sent, 102 delivered (100 to the sink), 1 dead-lettered", st, len(results))
+	}
+	if err := f.Start(ctx); !errors.Is(err, ra.ErrClosed) {
+		t.Errorf("Start after Close = %v; want ErrClosed", err)
 	}
 }

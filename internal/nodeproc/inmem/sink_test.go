@@ -41,7 +41,7 @@ func TestClusterBuildRefusesSinksItCannotFeed(t *testing.T) {
 		"two": {Func: func(ra.Result) {}, Chan: make(chan ra.Result)},
 	} {
 		spec := ra.PipelineSpec{Name: name, Stages: []ra.StageSpec{{Name: "a", Op: "identity"}}, Deliver: sink}
-		if cp, err := node.Build(ctx, spec, cluster.ClusterOptions{}); !errors.Is(err, ra.ErrBadPipeline) {
+		if cp, err := node.Build(ctx, spec, cluster.Options{}); !errors.Is(err, ra.ErrBadPipeline) {
 			if cp != nil {
 				cp.Close(ctx, false)
 			}

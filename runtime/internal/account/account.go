@@ -68,3 +68,17 @@ func (a *Account) Read(copied func() uint64) Totals {
 	t.InFlight = in - min(in, out)
 	return t
 }
+
+// Copies is the copies stages made of the messages they passed on: stage
+// i (of n) sent each result to fanout(i) next stages, fanout(i)-1 of them
+// copies. processed(i), what stage i has handled, is read only for a stage
+// that copies.
+func Copies(n int, fanout func(i int) int, processed func(i int) uint64) uint64 {
+	var c uint64
+	for i := range n {
+		if k := fanout(i); k > 1 {
+			c += processed(i) * uint64(k-1)
+		}
+	}
+	return c
+}

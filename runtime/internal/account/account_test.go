@@ -113,3 +113,14 @@ func TestIDsKeepClearOfExplicitOnes(t *testing.T) {
 		}
 	}
 }
+
+// Copies counts fanout-1 copies per message a stage passed on, and reads
+// only the stages that copy.
+func TestCopiesReadsOnlyCopyingStages(t *testing.T) {
+	fan := []int{1, 3, 0, 2}
+	read := map[int]bool{}
+	n := Copies(len(fan), func(i int) int { return fan[i] }, func(i int) uint64 { read[i] = true; return uint64(10 * (i + 1)) })
+	if n != 20*2+40*1 || len(read) != 2 || !read[1] || !read[3] {
+		t.Fatalf("copies %d, read %v; want 80 from stages 1 and 3", n, read)
+	}
+}

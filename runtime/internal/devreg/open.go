@@ -85,7 +85,11 @@ func Open(kinds []rk.Kind, opts Options, injected rk.Backend) (Selection, error)
 			if k.Fix == "" {
 				return Selection{}, err
 			}
-			return Selection{}, fmt.Errorf("%w: %s: %w; %s", ErrBackend, k.Name, err, k.Fix)
+			name := k.Name + ": " // unless err names it already ("cuda: driver not found")
+			if strings.HasPrefix(err.Error(), name) {
+				name = ""
+			}
+			return Selection{}, fmt.Errorf("%w: %s%w; %s", ErrBackend, name, err, k.Fix)
 		}
 		note := describe(k, b, devs)
 		if len(why) > 0 {

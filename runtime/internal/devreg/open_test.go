@@ -80,6 +80,16 @@ func TestCUDAWithoutDriverWrapsTheCause(t *testing.T) {
 	if !strings.Contains(err.Error(), `backend "sim"`) || log.Len() != 0 {
 		t.Fatalf("the error should name the way out (%v), and nothing be printed (%q)", err, log.String())
 	}
+	// The kind is named once: the cause names it already.
+	if !strings.HasPrefix(err.Error(), "ringactor: backend unavailable: cuda: driver not found") {
+		t.Fatalf("error %q: want the kind named once, by the cause", err)
+	}
+	k := noDriverKind(t)
+	k.Open = func(rk.OpenOptions) (rk.Backend, error) { return nil, errors.New("no libcuda") }
+	if _, err := Open([]rk.Kind{k, kindNamed(t, "sim")}, Options{Backend: "cuda", Log: &log}, nil); err == nil ||
+		!strings.HasPrefix(err.Error(), "ringactor: backend unavailable: cuda: no libcuda;") {
+		t.Fatalf("error %v: want the kind named before a cause that does not name it", err)
+	}
 }
 
 func TestAutoPrefersTheGPU(t *testing.T) {

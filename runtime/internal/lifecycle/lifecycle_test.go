@@ -366,3 +366,21 @@ func TestTeardownIsBounded(t *testing.T) {
 		t.Fatalf("teardown's ctx ends in %v; want within FaultTeardown", d)
 	}
 }
+
+// A Dog started on runs its watch until Stop, which waits for it; one
+// started off closes Done at once; Stop of one never started returns.
+func TestDog(t *testing.T) {
+	d := NewDog()
+	ended := false
+	d.Start(true, func(ctx context.Context) { <-ctx.Done(); ended = true })
+	d.Stop()
+	if !ended {
+		t.Fatal("Stop returned before the watch ended")
+	}
+	<-d.Done()
+	off := NewDog()
+	off.Start(false, func(context.Context) { t.Error("a dog started off ran its watch") })
+	<-off.Done()
+	off.Stop()
+	NewDog().Stop()
+}

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/ringactor/ringactor/internal/wait"
+	"github.com/ringactor/ringactor/runtime/internal/account"
 )
 
 // FaultTeardown bounds the teardown after a fault.
@@ -53,3 +54,50 @@ func Idle(ctx context.Context, idle func() bool) error {
 // IdleWait is how Idle polls: no spin, yields first, then sleeps up to
 // 1 ms.
 var IdleWait = wait.Policy{Yield: 16, MinSleep: 10 * time.Microsecond, MaxSleep: time.Millisecond}
+
+// IdleAccount is Idle until read's InFlight is 0; the error at ctx's end
+// names what (`pipeline "p"`) and its account then.
+func IdleAccount(ctx context.Context, what string, read func() account.Totals) error {
+	if err := Idle(ctx, func() bool { return read().InFlight == 0 }); err != nil {
+		t := read()
+		return fmt.Errorf("ringactor: %s still had %d messages in flight (%d sent, %d delivered, %d dead-lettered): %w",
+			what, t.InFlight, t.Sent, t.Delivered, t.DeadLettered, err)
+	}
+	return nil
+}
+
+// Dog runs a pipeline's watchdog goroutine: Start it once; Stop ends it
+// and waits for it.
+type Dog struct {
+	stop context.CancelFunc
+	done chan struct{}
+}
+
+// NewDog is a watchdog not started.
+func NewDog() *Dog { return &Dog{done: make(chan struct{})} }
+
+// Start runs watch in a goroutine until Stop; with on false (the
+// watchdog turned off) it runs nothing, and Done is closed at once.
+func (d *Dog) Start(on bool, watch func(ctx context.Context)) {
+	if !on {
+		close(d.done)
+		return
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	d.stop = cancel
+	go func() {
+		defer close(d.done)
+		watch(ctx)
+	}()
+}
+
+// Stop ends a started watchdog and waits until it has returned.
+func (d *Dog) Stop() {
+	if d.stop != nil {
+		d.stop()
+		<-d.done
+	}
+}
+
+// Done is closed once the watchdog has returned, or was started off.
+func (d *Dog) Done() <-chan struct{} { return d.done }

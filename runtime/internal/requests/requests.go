@@ -2,6 +2,7 @@ package requests
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sync"
 	"sync/atomic"
@@ -40,7 +41,7 @@ func (t *Table[O]) AddIf(id uint64, accept func(O) bool, to func(O)) error {
 		t.m = map[uint64]*waiter[O]{}
 	}
 	if _, dup := t.m[id]; dup {
-		return fmt.Errorf("ringactor: a request with message id %d is already in flight; give each request its own id, or 0 for the next", id)
+		return fmt.Errorf("%w: a request with message id %d is already in flight; give each request its own id, or 0 for the next", ErrInFlight, id)
 	}
 	t.m[id] = &waiter[O]{to: to, accept: accept}
 	t.n.Add(1)
@@ -144,36 +145,57 @@ func (c *Call[O]) GiveUp() (o O, ok bool) {
 	return <-c.ch, true
 }
 
-// Wait waits for the request's outcome until ctx ends; then it gives up
-// (GiveUp), and reports ok false if the request was abandoned.
-func (c *Call[O]) Wait(ctx context.Context) (o O, ok bool) {
-	select {
-	case o := <-c.ch:
-		return o, true
-	case <-ctx.Done():
-		return c.GiveUp()
-	}
+// ErrInFlight: a request's id is already in flight as a request (Add and
+// Await refuse it; nothing was sent).
+var ErrInFlight = errors.New("ringactor: request id in flight")
+
+// Await is a requester's whole round: it registers request id, sends it
+// (send), and waits for its outcome until ctx ends. It returns the
+// outcome (ok true), or why there is none: an error wrapping ErrInFlight
+// when id is in flight already (send was not called), send's error when
+// it failed and no outcome had come, or ctx's error when ctx ended first
+// (the request is abandoned: its outcome is counted and dropped when it
+// comes). The caller checks ctx before Await: a send refused before it
+// counted anything leaves no outcome to come.
+func (t *Table[O]) Await(ctx context.Context, id uint64, send func() error) (o O, ok bool, err error) {
+	return t.AwaitIf(ctx, id, nil, send)
 }
 
-// Do is one request from start to end: it registers request id (taking
-// only the outcomes accept approves, nil: all), sends it with send, and
-// waits for its outcome until ctx ends. Its errors: id already in flight
-// (wrapping notSent: nothing was sent), send's error, or ctx's once the
-// caller gave up; an outcome that came meanwhile is returned instead.
-func (t *Table[O]) Do(ctx context.Context, id uint64, accept func(O) bool, notSent error, send func() error) (O, error) {
-	var none O
+// AwaitIf is Await for a requester that takes only the outcomes accept
+// approves (CallIf; nil: all).
+func (t *Table[O]) AwaitIf(ctx context.Context, id uint64, accept func(O) bool, send func() error) (o O, ok bool, err error) {
 	c, err := t.CallIf(id, accept)
 	if err != nil {
-		return none, fmt.Errorf("%w: %w", notSent, err)
+		return o, false, err
 	}
 	if err := send(); err != nil {
 		if o, ok := c.GiveUp(); ok { // dead-lettered on the way in, or answered since
-			return o, nil
+			return o, true, nil
 		}
-		return none, fmt.Errorf("ringactor: request %d: %w", id, err)
+		return o, false, err
 	}
-	if o, ok := c.Wait(ctx); ok {
+	select {
+	case o := <-c.Done():
+		return o, true, nil
+	case <-ctx.Done():
+		if o, ok := c.GiveUp(); ok {
+			return o, true, nil
+		}
+		return o, false, ctx.Err()
+	}
+}
+
+// Do is AwaitIf with a pipeline's errors, each naming the request: an id
+// in flight wraps notSent (nothing was sent), then send's error or ctx's.
+func (t *Table[O]) Do(ctx context.Context, id uint64, accept func(O) bool, notSent error, send func() error) (O, error) {
+	o, ok, err := t.AwaitIf(ctx, id, accept, send)
+	switch {
+	case ok:
 		return o, nil
+	case errors.Is(err, ErrInFlight):
+		return o, fmt.Errorf("%w: %w", notSent, err)
+	case err == ctx.Err():
+		return o, fmt.Errorf("ringactor: request %d: gave up waiting for its result (it is still counted when it ends): %w", id, err)
 	}
-	return none, fmt.Errorf("ringactor: request %d: gave up waiting for its result (it is still counted when it ends): %w", id, ctx.Err())
+	return o, fmt.Errorf("ringactor: request %d: %w", id, err)
 }

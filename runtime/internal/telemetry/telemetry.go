@@ -53,9 +53,20 @@ func New(tp trace.TracerProvider, mp metric.MeterProvider, pipeline string, stag
 	return &Pipeline{stages: stages, spans: spans.New(tp.Tracer(Scope), pipeline, ss), meter: m}, nil
 }
 
-// Begin opens the trace of a sampled message.
-func (t *Pipeline) Begin(parent context.Context, id uint64, at time.Time) {
-	t.spans.Begin(parent, id, at)
+// Begin opens the trace of a sampled message under parent when it is
+// valid, else under the span legacy carries (Data's deprecated Context),
+// if any.
+func (t *Pipeline) Begin(parent trace.SpanContext, legacy context.Context, id uint64, at time.Time) {
+	t.spans.Begin(ParentContext(parent, legacy), id, at)
+}
+
+// ParentContext is the context a message's trace starts from: one
+// holding parent when it is valid, else legacy (nil: none).
+func ParentContext(parent trace.SpanContext, legacy context.Context) context.Context {
+	if parent.IsValid() {
+		return trace.ContextWithSpanContext(context.Background(), parent)
+	}
+	return legacy
 }
 
 // Record turns stage i's trace record into its span and metrics; the

@@ -2,7 +2,6 @@ package wire
 
 import (
 	"bytes"
-	"context"
 	"fmt"
 	"io"
 	"strings"
@@ -11,6 +10,7 @@ import (
 
 	"github.com/vmihailenco/msgpack/v5"
 	"github.com/vmihailenco/msgpack/v5/msgpcode"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/ringactor/ringactor/p2pqueue"
 	ra "github.com/ringactor/ringactor/runtime"
@@ -61,9 +61,9 @@ type Entry struct {
 	Flags   p2pqueue.Flags
 	Payload []byte
 	// Trace is the traceparent of the cluster pipeline's root span of a
-	// sampled message ("" for the others), and Parent a context holding it.
+	// sampled message ("" for the others), and Parent its span context.
 	Trace  string
-	Parent context.Context
+	Parent trace.SpanContext
 }
 
 // BatchWriter encodes Batches into one reused buffer: nothing is allocated

@@ -35,8 +35,8 @@ import (
 //	floats     array of float32 (msgpack float32; float64 is accepted and
 //	           rounded); nil or an empty array is an empty vector
 //
-// traceparent is the W3C trace context of Data.Context ("" when it carries
-// no span), written and read by OpenTelemetry's propagation.TraceContext;
+// traceparent is the W3C trace context of Data.Parent (or, when that is
+// not valid, of the deprecated Data.Context; "" for no span), written and read by OpenTelemetry's propagation.TraceContext;
 // tracestate does not travel. err is DeadLetter.Err's text ("" for nil).
 // Unsigned integers may be written in any msgpack integer width (negative
 // values are refused); device is any signed width.
@@ -82,8 +82,8 @@ var ErrBadMessage = errors.New("ringactor: bad encoded message")
 var ErrNotEncodable = errors.New("ringactor: message cannot be encoded")
 
 // EncodeMessage encodes a ra.Data, ra.Result or ra.DeadLetter (or a non-nil pointer
-// to one) for another process, in the format described above. Data.Context
-// travels as its W3C traceparent only.
+// to one) for another process, in the format described above. Data.Parent
+// (else the deprecated Data.Context) travels as its W3C traceparent only.
 func EncodeMessage(m any) ([]byte, error) {
 	switch v := m.(type) {
 	case *ra.Data:
@@ -99,7 +99,10 @@ func EncodeMessage(m any) ([]byte, error) {
 			return EncodeMessage(*v)
 		}
 	case ra.Data:
-		tp := Traceparent(v.Context)
+		tp := Traceparent(v.Context) // the deprecated field, read when Parent is not valid
+		if v.Parent.IsValid() {
+			tp = TraceparentOf(v.Parent)
+		}
 		if err := checkEncode(v.Floats, "traceparent", tp); err != nil {
 			return nil, err
 		}
@@ -140,10 +143,9 @@ func EncodeMessage(m any) ([]byte, error) {
 }
 
 // DecodeMessage decodes bytes written by EncodeMessage into a ra.Data, ra.Result
-// or ra.DeadLetter value. A Data's Context is derived from
-// context.Background() and carries the sender's span context as a remote
-// parent when a traceparent travelled; it is nil otherwise. Any other
-// input is an error wrapping ErrBadMessage.
+// or ra.DeadLetter value. A Data's Parent is the sender's span context
+// (remote) when a traceparent travelled, the zero SpanContext otherwise;
+// its Context is nil. Any other input is an error wrapping ErrBadMessage.
 func DecodeMessage(b []byte) (any, error) {
 	r := newReader(b)
 	n, err := r.arrayLen("envelope")
@@ -187,10 +189,21 @@ func DecodeMessage(b []byte) (any, error) {
 	return m, nil
 }
 
+// Traceparent is the W3C traceparent of the span ctx carries, "" when
+// it carries none.
 func Traceparent(ctx context.Context) string {
-	if ctx == nil || !trace.SpanContextFromContext(ctx).IsValid() {
+	if ctx == nil {
 		return ""
 	}
+	return TraceparentOf(trace.SpanContextFromContext(ctx))
+}
+
+// TraceparentOf is sc as a W3C traceparent, "" when sc is not valid.
+func TraceparentOf(sc trace.SpanContext) string {
+	if !sc.IsValid() {
+		return ""
+	}
+	ctx := trace.ContextWithSpanContext(context.Background(), sc)
 	c := propagation.MapCarrier{}
 	propagation.TraceContext{}.Inject(ctx, c)
 	return c.Get("traceparent")
@@ -486,24 +499,25 @@ func (r *reader) data() (ra.Data, error) {
 	if err != nil {
 		return ra.Data{}, err
 	}
-	if d.Context, err = r.parent("ra.Data traceparent", tp); err != nil {
+	if d.Parent, err = r.parent("ra.Data traceparent", tp); err != nil {
 		return ra.Data{}, err
 	}
 	return d, nil
 }
 
-// parent turns a traceparent read as what into a context holding its
-// remote span context: nil for "", an error for anything but a valid W3C
+// parent turns a traceparent read as what into its remote span context:
+// the zero (invalid) one for "", an error for anything but a valid W3C
 // trace context.
-func (r *reader) parent(what, tp string) (context.Context, error) {
+func (r *reader) parent(what, tp string) (trace.SpanContext, error) {
 	if tp == "" {
-		return nil, nil
+		return trace.SpanContext{}, nil
 	}
 	ctx := propagation.TraceContext{}.Extract(context.Background(), propagation.MapCarrier{"traceparent": tp})
-	if !trace.SpanContextFromContext(ctx).IsValid() {
-		return nil, r.bad("%s %q is not a valid W3C trace context (want 00-<32 hex>-<16 hex>-<2 hex>, ids not all zero)", what, clip(tp))
+	sc := trace.SpanContextFromContext(ctx)
+	if !sc.IsValid() {
+		return trace.SpanContext{}, r.bad("%s %q is not a valid W3C trace context (want 00-<32 hex>-<16 hex>-<2 hex>, ids not all zero)", what, clip(tp))
 	}
-	return ctx, nil
+	return sc, nil
 }
 
 func (r *reader) result() (ra.Result, error) {
