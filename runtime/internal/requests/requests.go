@@ -32,7 +32,9 @@ func (t *Table[O]) Add(id uint64, to func(O)) error { return t.AddIf(id, nil, to
 // AddIf is Add for a waiter that takes only the outcomes accept approves
 // (nil: all). An outcome it refuses leaves the request in flight: Answer
 // reports it not found, and the outcome goes its usual way (a request of
-// one type in a graph that copies to exits of several). accept is called
+// one type in a graph that copies to exits of several), unless its caller
+// gave up: then the first outcome ends it either way, so no entry waits
+// for a type that may never come. accept is called
 // under the table's lock: it must be quick and must not call the table.
 func (t *Table[O]) AddIf(id uint64, accept func(O) bool, to func(O)) error {
 	t.mu.Lock()
@@ -87,6 +89,10 @@ func (t *Table[O]) take(id uint64, o O) (*waiter[O], bool) {
 	defer t.mu.Unlock()
 	w, ok := t.m[id]
 	if ok && w.accept != nil && !w.accept(o) {
+		if w.abandoned { // nobody waits for a later copy: forget id, o and the rest go their usual way
+			delete(t.m, id)
+			t.n.Add(-1)
+		}
 		return nil, false
 	}
 	if ok {

@@ -231,17 +231,30 @@ func TestCallIfTakesOnlyWhatItAccepts(t *testing.T) {
 	if o := <-c.Done(); o != 4 || len(refused) != 2 {
 		t.Fatalf("got %d, refused %v", o, refused)
 	}
-	// Abandoned: a refused outcome still goes its way; an accepted one is dropped.
+	// Abandoned: an accepted outcome is dropped and counted.
 	c, _ = tb.CallIf(6, even)
 	if _, ok := c.GiveUp(); ok {
 		t.Fatal("gave up before any outcome, and got one")
 	}
-	if found, _ := tb.Answer(6, 7); found {
-		t.Fatal("an abandoned waiter took an outcome it refuses")
-	}
 	n := 0
 	if !tb.Settle(6, 8, func() { n++ }) || n != 1 || tb.Pending() {
 		t.Fatalf("the accepted outcome of an abandoned request: counted %d times, pending %v", n, tb.Pending())
+	}
+	// Abandoned: a refused outcome goes its way and ends the request, so
+	// the table keeps no entry for a type that may never come; a later
+	// copy goes its usual way too.
+	c, _ = tb.CallIf(9, even)
+	if _, ok := c.GiveUp(); ok {
+		t.Fatal("gave up before any outcome, and got one")
+	}
+	if found, _ := tb.Answer(9, 7); found {
+		t.Fatal("an abandoned waiter took an outcome it refuses")
+	}
+	if tb.Pending() || len(tb.m) != 0 {
+		t.Fatalf("an abandoned request that refused an outcome is still kept: pending %v, %d entries", tb.Pending(), len(tb.m))
+	}
+	if tb.Settle(9, 10, func() { n++ }) || n != 1 {
+		t.Fatalf("a copy after the request ended was taken as its outcome (counted %d)", n)
 	}
 }
 
