@@ -2,6 +2,7 @@ package runtime
 
 import (
 	"io"
+	"log/slog"
 	"time"
 
 	rk "github.com/ringactor/ringactor/ringkernel"
@@ -22,12 +23,9 @@ type Device = rk.Device
 const (
 	// SimDevicesEnv is the number of simulated devices (default 4).
 	SimDevicesEnv = sim.DevicesEnv
-	// SimP2PEnv is the simulated topology: "all" (default: every pair
-	// peers over PCIe), "none", or pairs with their link kind in
-	// nvidia-smi topo -m terms, such as "0-1:nv4,2-3:nv2,*:sys" (a bare
-	// pair "0-1" is a PCIe peer pair; "*" is every pair not named, sys by
-	// default). NVLink and PCIe below a host bridge (nv#, pix, pxb) have
-	// peer access; phb, node and sys do not.
+	// SimP2PEnv is the simulated topology: "all" (default), "none", or
+	// pairs with their link kind, such as "0-1:nv4,2-3:nv2,*:sys"
+	// (sim.P2PEnv gives the rules).
 	SimP2PEnv = sim.P2PEnv
 )
 
@@ -49,8 +47,11 @@ type DeviceOptions struct {
 	// SimCost is a simulated service time per message on a device id
 	// (none by default): unequal devices, for balancing and stealing.
 	SimCost map[int]time.Duration
-	// Log receives one line saying which devices were found and why others
-	// were not (default os.Stderr; io.Discard silences it).
+	// Log receives the line Registry.Note says, from DiscoverDevices, and
+	// from New when Config.Logger is nil.
+	//
+	// Deprecated: set Config.Logger; nil no longer means os.Stderr. It is
+	// removed in the next release.
 	Log io.Writer
 }
 
@@ -67,19 +68,19 @@ var ErrBackend = devreg.ErrBackend
 // DiscoverDevices and Runtime.Registry make one.
 type Registry = rk.Registry
 
-// devregOptions is opts as devreg takes them.
-func devregOptions(opts DeviceOptions) devreg.Options {
-	return devreg.Options{Backend: opts.Backend, Log: opts.Log, Open: rk.OpenOptions{Devices: opts.SimDevices, Topology: opts.SimP2P,
+// devregOptions is opts, and the logger, as devreg takes them.
+func devregOptions(opts DeviceOptions, l *slog.Logger) devreg.Options {
+	return devreg.Options{Backend: opts.Backend, Logger: l, Log: opts.Log, Open: rk.OpenOptions{Devices: opts.SimDevices, Topology: opts.SimP2P,
 		Memory: opts.SimMemory, MemoryOf: opts.SimMemoryOf, Cost: opts.SimCost}}
 }
 
 // DiscoverDevices lists the devices of the backend opts.Backend names, as
 // New would choose it: for "auto", the GPUs the CUDA driver reports when
-// the CUDA backend can run them, else simulated devices, saying once on
-// opts.Log why there is no GPU ("cuda" is then an error wrapping the cause).
-// It opens the backend only to ask it, and closes it again.
+// the CUDA backend can run them, else simulated devices; the registry's
+// Note says why there is no GPU ("cuda" is then an error wrapping the
+// cause). It opens the backend only to ask it, and closes it again.
 func DiscoverDevices(opts DeviceOptions) (*Registry, error) {
-	return devreg.Discover(rk.Kinds(), devregOptions(opts))
+	return devreg.Discover(rk.Kinds(), devregOptions(opts, nil))
 }
 
 // Requirements select devices (Registry.Select): ringkernel.Requirements,

@@ -13,8 +13,8 @@
 // NVML where present); "sim" runs on RINGACTOR_SIM_DEVICES simulated
 // devices (default 4) with a topology from RINGACTOR_SIM_P2P ("all",
 // "none", or pairs with link kinds like "0-1:nv4,2-3:nv2,*:sys"). "auto"
-// takes the GPUs when the CUDA backend can run them and says once, in one
-// line, why it uses simulated devices otherwise; "cuda" where it cannot
+// takes the GPUs when the CUDA backend can run them and says once, on
+// Config.Logger, why it uses simulated devices otherwise; "cuda" where it cannot
 // run is an error wrapping the cause (cuda.ErrNoDriver where there is no
 // driver). Close releases a backend the runtime opened, after its kernels
 // have ended. The CUDA backend does not yet run stage groups with

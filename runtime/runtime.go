@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"log/slog"
 	"sync/atomic"
 	"time"
@@ -27,7 +26,7 @@ import (
 
 // Config configures a Runtime. The zero value picks a backend (a GPU where
 // the CUDA backend can run, else simulated devices), makes its own actor
-// system, and uses the global OpenTelemetry providers.
+// system, uses the global OpenTelemetry providers, and prints nothing.
 type Config struct {
 	// Devices chooses the backend by name (Devices.Backend: auto, sim or
 	// cuda) and how simulated devices look.
@@ -40,12 +39,17 @@ type Config struct {
 	// runtime.
 	Backend rk.Backend
 	// System is the actor system stage actors are spawned in (default: a
-	// new one, shut down by Close).
+	// new one logging to Logger, shut down by Close).
 	System *actor.ActorSystem
 	// TracerProvider and MeterProvider receive spans and metrics (default:
 	// otel's global providers).
 	TracerProvider trace.TracerProvider
 	MeterProvider  metric.MeterProvider
+	// Logger receives New's Info record "ringactor devices" (the backend,
+	// its devices, why "auto" passed over others) and protoactor's logs
+	// (component=protoactor) from the actor system New makes, remote and
+	// cluster included. nil discards them: the library prints nothing.
+	Logger *slog.Logger
 }
 
 // Runtime owns the devices, the ring-kernel backend and the actor system
@@ -99,26 +103,21 @@ var ErrNilContext = ctxcheck.ErrNil
 var ErrNotSent = ctxcheck.ErrNotSent
 
 // New picks a backend (Config.Backend, or the one Config.Devices.Backend
-// names) and lists its devices. It prints one line on
-// Config.Devices.Log saying which devices it found, and, for "auto", why
-// it passed over a GPU.
+// names) and lists its devices, saying on Config.Logger which it found,
+// and, for "auto", why it passed over a GPU (Registry.Note says the same).
 func New(cfg Config) (*Runtime, error) { return newRuntime(cfg, rk.Kinds()) }
 
 func newRuntime(cfg Config, kinds []rk.Kind) (*Runtime, error) {
-	sel, err := devreg.Open(kinds, devregOptions(cfg.Devices), cfg.Backend)
+	sel, err := devreg.Open(kinds, devregOptions(cfg.Devices, cfg.Logger), cfg.Backend)
 	if err != nil {
 		return nil, err
 	}
-	devs := devreg.NewMux(sel.Backend, sel.Reg.CPUDevice().ID, sel.CPU)
-	rt := &Runtime{reg: sel.Reg, gpus: sel.Backend, backend: devs, system: cfg.System, tp: cfg.TracerProvider, mp: cfg.MeterProvider}
+	devs, release := sel.Devices()
+	rt := &Runtime{reg: sel.Reg, gpus: sel.Backend, backend: devs, release: release, system: cfg.System, tp: cfg.TracerProvider, mp: cfg.MeterProvider}
 	rt.links = links.NewLedger(devs, rt.reg)
-	if _, ok := sel.Backend.(interface{ Close() error }); ok && sel.Owned {
-		rt.release = devs.Close
-	}
 	if rt.system == nil {
-		rt.system = actor.NewActorSystem(actor.WithLoggerFactory(func(*actor.ActorSystem) *slog.Logger {
-			return slog.New(slog.NewTextHandler(io.Discard, nil)) // stage actors report through errors and dead letters
-		}))
+		plog := devreg.Logger(cfg.Logger, "protoactor")
+		rt.system = actor.NewActorSystem(actor.WithLoggerFactory(func(*actor.ActorSystem) *slog.Logger { return plog }))
 		rt.own = true
 	}
 	registerExtension(rt.system)

@@ -29,7 +29,7 @@ func devices(args []string, out, errOut io.Writer) error {
 	if err := checkBackend(*backend); err != nil {
 		return err
 	}
-	reg, err := ra.DiscoverDevices(ra.DeviceOptions{Backend: *backend, Log: io.Discard})
+	reg, err := ra.DiscoverDevices(ra.DeviceOptions{Backend: *backend})
 	if err != nil {
 		return err
 	}

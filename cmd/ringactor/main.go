@@ -378,10 +378,11 @@ func guideRuntime(backend, devices string, errOut io.Writer) (*ra.Runtime, [3]in
 	if err := checkBackend(backend); err != nil {
 		return nil, [3]int{}, err
 	}
-	rt, err := ra.New(ra.Config{Devices: ra.DeviceOptions{Backend: backend, Log: errOut}})
+	rt, err := ra.New(ra.Config{Devices: ra.DeviceOptions{Backend: backend}})
 	if err != nil {
 		return nil, [3]int{}, err
 	}
+	fmt.Fprintln(errOut, rt.Registry().Note()) // which devices, and why no others (the library prints nothing)
 	reg := rt.Registry()
 	id := func(name string) (int, error) { d, err := reg.Lookup(name); return d.ID, err }
 	ids, err := devlist.Parse(devices, 3, id, reg.Chain, ra.ErrNoDevice)

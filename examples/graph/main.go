@@ -142,11 +142,14 @@ func run(ctx context.Context, args []string, out, errOut io.Writer) error {
 	if err != nil {
 		return err
 	}
-	rt, err := ra.New(ra.Config{Devices: ra.DeviceOptions{Backend: o.backend, Log: errOut}})
+	// The library prints nothing itself: the note on the devices (which
+	// Config.Logger would get) is printed here.
+	rt, err := ra.New(ra.Config{Devices: ra.DeviceOptions{Backend: o.backend}})
 	if err != nil {
 		return err
 	}
 	defer rt.Close()
+	fmt.Fprintln(errOut, rt.Registry().Note())
 	devs := len(rt.Registry().GPUs())
 	dev := func(i int) int { return i % devs }
 	chk := newCheck(o.messages)

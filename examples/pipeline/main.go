@@ -223,11 +223,14 @@ func run(ctx context.Context, args []string, out, errOut io.Writer) error {
 		return err
 	}
 	defer flush()
-	rt, err := ra.New(ra.Config{Devices: ra.DeviceOptions{Backend: o.backend, Log: errOut}, TracerProvider: tp})
+	// The library prints nothing itself: the note on the devices (which
+	// Config.Logger would get, with protoactor's logs) is printed here.
+	rt, err := ra.New(ra.Config{Devices: ra.DeviceOptions{Backend: o.backend}, TracerProvider: tp})
 	if err != nil {
 		return err
 	}
 	defer rt.Close()
+	fmt.Fprintln(errOut, rt.Registry().Note())
 
 	var mismatches, checked atomic.Uint64
 	var firstBad atomic.Pointer[string]

@@ -96,7 +96,7 @@ func run(ctx context.Context, o options, w io.Writer) error {
 
 // once runs one group to completion and checks its account.
 func once(ctx context.Context, name string, p group.Policy, steal bool, devs []int, cost map[int]time.Duration, n int) (result, error) {
-	rt, err := ra.New(ra.Config{Devices: ra.DeviceOptions{Backend: "sim", SimDevices: len(devs), SimCost: cost, Log: io.Discard}})
+	rt, err := ra.New(ra.Config{Devices: ra.DeviceOptions{Backend: "sim", SimDevices: len(devs), SimCost: cost}})
 	if err != nil {
 		return result{}, err
 	}

@@ -87,7 +87,7 @@ func serve(cfg Config, in io.Reader, out io.Writer) error {
 	if cfg.SimDevices == 0 {
 		cfg.SimDevices = 2
 	}
-	rcfg := ra.Config{Devices: ra.DeviceOptions{Backend: "sim", SimDevices: cfg.SimDevices, Log: io.Discard}}
+	rcfg := ra.Config{Devices: ra.DeviceOptions{Backend: "sim", SimDevices: cfg.SimDevices}}
 	if cfg.TraceFile != "" {
 		f, err := os.Create(cfg.TraceFile)
 		if err != nil {

@@ -1,11 +1,13 @@
 // Package stdio keeps a program's standard output for the program's own
 // output.
 //
-// Some libraries print to os.Stdout on their own: protoactor-go's
-// automanaged cluster provider starts an HTTP server that announces
-// itself there ("⇨ http server started on ..."). A command whose stdout is
-// a document (`ringactor bench -json`) or a protocol (a node process's
-// "ready" line) cannot have that mixed in, so main claims stdout first.
+// ringactor's library prints nothing (runtime.Config.Logger gets its
+// records and protoactor's, and cluster.Join uses its own provider, not
+// protoactor's automanaged one, whose HTTP server announced itself on
+// stdout: "⇨ http server started on ..."). Other code a program links may
+// still print to os.Stdout, and a command whose stdout is a document
+// (`ringactor bench -json`) or a protocol (a node process's "ready" line)
+// cannot have that mixed in, so main claims stdout first: a guard.
 package stdio
 
 import (

@@ -4,7 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
+	"log/slog"
 	"strings"
 
 	rk "github.com/ringactor/ringactor/ringkernel"
@@ -22,8 +22,11 @@ type Options struct {
 	// Open is handed to the kind's Open and List; its Cost also prices
 	// the CPU's messages, by the CPU's device id.
 	Open rk.OpenOptions
-	// Log receives the one line (os.Stderr when nil).
-	Log io.Writer
+	// Logger receives what was found as one Info record (report); when
+	// it is nil, Log receives the one line instead (runtime's deprecated
+	// DeviceOptions.Log); when both are nil, nothing is said.
+	Logger *slog.Logger
+	Log    io.Writer
 }
 
 // Selection is a chosen backend, the CPU's engine beside it, and the
@@ -33,6 +36,18 @@ type Selection struct {
 	Reg          *rk.Registry
 	// Owned: the selection opened the backend, so its runtime closes it.
 	Owned bool
+}
+
+// Devices is the selection's mux (the GPUs' backend and the CPU's engine
+// behind one Backend), and what closes it: nil unless the selection
+// opened a backend that holds resources (CUDA's; not the simulator, nor
+// an injected backend, which its caller closes).
+func (s Selection) Devices() (*Mux, func() error) {
+	m := NewMux(s.Backend, s.Reg.CPUDevice().ID, s.CPU)
+	if _, ok := s.Backend.(interface{ Close() error }); ok && s.Owned {
+		return m, m.Close
+	}
+	return m, nil
 }
 
 // Discover lists the devices of the backend opts.Backend names among
@@ -47,13 +62,9 @@ func Discover(kinds []rk.Kind, opts Options) (*rk.Registry, error) {
 }
 
 // Open picks the backend opts.Backend names among kinds (in the order
-// "auto" tries them), or uses injected, and prints one line on opts.Log
-// saying what it found and why it passed over the kinds it could not
-// open.
+// "auto" tries them), or uses injected, and reports what it found and why
+// it passed over the kinds it could not open (report).
 func Open(kinds []rk.Kind, opts Options, injected rk.Backend) (Selection, error) {
-	if opts.Log == nil {
-		opts.Log = os.Stderr
-	}
 	want := opts.Backend
 	if want == "" {
 		want = "auto"
@@ -91,13 +102,8 @@ func Open(kinds []rk.Kind, opts Options, injected rk.Backend) (Selection, error)
 			}
 			return Selection{}, fmt.Errorf("%w: %s%w; %s", ErrBackend, name, err, k.Fix)
 		}
-		note := describe(k, b, devs)
-		if len(why) > 0 {
-			note = strings.Join(why, "; ") + "; " + note
-		}
-		sel := newSelection(k, b, devs, "ringactor: "+note, opts)
+		sel := newSelection(k, b, devs, found{passedOver: why}, opts)
 		sel.Owned = true
-		fmt.Fprintln(opts.Log, sel.Reg.Note())
 		return sel, nil
 	}
 	return Selection{}, fmt.Errorf("%w: %s", ErrBackend, strings.Join(why, "; ")) // kinds has no fallback
@@ -132,18 +138,19 @@ func useInjected(byName map[string]*rk.Kind, names []string, want string, opts O
 	if err != nil {
 		return Selection{}, fmt.Errorf("%w: listing the devices of Config.Backend (%s): %w", ErrBackend, k.Name, err)
 	}
-	sel := newSelection(k, b, devs, "ringactor: "+describe(k, b, devs)+", on the backend given in Config", opts)
-	fmt.Fprintln(opts.Log, sel.Reg.Note())
-	return sel, nil
+	return newSelection(k, b, devs, found{given: true}, opts), nil
 }
 
 // newSelection adds the CPU's engine beside b, whose devices are gpus,
-// and lists both in a registry whose note ends with the CPU's part.
-func newSelection(k *rk.Kind, b rk.Backend, gpus []rk.Device, note string, opts Options) Selection {
+// lists both in a registry whose note says f, and reports f.
+func newSelection(k *rk.Kind, b rk.Backend, gpus []rk.Device, f found, opts Options) Selection {
 	id := len(gpus)
 	cpu := sim.NewCPU(opts.Open.Cost[id])
 	dev := cpuDevice(cpu, id)
-	return Selection{Backend: b, CPU: cpu, Reg: rk.NewRegistry(*k, gpus, dev, note+"; "+describeCPU(dev))}
+	f.kind, f.gpus, f.devices, f.cpu = k.Name, len(gpus), describe(k, b, gpus), describeCPU(dev)
+	sel := Selection{Backend: b, CPU: cpu, Reg: rk.NewRegistry(*k, gpus, dev, f.note())}
+	report(opts, f)
+	return sel
 }
 
 // describe is the kind's line on what b found, with its peer pairs.

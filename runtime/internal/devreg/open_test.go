@@ -2,8 +2,10 @@ package devreg
 
 import (
 	"bytes"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"log/slog"
 	"strings"
 	"testing"
 
@@ -109,5 +111,38 @@ func TestAutoPrefersTheGPU(t *testing.T) {
 	sel, err = Open([]rk.Kind{gpuKind(t, &opened), kindNamed(t, "sim")}, Options{Backend: "sim", Open: rk.OpenOptions{Devices: 1}, Log: &log}, nil)
 	if err != nil || sel.Reg.BackendName() != "sim" {
 		t.Fatalf("sim by name: %v", err)
+	}
+}
+
+// With a Logger, what Open found is one Info record, its parts as
+// attributes (why "auto" passed over the GPU among them), and the
+// deprecated writer gets nothing (with neither, nothing is said:
+// runtime's TestNothingPrintedWithoutLogger).
+func TestTheNoteIsOneRecord(t *testing.T) {
+	var records, log bytes.Buffer
+	l := slog.New(slog.NewJSONHandler(&records, nil))
+	sel, err := Open([]rk.Kind{noDriverKind(t), kindNamed(t, "sim")}, Options{Open: rk.OpenOptions{Devices: 3}, Logger: l, Log: &log}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var r map[string]any
+	if err := json.Unmarshal(records.Bytes(), &r); err != nil || strings.Count(records.String(), "\n") != 1 || log.Len() != 0 {
+		t.Fatalf("want one record, and nothing on Log (%q): %q (%v)", log.String(), records.String(), err)
+	}
+	if r["level"] != "INFO" || r["msg"] != NoteMessage || r["backend"] != "sim" || r["gpus"] != 3.0 ||
+		r["devices"] != "using 3 simulated devices (P2P all pairs)" || !strings.HasPrefix(fmt.Sprint(r["cpu"]), "the CPU (") ||
+		!strings.Contains(fmt.Sprint(r["passed_over"]), "no GPU to run on") || !strings.Contains(fmt.Sprint(r["passed_over"]), "/nonexistent") {
+		t.Fatalf("record %v", r)
+	}
+	if note := sel.Reg.Note(); !strings.Contains(note, "no GPU to run on") || !strings.HasSuffix(note, fmt.Sprint(r["cpu"])) {
+		t.Fatalf("the registry's note %q", note)
+	}
+	// A backend given in Config: said so, and nothing passed over.
+	records.Reset()
+	if _, err := Open([]rk.Kind{noDriverKind(t), kindNamed(t, "sim")}, Options{Logger: l}, sim.New(2)); err != nil {
+		t.Fatal(err)
+	}
+	if s := records.String(); !strings.Contains(s, `"config_backend":true`) || strings.Contains(s, "passed_over") || !strings.Contains(s, `"gpus":2`) {
+		t.Fatalf("record %s", s)
 	}
 }

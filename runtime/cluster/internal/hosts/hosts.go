@@ -10,6 +10,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"log/slog"
 	"net"
 	"net/http"
 	"strconv"
@@ -101,7 +102,10 @@ func (p *Provider) StartMember(c *cluster.Cluster) error {
 		w.Header().Set("Content-Type", "application/json")
 		json.NewEncoder(w).Encode(p.node)
 	})
-	p.srv = &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
+	// The server's errors go to the actor system's logger (the runtime's
+	// Config.Logger), not through package log to stderr.
+	p.srv = &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second,
+		ErrorLog: slog.NewLogLogger(c.ActorSystem.Logger().Handler(), slog.LevelWarn)}
 	go p.srv.Serve(ln)
 	go p.monitor()
 	return nil
