@@ -546,13 +546,12 @@ func (p *Pipeline) Close(ctx context.Context, drain bool) error {
 		if f != nil {
 			faulted = f.Stage
 		}
+		p.startOnce.Do(func() { p.startPumps(); p.started.Store(true) }) // never started: what it drains still leaves
 		cutExit, errs := p.ending().Close(ctx, drain, faulted, p.deadLetterAbandoned)
 		if cutExit {
 			p.stopPump() // a stage cut off holds its egress open: deliver what is in it and stop
 		}
-		if !p.started.Load() {
-			close(p.pumpDone)
-		} else if err := lifecycle.AwaitPump(ctx, p.pumpDone, p.stopPump); err != nil {
+		if err := lifecycle.AwaitPump(ctx, p.pumpDone, p.stopPump); err != nil {
 			errs = append(errs, err)
 		}
 		p.stopPump()
