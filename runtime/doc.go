@@ -154,16 +154,16 @@
 // # Telemetry
 //
 // Sampled messages (PipelineSpec.SampleRatio, or Data.Sampled) get one
-// trace each: a root span "ringactor.message" from ingress to its last
-// copy's end (and no earlier than its last stage span), parented on the
-// span Data.Parent names when there is one, with the attributes
-// ringactor.message.id and ringactor.pipeline, and, when the message (or
-// a copy) was dead-lettered, the status Error and
-// ringactor.dead_letter.reason; and one span "stage <name>" per stage
-// passed, whose times are the kernel's own records, with the attributes
-// ringactor.stage, ringactor.device, ringactor.message.id,
-// ringactor.queue_wait_ns and ringactor.service_ns. A sampled message
-// the host refuses still gets its root span, ended at once.
+// trace each, in OpenTelemetry's messaging conventions (messaging.system
+// "ringactor", messaging.message.id the id's decimal string): a root span
+// "send <pipeline>" (producer) from ingress to its last copy's end (and no
+// earlier than its last stage span), parented on the span Data.Parent
+// names when there is one, with ringactor.pipeline and, when the message (or a
+// copy) was dead-lettered, the status Error, error.type and
+// ringactor.dead_letter.reason; and one span "process <pipeline>/<stage>"
+// (consumer) per stage passed, timed by the kernel's own records, with
+// ringactor.stage, ringactor.device, ringactor.queue_wait_ns and
+// ringactor.service_ns. A refused sampled message's root ends at once.
 // Histograms of queue wait and service time, processed and dropped counters,
 // queue depth and the pipeline's account go to the MeterProvider.
 package runtime

@@ -459,10 +459,14 @@ func TestDeadSampledMessagesHaveRootSpans(t *testing.T) {
 	roots := map[uint64]sdktrace.ReadOnlySpan{}
 	stageEnd := map[string]time.Time{} // by trace id
 	for _, sp := range e.Spans.Ended() {
-		if sp.Name() == "ringactor.message" {
+		if sp.Name() == "send dead-traces" {
 			for _, kv := range sp.Attributes() {
-				if kv.Key == "ringactor.message.id" {
-					roots[uint64(kv.Value.AsInt64())] = sp
+				if kv.Key == "messaging.message.id" {
+					id, err := strconv.ParseUint(kv.Value.AsString(), 10, 64)
+					if err != nil {
+						t.Fatalf("messaging.message.id %v: %v", kv.Value.Emit(), err)
+					}
+					roots[id] = sp
 				}
 			}
 		} else if end := stageEnd[sp.SpanContext().TraceID().String()]; sp.EndTime().After(end) {

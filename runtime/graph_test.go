@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -164,10 +165,10 @@ func TestGraphFanOutAccountAndTraces(t *testing.T) {
 		var root sdktrace.ReadOnlySpan
 		stages := map[string]int{}
 		for _, s := range spans {
-			if s.Name() == "ringactor.message" {
+			if s.Name() == "send fanout" {
 				root = s
 			} else {
-				stages[strings.TrimPrefix(s.Name(), "stage ")]++
+				stages[strings.TrimPrefix(s.Name(), "process fanout/")]++
 			}
 		}
 		if root == nil {
@@ -175,8 +176,8 @@ func TestGraphFanOutAccountAndTraces(t *testing.T) {
 		}
 		var id uint64
 		for _, a := range root.Attributes() {
-			if a.Key == "ringactor.message.id" {
-				id = uint64(a.Value.AsInt64())
+			if a.Key == "messaging.message.id" {
+				id, _ = strconv.ParseUint(a.Value.AsString(), 10, 64)
 			}
 		}
 		want := map[string]int{"src": 1, "root": 1, "double": 1, "inc": 1}

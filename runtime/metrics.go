@@ -86,6 +86,6 @@ const (
 // registerMetrics exports each device's snapshot as OpenTelemetry
 // metrics, read when the reader collects.
 func (rt *Runtime) registerMetrics() (err error) {
-	rt.metricsReg, err = meter.RegisterDevices(rt.mp.Meter(telemetry.Scope), func() meter.Metrics { return rt.otelMeter.Take(rt.reading) })
+	rt.metricsReg, err = meter.RegisterDevices(telemetry.Meter(rt.mp, telemetry.Scope), func() meter.Metrics { return rt.otelMeter.Take(rt.reading) })
 	return err
 }

@@ -191,7 +191,7 @@ func TestTracing(t *testing.T) {
 		}
 		var root sdktrace.ReadOnlySpan
 		for _, s := range spans {
-			if s.Name() == "ringactor.message" {
+			if s.Name() == "send traced" {
 				root = s
 			}
 		}
@@ -228,7 +228,7 @@ func TestTracing(t *testing.T) {
 			byStage[s.Name()] = s
 		}
 		prev := root.StartTime()
-		for _, name := range []string{"stage double", "stage root", "stage inc"} {
+		for _, name := range []string{"process traced/double", "process traced/root", "process traced/inc"} {
 			s := byStage[name]
 			if s == nil {
 				t.Fatalf("trace %s lacks %s", id, name)

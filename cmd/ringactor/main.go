@@ -44,6 +44,7 @@ import (
 	"github.com/ringactor/ringactor/internal/demo"
 	"github.com/ringactor/ringactor/internal/devlist"
 	"github.com/ringactor/ringactor/internal/nodeproc"
+	"github.com/ringactor/ringactor/internal/otelsetup"
 	"github.com/ringactor/ringactor/internal/stdio"
 	rk "github.com/ringactor/ringactor/ringkernel"
 	ra "github.com/ringactor/ringactor/runtime"
@@ -222,7 +223,7 @@ var commands = []commandDoc{
 		"run every benchmark this machine can, beside its baseline (progress and time left on stderr)"},
 	{"bench-gpu", "[-json] [-samples N] [-messages N]",
 		"ring kernels on GPU 0 vs a kernel launch and a CUDA graph replay per message (needs a GPU)"},
-	{"top", "[-once] [-duration D] [-interval D] [-devices auto] [-backend auto|sim|cuda] [-pprof ADDR]",
+	{"top", "[-once] [-duration D] [-interval D] [-devices auto] [-backend auto|sim|cuda] [-trace K] [-metrics K] [-pprof ADDR]",
 		"live view of devices, links and stages under a demo workload"},
 	{"version", "", "print ringactor's version, commit and Go version"},
 	{"help", "[command]", "print this help, or a command's"},
@@ -374,11 +375,16 @@ func printCommandUsage(w io.Writer, fs *flag.FlagSet) {
 
 // guideRuntime opens a runtime on backend and reads -devices for the main
 // job's three stages.
-func guideRuntime(backend, devices string, errOut io.Writer) (*ra.Runtime, [3]int, error) {
+// tel, when not nil, gives it the tracer and meter providers.
+func guideRuntime(backend, devices string, errOut io.Writer, tel *otelsetup.Setup) (*ra.Runtime, [3]int, error) {
 	if err := checkBackend(backend); err != nil {
 		return nil, [3]int{}, err
 	}
-	rt, err := ra.New(ra.Config{Devices: ra.DeviceOptions{Backend: backend}})
+	cfg := ra.Config{Devices: ra.DeviceOptions{Backend: backend}}
+	if tel != nil {
+		cfg.TracerProvider, cfg.MeterProvider = tel.TracerProvider, tel.MeterProvider
+	}
+	rt, err := ra.New(cfg)
 	if err != nil {
 		return nil, [3]int{}, err
 	}
@@ -400,7 +406,7 @@ func describe(ctx context.Context, args []string, out, errOut io.Writer) error {
 	if err := parseFlags(fs, args, out, 0); err != nil {
 		return err
 	}
-	rt, ids, err := guideRuntime(*backend, *devs, errOut)
+	rt, ids, err := guideRuntime(*backend, *devs, errOut, nil)
 	if err != nil {
 		return err
 	}

@@ -5,13 +5,13 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net"
 	"os"
 	"strings"
 	"sync/atomic"
 	"time"
 
 	"github.com/ringactor/ringactor/internal/demo"
+	"github.com/ringactor/ringactor/internal/otelsetup"
 	ra "github.com/ringactor/ringactor/runtime"
 )
 
@@ -54,28 +54,31 @@ func runTop(ctx context.Context, args []string, tio topIO) error {
 	interval := fs.Duration("interval", time.Second, "time between frames")
 	duration := fs.Duration("duration", 0, "stop this long after the first frame (0: at q or Ctrl-C); setup is not counted")
 	once := fs.Bool("once", false, "print one plain frame after one interval, and exit")
-	pprofAddr := fs.String("pprof", "", "serve Go's profiles at http://ADDR/debug/pprof/ while top runs (e.g. localhost:6060)")
+	tel := otelsetup.Register(fs, "ringactor-top") // -trace, -metrics, -metrics-addr, -pprof
 	if err := parseFlags(fs, args, out, 0); err != nil {
 		return err
+	}
+	if err := tel.Check(); err != nil {
+		return &usageError{cmd: "top", err: err}
 	}
 	if *interval <= 0 || *duration < 0 {
 		return usagef("top", "-interval %v, -duration %v: give a positive interval and a duration of 0 or more", *interval, *duration)
 	}
-	if *pprofAddr != "" {
-		ln, err := net.Listen("tcp", *pprofAddr)
-		if err != nil {
-			return fmt.Errorf("-pprof %s: %w (give a free host:port, or :0 for any port)", *pprofAddr, err)
-		}
-		stop := servePprof(ln)
-		defer stop()
-		fmt.Fprintf(errOut, "ringactor top: profiles at http://%s/debug/pprof/\n", ln.Addr())
+	// Exporters write to errOut: stdout is the display.
+	setup, err := tel.Start(ctx, errOut)
+	if err != nil {
+		return err
+	}
+	defer setup.Shutdown(context.Background())
+	if setup.PprofAddr != nil {
+		fmt.Fprintf(errOut, "ringactor top: profiles at http://%s/debug/pprof/\n", setup.PprofAddr)
 	}
 	// Setup (devices, Build, Start) is bounded by Ctrl-C and topSetup, not
 	// by -duration, which counts from the first frame: a slow machine's
 	// setup takes nothing from the display.
 	setupCtx, endSetup := context.WithTimeout(ctx, topSetup)
 	defer endSetup()
-	rt, ids, err := guideRuntime(*backend, *devs, errOut)
+	rt, ids, err := guideRuntime(*backend, *devs, errOut, setup)
 	if err != nil {
 		return err
 	}

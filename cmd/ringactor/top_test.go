@@ -5,7 +5,6 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"os"
 	"regexp"
@@ -280,25 +279,6 @@ func TestTopPipeIsPlain(t *testing.T) {
 
 // servePprof serves the profiles' index on the listener given, and none
 // once stopped.
-func TestServePprof(t *testing.T) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	stop := servePprof(ln)
-	url := "http://" + ln.Addr().String() + "/debug/pprof/"
-	body, err := get(t, url)
-	if err != nil || !strings.Contains(body, "goroutine") {
-		t.Fatalf("GET %s: %v\n%s", url, err, body)
-	}
-	if err := stop(); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := get(t, url); err == nil {
-		t.Fatalf("GET %s answered after the server stopped", url)
-	}
-}
-
 // top -pprof says where the profiles are, and stops serving them when it
 // returns.
 func TestTopPprofFlag(t *testing.T) {

@@ -13,7 +13,9 @@
 // order; merge copies every message to both exits. Every 50th message
 // goes in as a request and its response is checked; one float vector is
 // sent to show a wrong-type dead letter. It prints the per-stage latency
-// table and the account, and exits 1 on any mismatch.
+// table and the account, and exits 1 on any mismatch. -trace, -metrics
+// (-metrics-addr) and -pprof export spans and metrics and serve pprof
+// (package internal/otelsetup).
 //
 //	go run ./examples/graph -messages 20000
 package main
@@ -31,6 +33,7 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/ringactor/ringactor/internal/otelsetup"
 	"github.com/ringactor/ringactor/kernels"
 	ra "github.com/ringactor/ringactor/runtime"
 )
@@ -40,6 +43,7 @@ type options struct {
 	backend  string
 	sample   float64
 	quiet    bool
+	tel      *otelsetup.Flags // -trace, -metrics, -metrics-addr, -pprof
 }
 
 func main() {
@@ -59,13 +63,14 @@ func parse(args []string, errOut io.Writer) (options, error) {
 	fs.StringVar(&o.backend, "backend", "auto", "device backend: auto, cuda or sim")
 	fs.Float64Var(&o.sample, "sample", 0.1, "fraction of messages traced for the latency table, 0 to 1")
 	fs.BoolVar(&o.quiet, "quiet", false, "no progress lines")
+	o.tel = otelsetup.Register(fs, "graph")
 	if err := fs.Parse(args); err != nil {
 		return o, err
 	}
 	if o.messages < 1 || o.sample < 0 || o.sample > 1 {
 		return o, errors.New("want -messages >= 1 and -sample from 0 to 1")
 	}
-	return o, nil
+	return o, o.tel.Check()
 }
 
 // keyed is message id's input: 13 keys, values from the id.
@@ -142,9 +147,12 @@ func run(ctx context.Context, args []string, out, errOut io.Writer) error {
 	if err != nil {
 		return err
 	}
-	// The library prints nothing itself: the note on the devices (which
-	// Config.Logger would get) is printed here.
-	rt, err := ra.New(ra.Config{Devices: ra.DeviceOptions{Backend: o.backend}})
+	tel, err := o.tel.Start(ctx, out)
+	if err != nil {
+		return err
+	}
+	defer tel.Shutdown(context.Background())
+	rt, err := ra.New(ra.Config{Devices: ra.DeviceOptions{Backend: o.backend}, TracerProvider: tel.TracerProvider, MeterProvider: tel.MeterProvider})
 	if err != nil {
 		return err
 	}
@@ -205,6 +213,7 @@ func run(ctx context.Context, args []string, out, errOut io.Writer) error {
 	if err := p.Send(ctx, ra.Data{ID: uint64(o.messages) + 1, Floats: []float32{1, 2}}); !errors.Is(err, ra.ErrWrongType) {
 		chk.bad("a float vector sent into the Keyed graph: %v, want a wrong-type error", err)
 	}
+	tel.Flush(ctx) // -metrics: the pipeline's counters before it closes
 	if err := p.Close(ctx, true); err != nil {
 		return err
 	}

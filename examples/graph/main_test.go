@@ -32,7 +32,7 @@ func TestGraphExample(t *testing.T) {
 			t.Fatalf("output lacks %q:\n%s", want, out.String())
 		}
 	}
-	for _, bad := range [][]string{{"-messages", "0"}, {"-sample", "2"}, {"-backend", "opencl"}} {
+	for _, bad := range [][]string{{"-messages", "0"}, {"-sample", "2"}, {"-backend", "opencl"}, {"-metrics", "graphite"}} {
 		if err := run(ctx, bad, &out, &errOut); err == nil {
 			t.Errorf("%v accepted", bad)
 		}

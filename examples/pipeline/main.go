@@ -15,11 +15,14 @@
 //
 // Without a GPU it runs on simulated devices (RINGACTOR_SIM_DEVICES,
 // RINGACTOR_SIM_P2P); -backend cuda insists on the GPUs. -trace stdout
-// prints sampled messages' spans; -trace otlp exports them to the collector
-// named by the standard OTEL_EXPORTER_OTLP_* environment variables.
-// -trace-file PATH writes them to a file (the stdout exporter's JSON) and
-// then checks that every stage span lies within its message's span,
-// printing PASS or FAIL (and failing the run on FAIL).
+// prints sampled messages' spans; -trace otlp exports them as the standard
+// environment says (OTEL_TRACES_EXPORTER, OTEL_EXPORTER_OTLP_PROTOCOL,
+// OTEL_EXPORTER_OTLP_ENDPOINT, ...). -trace-file PATH writes them to a
+// file (the stdout exporter's JSON) and then checks that every stage span
+// lies within its message's span, printing PASS or FAIL (and failing the
+// run on FAIL). -metrics stdout|otlp|prometheus exports the metrics
+// (-metrics-addr: the Prometheus endpoint), -pprof ADDR serves pprof
+// (package internal/otelsetup).
 package main
 
 import (
@@ -31,20 +34,17 @@ import (
 	"math"
 	"os"
 	"os/signal"
-	"sync"
 	"sync/atomic"
 	"text/tabwriter"
 	"time"
 
-	"go.opentelemetry.io/otel/exporters/otlp/otlptrace/otlptracehttp"
 	"go.opentelemetry.io/otel/exporters/stdout/stdouttrace"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
-	"go.opentelemetry.io/otel/trace"
-	"go.opentelemetry.io/otel/trace/noop"
 
 	"github.com/ringactor/ringactor/internal/demo"
 	"github.com/ringactor/ringactor/internal/devlist"
 	"github.com/ringactor/ringactor/internal/nodeproc"
+	"github.com/ringactor/ringactor/internal/otelsetup"
 	"github.com/ringactor/ringactor/internal/stdio"
 	"github.com/ringactor/ringactor/kernels"
 	ra "github.com/ringactor/ringactor/runtime"
@@ -56,7 +56,7 @@ type options struct {
 	messages  int
 	payload   int
 	backend   string
-	traceTo   string
+	tel       *otelsetup.Flags // -trace, -metrics, -metrics-addr, -pprof
 	traceFile string
 	sample    float64
 	batch     int
@@ -93,7 +93,7 @@ func parse(args []string, errOut io.Writer) (options, error) {
 	fs.IntVar(&o.messages, "messages", 200000, "messages to send")
 	fs.IntVar(&o.payload, "payload", 16, "float32s per message (at most 56 with the default slot size)")
 	fs.StringVar(&o.backend, "backend", "auto", "auto, sim or cuda")
-	fs.StringVar(&o.traceTo, "trace", "none", "none, stdout or otlp")
+	o.tel = otelsetup.Register(fs, "pipeline")
 	fs.StringVar(&o.traceFile, "trace-file", "", "also write sampled spans to this file (stdout exporter JSON) and check them")
 	fs.Float64Var(&o.sample, "sample", 0.01, "fraction of messages traced (0 to 1)")
 	fs.IntVar(&o.batch, "batch", 64, "messages per ingress publish")
@@ -116,12 +116,7 @@ func parse(args []string, errOut io.Writer) (options, error) {
 	case o.batch < 1:
 		return o, fmt.Errorf("-batch %d: at least 1", o.batch)
 	}
-	switch o.traceTo {
-	case "none", "stdout", "otlp":
-	default:
-		return o, fmt.Errorf("-trace %q: none, stdout or otlp", o.traceTo)
-	}
-	return o, nil
+	return o, o.tel.Check()
 }
 
 // input is message id's payload: deterministic, so results are checked
@@ -157,28 +152,11 @@ func (r *reference) eval(in []float32) ([]float32, error) {
 	return cur, nil
 }
 
-// tracer makes the tracer provider -trace and -trace-file ask for. flush
-// exports what is buffered and stops it; it may be called more than once.
-func tracer(ctx context.Context, to string, file io.Writer, out io.Writer) (trace.TracerProvider, func(), error) {
-	var exps []sdktrace.SpanExporter
-	var err error
-	switch to {
-	case "stdout":
-		var exp sdktrace.SpanExporter
-		exp, err = stdouttrace.New(stdouttrace.WithWriter(out))
-		exps = append(exps, exp)
-	case "otlp":
-		var exp sdktrace.SpanExporter
-		exp, err = otlptracehttp.New(ctx) // endpoint from OTEL_EXPORTER_OTLP_ENDPOINT
-		exps = append(exps, exp)
-	}
-	if err != nil {
-		return nil, nil, fmt.Errorf("trace exporter %s: %w", to, err)
-	}
-	var opts []sdktrace.TracerProviderOption
-	for _, exp := range exps {
-		opts = append(opts, sdktrace.WithBatcher(exp))
-	}
+// telemetry starts what -trace, -metrics and -pprof ask for, and the
+// -trace-file exporter when file is not nil. flush exports what is
+// buffered and stops it all; it may be called more than once.
+func telemetry(ctx context.Context, tel *otelsetup.Flags, file io.Writer, out io.Writer) (*otelsetup.Setup, func(), error) {
+	var extra []sdktrace.TracerProviderOption
 	if file != nil {
 		exp, err := stdouttrace.New(stdouttrace.WithWriter(file))
 		if err != nil {
@@ -186,19 +164,16 @@ func tracer(ctx context.Context, to string, file io.Writer, out io.Writer) (trac
 		}
 		// The file is checked span by span: a full queue waits rather
 		// than dropping spans (the default queue holds 2048).
-		opts = append(opts, sdktrace.WithBatcher(exp, sdktrace.WithMaxQueueSize(1<<16), sdktrace.WithBlocking()))
+		extra = append(extra, sdktrace.WithBatcher(exp, sdktrace.WithMaxQueueSize(1<<16), sdktrace.WithBlocking()))
 	}
-	if len(opts) == 0 {
-		return noop.NewTracerProvider(), func() {}, nil
+	setup, err := tel.Start(ctx, out, extra...)
+	if err != nil {
+		return nil, nil, err
 	}
-	tp := sdktrace.NewTracerProvider(opts...)
-	var once sync.Once
-	return tp, func() {
-		once.Do(func() {
-			sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-			defer cancel()
-			tp.Shutdown(sctx)
-		})
+	return setup, func() {
+		sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		setup.Shutdown(sctx)
 	}, nil
 }
 
@@ -218,14 +193,14 @@ func run(ctx context.Context, args []string, out, errOut io.Writer) error {
 		}
 		defer traceFile.Close()
 	}
-	tp, flush, err := tracer(ctx, o.traceTo, fileOrNil(traceFile), out)
+	tel, flush, err := telemetry(ctx, o.tel, fileOrNil(traceFile), out)
 	if err != nil {
 		return err
 	}
 	defer flush()
 	// The library prints nothing itself: the note on the devices (which
 	// Config.Logger would get, with protoactor's logs) is printed here.
-	rt, err := ra.New(ra.Config{Devices: ra.DeviceOptions{Backend: o.backend}, TracerProvider: tp})
+	rt, err := ra.New(ra.Config{Devices: ra.DeviceOptions{Backend: o.backend}, TracerProvider: tel.TracerProvider, MeterProvider: tel.MeterProvider})
 	if err != nil {
 		return err
 	}
@@ -288,6 +263,7 @@ func run(ctx context.Context, args []string, out, errOut io.Writer) error {
 	sendErr := send(ctx, p, o)
 	closeCtx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
+	tel.Flush(closeCtx) // -metrics: the pipeline's counters before it closes
 	drain := sendErr == nil
 	closeErr := p.Close(closeCtx, drain)
 	elapsed := time.Since(start)

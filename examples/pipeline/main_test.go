@@ -66,14 +66,28 @@ func TestMainJobTraceStdout(t *testing.T) {
 	if err := run(context.Background(), []string{"-backend", "sim", "-messages", "20", "-sample", "1", "-trace", "stdout", "-quiet", "-devices", "3"}, &out, &errOut); err != nil {
 		t.Fatal(err)
 	}
-	if n := strings.Count(out.String(), `"Name":"stage `); n != 60 {
+	if n := strings.Count(out.String(), `"Name":"process guide/`); n != 60 {
 		t.Fatalf("%d stage spans exported for 20 messages through 3 stages", n)
+	}
+}
+
+// -metrics stdout prints the runtime's metrics at exit, -pprof serves
+// pprof meanwhile (on a port of its own choosing).
+func TestMainJobMetricsStdout(t *testing.T) {
+	var out, errOut bytes.Buffer
+	if err := run(context.Background(), []string{"-backend", "sim", "-messages", "20", "-sample", "1", "-quiet", "-metrics", "stdout", "-pprof", "127.0.0.1:0"}, &out, &errOut); err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{`"Name":"ringactor.stage.service_time"`, `"Name":"ringactor.pipeline.sent"`, `"Name":"ringactor.link.messages"`, `"Unit":"{message}"`} {
+		if !strings.Contains(out.String(), want) {
+			t.Fatalf("output lacks %s:\n%s", want, out.String())
+		}
 	}
 }
 
 func TestFlagsRefused(t *testing.T) {
 	for _, args := range [][]string{{"-devices", "0,1"}, {"-devices", "a,b,c"}, {"-messages", "0"}, {"-payload", "100"},
-		{"-sample", "2"}, {"-trace", "jaeger"}, {"-backend", "opencl", "-messages", "1"}, {"-devices", "0,1,9", "-backend", "sim"}, {"-devices", "0,gpu,1"}} {
+		{"-sample", "2"}, {"-trace", "jaeger"}, {"-metrics", "graphite"}, {"-backend", "opencl", "-messages", "1"}, {"-devices", "0,1,9", "-backend", "sim"}, {"-devices", "0,gpu,1"}} {
 		var out, errOut bytes.Buffer
 		if err := run(context.Background(), args, &out, &errOut); err == nil {
 			t.Errorf("%v accepted", args)
@@ -181,15 +195,15 @@ func TestCheckSpans(t *testing.T) {
 		return `{"Name":"` + name + `","SpanContext":{"TraceID":"t1","SpanID":"` + id + `"},"Parent":{"TraceID":"t1","SpanID":"` + parent +
 			`"},"StartTime":"` + at(start) + `","EndTime":"` + at(end) + `"}` + "\n"
 	}
-	good := span("ringactor.message", "r", "", 0, 100) + span("stage a", "a", "r", 0, 40) + span("stage b", "b", "r", 40, 100)
+	good := span("send p", "r", "", 0, 100) + span("process p/a", "a", "r", 0, 40) + span("process p/b", "b", "r", 40, 100)
 	if c, err := checkSpans(strings.NewReader(good)); err != nil || c.Roots != 1 || c.Stages != 2 {
 		t.Fatalf("good spans: %+v %v", c, err)
 	}
 	for name, bad := range map[string]string{
-		"late":    span("ringactor.message", "r", "", 0, 100) + span("stage b", "b", "r", 40, 101),
-		"early":   span("ringactor.message", "r", "", 10, 100) + span("stage a", "a", "r", 9, 50),
-		"orphan":  span("ringactor.message", "r", "", 0, 100) + span("stage a", "a", "x", 0, 50),
-		"no root": span("stage a", "a", "r", 0, 50),
+		"late":    span("send p", "r", "", 0, 100) + span("process p/b", "b", "r", 40, 101),
+		"early":   span("send p", "r", "", 10, 100) + span("process p/a", "a", "r", 9, 50),
+		"orphan":  span("send p", "r", "", 0, 100) + span("process p/a", "a", "x", 0, 50),
+		"no root": span("process p/a", "a", "r", 0, 50),
 		"garbage": "{not json",
 	} {
 		if c, err := checkSpans(strings.NewReader(bad)); err == nil {

@@ -29,10 +29,11 @@ type spanCheck struct {
 	Outside int
 }
 
-// Root and stage span names, as package runtime makes them.
+// Root and stage span names, as package runtime makes them in the
+// messaging conventions: "send <pipeline>" and "process <pipeline>/<stage>".
 const (
-	rootSpanName    = "ringactor.message"
-	stageSpanPrefix = "stage "
+	rootSpanPrefix  = "send "
+	stageSpanPrefix = "process "
 )
 
 // checkSpans reads the spans the stdout exporter wrote to r and checks that
@@ -53,7 +54,7 @@ func checkSpans(r io.Reader) (spanCheck, error) {
 			return c, fmt.Errorf("reading exported spans: %w", err)
 		}
 		switch {
-		case s.Name == rootSpanName:
+		case strings.HasPrefix(s.Name, rootSpanPrefix):
 			roots[s.SpanContext.TraceID+"/"+s.SpanContext.SpanID] = s
 		case strings.HasPrefix(s.Name, stageSpanPrefix):
 			stages = append(stages, s)

@@ -2,7 +2,9 @@
 // simulated devices, one of them -slow times slower, run the same stage;
 // the work is split statically (equal shares), then statically with work
 // stealing, then by the dynamic policy. It prints per-device counts and
-// throughput for each, and the ratio to the static split.
+// throughput for each, and the ratio to the static split. -trace, -metrics
+// (-metrics-addr) and -pprof export spans and metrics (the group's
+// imbalance among them) and serve pprof (package internal/otelsetup).
 //
 //	go run ./examples/stealing -messages 20000 -cost 20us -slow 4
 package main
@@ -19,6 +21,7 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/ringactor/ringactor/internal/otelsetup"
 	ra "github.com/ringactor/ringactor/runtime"
 	"github.com/ringactor/ringactor/runtime/group"
 )
@@ -28,6 +31,7 @@ type options struct {
 	cost     time.Duration
 	slow     float64
 	devices  int
+	tel      *otelsetup.Flags // -trace, -metrics, -metrics-addr, -pprof; nil: none
 }
 
 func main() {
@@ -36,6 +40,7 @@ func main() {
 	flag.DurationVar(&o.cost, "cost", 20*time.Microsecond, "simulated service time per message on a fast device")
 	flag.Float64Var(&o.slow, "slow", 4, "how many times slower the last device is")
 	flag.IntVar(&o.devices, "devices", 4, "simulated devices (2 to 4)")
+	o.tel = otelsetup.Register(flag.CommandLine, "stealing")
 	flag.Parse()
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
 	defer stop()
@@ -56,6 +61,11 @@ func run(ctx context.Context, o options, w io.Writer) error {
 	if o.messages < 1 || o.cost <= 0 || o.slow < 1 || o.devices < 2 || o.devices > 4 {
 		return errors.New("want -messages >= 1, -cost > 0, -slow >= 1 and 2 to 4 -devices")
 	}
+	tel, err := o.tel.Start(ctx, w)
+	if err != nil {
+		return err
+	}
+	defer tel.Shutdown(context.Background())
 	cost := map[int]time.Duration{}
 	devs := make([]int, o.devices)
 	for i := range devs {
@@ -71,7 +81,7 @@ func run(ctx context.Context, o options, w io.Writer) error {
 		policy group.Policy
 		steal  bool
 	}{{"static", group.Static, false}, {"static+stealing", group.Static, true}, {"dynamic", group.Dynamic, false}} {
-		r, err := once(ctx, c.name, c.policy, c.steal, devs, cost, o.messages)
+		r, err := once(ctx, tel, c.name, c.policy, c.steal, devs, cost, o.messages)
 		if err != nil {
 			return fmt.Errorf("%s: %w", c.name, err)
 		}
@@ -95,8 +105,9 @@ func run(ctx context.Context, o options, w io.Writer) error {
 }
 
 // once runs one group to completion and checks its account.
-func once(ctx context.Context, name string, p group.Policy, steal bool, devs []int, cost map[int]time.Duration, n int) (result, error) {
-	rt, err := ra.New(ra.Config{Devices: ra.DeviceOptions{Backend: "sim", SimDevices: len(devs), SimCost: cost}})
+func once(ctx context.Context, tel *otelsetup.Setup, name string, p group.Policy, steal bool, devs []int, cost map[int]time.Duration, n int) (result, error) {
+	rt, err := ra.New(ra.Config{Devices: ra.DeviceOptions{Backend: "sim", SimDevices: len(devs), SimCost: cost},
+		TracerProvider: tel.TracerProvider, MeterProvider: tel.MeterProvider})
 	if err != nil {
 		return result{}, err
 	}
@@ -131,6 +142,7 @@ func once(ctx context.Context, name string, p group.Policy, steal bool, devs []i
 		return result{}, ctx.Err()
 	}
 	el := time.Since(start)
+	tel.Flush(ctx) // -metrics: the group's before it closes
 	if err := g.Close(ctx, true); err != nil {
 		return result{}, err
 	}

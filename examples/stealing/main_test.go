@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ringactor/ringactor/internal/otelsetup"
 	"github.com/ringactor/ringactor/internal/rttest"
 )
 
@@ -30,5 +31,14 @@ func TestStealingExampleRuns(t *testing.T) {
 	}
 	if err := run(ctx, options{messages: 0, cost: time.Microsecond, slow: 4, devices: 4}, &b); err == nil {
 		t.Fatal("zero messages accepted")
+	}
+	// -metrics stdout exports the group's imbalance, with its unit.
+	b.Reset()
+	tel := &otelsetup.Flags{Trace: "none", Metrics: "stdout", Service: "stealing"}
+	if err := run(ctx, options{messages: 500, cost: 20 * time.Microsecond, slow: 4, devices: 2, tel: tel}, &b); err != nil {
+		t.Fatal(err)
+	}
+	if out := b.String(); !strings.Contains(out, `"Name":"ringactor.group.imbalance","Description":"most work any instance of the group did over the mean (1 is even)","Unit":"1"`) {
+		t.Fatalf("-metrics stdout did not export the group's imbalance:\n%s", out)
 	}
 }

@@ -15,6 +15,7 @@ import (
 	"go.opentelemetry.io/otel/attribute"
 
 	"github.com/ringactor/ringactor/internal/nodeproc"
+	"github.com/ringactor/ringactor/internal/rttest"
 	ra "github.com/ringactor/ringactor/runtime"
 	"github.com/ringactor/ringactor/runtime/cluster"
 )
@@ -150,11 +151,14 @@ func TestRemoteOneTraceAcrossProcesses(t *testing.T) {
 		t.Errorf("the remote stage's latency came without times: %+v", lat[1])
 	}
 
+	// Every span of this process, the cluster's roots and its segments'
+	// spans, follows the messaging conventions.
+	rttest.MessagingSpans(t, spans.Ended())
 	// One trace per sampled message, rooted here.
 	all := append(originSpans(), readSpans(t, file)...)
 	roots := map[string]span{} // by trace id
 	for _, s := range all {
-		if s.node == "a" && s.up == "" && s.pipeline == name && s.name == "ringactor.message" {
+		if s.node == "a" && s.up == "" && s.pipeline == name && s.name == "send "+name {
 			if _, dup := roots[s.trace]; dup {
 				t.Errorf("two roots in trace %s", s.trace)
 			}

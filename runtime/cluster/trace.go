@@ -12,6 +12,8 @@ import (
 
 	ra "github.com/ringactor/ringactor/runtime"
 	"github.com/ringactor/ringactor/runtime/cluster/internal/wire"
+	"github.com/ringactor/ringactor/runtime/internal/msgconv"
+	"github.com/ringactor/ringactor/runtime/internal/telemetry"
 )
 
 // Instrumentation scope of the cluster pipeline's spans.
@@ -40,7 +42,7 @@ type root struct {
 }
 
 func newRoots(tp trace.TracerProvider, pipeline, node string) *roots {
-	return &roots{tracer: tp.Tracer(scope), pipeline: pipeline, node: node, open: map[uint64]*root{}}
+	return &roots{tracer: telemetry.Tracer(tp, scope), pipeline: pipeline, node: node, open: map[uint64]*root{}}
 }
 
 // begin opens message id's root under the sender's span, if d names one
@@ -51,13 +53,14 @@ func (rs *roots) begin(d ra.Data, id uint64) trace.SpanContext {
 	if d.Parent.IsValid() || parent == nil {
 		parent = trace.ContextWithSpanContext(context.Background(), d.Parent)
 	}
-	ctx, span := rs.tracer.Start(parent, "ringactor.message", trace.WithSpanKind(trace.SpanKindProducer),
-		trace.WithAttributes(attribute.Int64("ringactor.message.id", int64(id)), attribute.String("ringactor.pipeline", rs.pipeline),
-			attribute.String("ringactor.node", rs.node)))
+	ctx, span := rs.tracer.Start(parent, msgconv.SpanName(msgconv.OpSend, rs.pipeline), trace.WithSpanKind(trace.SpanKindProducer),
+		trace.WithAttributes(msgconv.Send(msgconv.OpSend, rs.pipeline, msgconv.ID(id), attribute.String("ringactor.pipeline", rs.pipeline),
+			attribute.String("ringactor.node", rs.node))...))
 	r := &root{ctx: ctx, span: span, tp: wire.Traceparent(ctx)}
 	rs.mu.Lock()
 	if old := rs.open[id]; old != nil { // an id reused while in flight: the first trace ends here
 		old.span.SetStatus(codes.Error, "message id reused while in flight")
+		old.span.SetAttributes(msgconv.ErrorType("id reused"))
 		old.span.End()
 	}
 	rs.open[id] = r
@@ -93,7 +96,7 @@ func (rs *roots) end(id uint64, dead *ra.DeadLetter) {
 	}
 	if dead != nil {
 		r.span.SetStatus(codes.Error, fmt.Sprintf("dead-lettered at stage %q: %s", dead.Stage, dead.Reason))
-		r.span.SetAttributes(attribute.String("ringactor.dead_letter.reason", dead.Reason.String()))
+		r.span.SetAttributes(attribute.String("ringactor.dead_letter.reason", dead.Reason.String()), msgconv.ErrorType(dead.Reason.String()))
 	}
 	r.span.End()
 }
@@ -111,6 +114,7 @@ func (rs *roots) close() {
 	now := time.Now()
 	for _, r := range open {
 		r.span.SetStatus(codes.Error, "pipeline closed with the message in flight")
+		r.span.SetAttributes(msgconv.ErrorType(ra.ReasonPipelineClosed.String()))
 		r.span.End(trace.WithTimestamp(now))
 	}
 }

@@ -12,6 +12,8 @@ import (
 	"github.com/asynkron/protoactor-go/actor"
 	"github.com/ringactor/ringactor/internal/ctxcheck"
 	ra "github.com/ringactor/ringactor/runtime"
+	"github.com/ringactor/ringactor/runtime/internal/msgconv"
+	"github.com/ringactor/ringactor/runtime/internal/telemetry"
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/codes"
 	"go.opentelemetry.io/otel/trace"
@@ -120,7 +122,7 @@ func NewBarrier(rt *ra.Runtime, spec BarrierSpec) (*Barrier, error) {
 		index[p] = i
 	}
 	spec.Participants = slices.Clone(spec.Participants)
-	b := &Barrier{rt: rt, spec: spec, tracer: rt.TracerProvider().Tracer(scope)}
+	b := &Barrier{rt: rt, spec: spec, tracer: telemetry.Tracer(rt.TracerProvider(), scope)}
 	props := actor.PropsFromProducer(func() actor.Actor {
 		return &barrierActor{b: b, index: index, phases: map[uint64]*barrierPhase{}, waiting: map[int]uint64{}}
 	})
@@ -145,19 +147,23 @@ func (b *Barrier) Spec() BarrierSpec {
 // Await arrives as participant at phase and waits for the release: nil
 // once every participant arrived, the Release's error otherwise. When ctx
 // ends first, Await withdraws the arrival (unless the phase completed
-// meanwhile) and returns ctx's error. Each call records a span "barrier
-// wait <name>" (a child of ctx's span) with the participant, the phase and
-// the wait.
+// meanwhile) and returns ctx's error. Each call records a span "arrive
+// barrier/<name>" (kind producer, a child of ctx's span) with the
+// messaging attributes (message id: the phase), the participant, the
+// phase and the wait; the barrier's actor records "process
+// barrier/<name>" (kind consumer) per phase, linked to the waits.
 func (b *Barrier) Await(ctx context.Context, participant string, phase uint64) error {
 	if err := ctxcheck.NotNil(ctx, "Barrier.Await"); err != nil {
 		return err
 	}
 	start := time.Now()
-	ctx, span := b.tracer.Start(ctx, "barrier wait "+b.spec.Name, trace.WithAttributes(
-		attribute.String("ringactor.barrier", b.spec.Name),
-		attribute.String("ringactor.barrier.participant", participant),
-		attribute.Int64("ringactor.barrier.phase", int64(phase)),
-	))
+	dest := msgconv.Barrier(b.spec.Name)
+	ctx, span := b.tracer.Start(ctx, msgconv.SpanName(msgconv.OpArrive, dest), trace.WithSpanKind(trace.SpanKindProducer),
+		trace.WithAttributes(msgconv.Send(msgconv.OpArrive, dest, msgconv.ID(phase),
+			attribute.String("ringactor.barrier", b.spec.Name),
+			attribute.String("ringactor.barrier.participant", participant),
+			attribute.Int64("ringactor.barrier.phase", int64(phase)),
+		)...))
 	err := b.await(ctx, participant, phase, span.SpanContext())
 	span.SetAttributes(attribute.Int64("ringactor.barrier.wait_ns", time.Since(start).Nanoseconds()))
 	if err != nil {
@@ -312,12 +318,13 @@ func (a *barrierActor) open(c actor.Context, phase uint64) *barrierPhase {
 	a.seq++
 	n := len(a.b.spec.Participants)
 	ph := &barrierPhase{phase: phase, seq: a.seq, arrived: make([]bool, n), senders: make([]*actor.PID, n), start: time.Now()}
-	_, ph.span = a.b.tracer.Start(context.Background(), "barrier phase "+a.b.spec.Name, trace.WithTimestamp(ph.start),
-		trace.WithAttributes(
+	dest := msgconv.Barrier(a.b.spec.Name)
+	_, ph.span = a.b.tracer.Start(context.Background(), msgconv.SpanName(msgconv.OpProcess, dest), trace.WithTimestamp(ph.start),
+		trace.WithSpanKind(trace.SpanKindConsumer), trace.WithAttributes(msgconv.Process(msgconv.OpProcess, dest, msgconv.ID(phase),
 			attribute.String("ringactor.barrier", a.b.spec.Name),
 			attribute.Int64("ringactor.barrier.phase", int64(phase)),
 			attribute.Int("ringactor.barrier.participants", n),
-		))
+		)...))
 	if d := a.b.spec.Timeout; d > 0 {
 		self, system, msg := c.Self(), c.ActorSystem(), barrierTimeout{phase: phase, seq: ph.seq}
 		ph.timer = time.AfterFunc(d, func() { system.Root.Send(self, msg) })
@@ -349,11 +356,12 @@ func (a *barrierActor) finish(c actor.Context, ph *barrierPhase, err error, why 
 	a.next = max(a.next, ph.phase+1)
 	now := time.Now()
 	ph.span.SetAttributes(
-		attribute.Int("ringactor.barrier.arrived", ph.count),
+		attribute.Int("ringactor.barrier.arrived", ph.count), msgconv.BatchCount(ph.count),
 		attribute.Int64("ringactor.barrier.wait_ns", now.Sub(ph.start).Nanoseconds()),
 	)
 	if err != nil {
 		ph.span.SetStatus(codes.Error, why)
+		ph.span.SetAttributes(msgconv.ErrorType(why))
 	}
 	ph.span.End(trace.WithTimestamp(now))
 	for i, ok := range ph.arrived {

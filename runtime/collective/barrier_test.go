@@ -17,6 +17,7 @@ import (
 	"go.opentelemetry.io/otel/codes"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/ringactor/ringactor/internal/rttest"
 	ra "github.com/ringactor/ringactor/runtime"
@@ -102,9 +103,9 @@ func TestBarrierPhases(t *testing.T) {
 	var waits, phaseSpans int
 	for _, s := range spans.Ended() {
 		switch s.Name() {
-		case "barrier wait lockstep":
+		case "arrive barrier/lockstep":
 			waits++
-		case "barrier phase lockstep":
+		case "process barrier/lockstep":
 			phaseSpans++
 		}
 	}
@@ -149,7 +150,7 @@ func TestBarrierTimeoutNamesMissing(t *testing.T) {
 	}
 	var ph sdktrace.ReadOnlySpan
 	for _, s := range spans.Ended() {
-		if s.Name() == "barrier phase slow" {
+		if s.Name() == "process barrier/slow" {
 			ph = s
 		}
 	}
@@ -216,7 +217,7 @@ func TestBarrierBadInput(t *testing.T) {
 	done := make(chan error, 1)
 	go func() { done <- b.Await(ctx, "a", 9) }()
 	// a is in once its arrival opened phase 9 (and its span).
-	for !phaseStarted(spans, "barrier phase bad", 9) {
+	for !phaseStarted(spans, "process barrier/bad", 9) {
 		time.Sleep(time.Millisecond)
 	}
 	b.Close()
@@ -300,8 +301,8 @@ func TestBarrierActorParticipants(t *testing.T) {
 	}
 }
 
-// Each Await records "barrier wait <name>" under the caller's span with
-// participant, phase and wait; the actor records "barrier phase <name>"
+// Each Await records "arrive barrier/<name>" under the caller's span with
+// participant, phase and wait; the actor records "process barrier/<name>"
 // from the first arrival to the release, linked to the waits.
 func TestBarrierSpans(t *testing.T) {
 	rt, spans := barrierEnv(t)
@@ -326,9 +327,9 @@ func TestBarrierSpans(t *testing.T) {
 	var phase sdktrace.ReadOnlySpan
 	for _, s := range spans.Ended() {
 		switch s.Name() {
-		case "barrier wait traced":
+		case "arrive barrier/traced":
 			waits = append(waits, s)
-		case "barrier phase traced":
+		case "process barrier/traced":
 			phase = s
 		}
 	}
@@ -352,6 +353,14 @@ func TestBarrierSpans(t *testing.T) {
 	}
 	if !seen["p"] || !seen["q"] {
 		t.Errorf("participants in spans: %v", seen)
+	}
+	// Both follow the messaging conventions: arrive (send) and process.
+	if n := rttest.MessagingSpans(t, spans.Ended()); n != 3 {
+		t.Errorf("%d barrier spans checked, want 2 waits and the phase", n)
+	}
+	if phase.SpanKind() != trace.SpanKindConsumer || waits[0].SpanKind() != trace.SpanKindProducer ||
+		spanAttrs(phase)["messaging.message.id"].AsString() != "7" || spanAttrs(phase)["messaging.batch.message_count"].AsInt64() != 2 {
+		t.Errorf("phase span kind %v, attributes %v; wait span kind %v", phase.SpanKind(), spanAttrs(phase), waits[0].SpanKind())
 	}
 	a := spanAttrs(phase)
 	if a["ringactor.barrier.phase"].AsInt64() != 7 || a["ringactor.barrier.arrived"].AsInt64() != 2 || a["ringactor.barrier.participants"].AsInt64() != 2 {

@@ -21,6 +21,7 @@ import (
 	"github.com/ringactor/ringactor/runtime/internal/ext"
 	"github.com/ringactor/ringactor/runtime/internal/naming"
 	"github.com/ringactor/ringactor/runtime/internal/requests"
+	"github.com/ringactor/ringactor/runtime/internal/telemetry"
 )
 
 //go:generate go run golang.org/x/tools/cmd/stringer@v0.52.0 -type=Policy -linecomment
@@ -534,7 +535,7 @@ func (g *Group) Stats() Stats {
 
 // registerMetrics exports the group's imbalance.
 func (g *Group) registerMetrics() error {
-	m := g.rt.MeterProvider().Meter("github.com/ringactor/ringactor/runtime/group")
+	m := telemetry.Meter(g.rt.MeterProvider(), "github.com/ringactor/ringactor/runtime/group")
 	ratio, err := m.Float64ObservableGauge(MetricImbalance, metric.WithUnit("1"),
 		metric.WithDescription("most work any instance of the group did over the mean (1 is even)"))
 	if err != nil {

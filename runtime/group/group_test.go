@@ -5,6 +5,7 @@ import (
 	"errors"
 	"io"
 	"math"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -416,6 +417,10 @@ func TestGroupImbalanceMetric(t *testing.T) {
 	}
 	if got[group.MetricImbalance] != 1.5 || got[group.MetricImbalancePercent] != 50 {
 		t.Fatalf("exported %v; want %s 1.5 and %s 50", got, group.MetricImbalance, group.MetricImbalancePercent)
+	}
+	// Each metric has its unit and description, its meter ringactor's version.
+	if names := rttest.MetricUnits(t, e.Metrics); !slices.Contains(names, group.MetricImbalance) || !slices.Contains(names, group.MetricImbalancePercent) {
+		t.Errorf("checked %v; want the group's metrics among them", names)
 	}
 }
 

@@ -30,7 +30,7 @@ func RegisterDevices(m metric.Meter, snap func() Metrics) (metric.Registration, 
 	if err != nil {
 		return nil, err
 	}
-	kernels, err := m.Int64ObservableGauge(DeviceKernels, metric.WithDescription("ring kernels running on the device"))
+	kernels, err := m.Int64ObservableGauge(DeviceKernels, metric.WithUnit("{kernel}"), metric.WithDescription("ring kernels running on the device"))
 	if err != nil {
 		return nil, err
 	}
@@ -46,7 +46,7 @@ func RegisterDevices(m metric.Meter, snap func() Metrics) (metric.Registration, 
 	if err != nil {
 		return nil, err
 	}
-	msgs, err := m.Int64ObservableCounter(LinkMessages, metric.WithDescription("messages moved over the device's links of one kind"))
+	msgs, err := m.Int64ObservableCounter(LinkMessages, metric.WithUnit("{message}"), metric.WithDescription("messages moved over the device's links of one kind"))
 	if err != nil {
 		return nil, err
 	}

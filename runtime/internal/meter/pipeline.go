@@ -49,33 +49,33 @@ func NewPipeline(m metric.Meter, pipeline string, stages []Stage, status func(i 
 		metric.WithDescription("time a stage function took on sampled messages")); err != nil {
 		return nil, err
 	}
-	processed, err := m.Int64ObservableCounter("ringactor.stage.processed", metric.WithDescription("messages a stage passed on"))
+	processed, err := m.Int64ObservableCounter("ringactor.stage.processed", metric.WithUnit("{message}"), metric.WithDescription("messages a stage passed on"))
 	if err != nil {
 		return nil, err
 	}
-	dropped, err := m.Int64ObservableCounter("ringactor.stage.dropped", metric.WithDescription("messages a stage dead-lettered"))
+	dropped, err := m.Int64ObservableCounter("ringactor.stage.dropped", metric.WithUnit("{message}"), metric.WithDescription("messages a stage dead-lettered"))
 	if err != nil {
 		return nil, err
 	}
-	depth, err := m.Int64ObservableGauge("ringactor.stage.queue_depth", metric.WithDescription("messages queued in a stage's in-links"))
+	depth, err := m.Int64ObservableGauge("ringactor.stage.queue_depth", metric.WithUnit("{message}"), metric.WithDescription("messages queued in a stage's in-links"))
 	if err != nil {
 		return nil, err
 	}
 	// The pipeline's account (docs/ARCHITECTURE.md §6): sent = delivered +
 	// dead_lettered + in_flight, read together so the four agree.
-	sent, err := m.Int64ObservableCounter("ringactor.pipeline.sent", metric.WithDescription("messages that entered the pipeline"))
+	sent, err := m.Int64ObservableCounter("ringactor.pipeline.sent", metric.WithUnit("{message}"), metric.WithDescription("messages that entered the pipeline"))
 	if err != nil {
 		return nil, err
 	}
-	delivered, err := m.Int64ObservableCounter("ringactor.pipeline.delivered", metric.WithDescription("results delivered"))
+	delivered, err := m.Int64ObservableCounter("ringactor.pipeline.delivered", metric.WithUnit("{message}"), metric.WithDescription("results delivered"))
 	if err != nil {
 		return nil, err
 	}
-	dead, err := m.Int64ObservableCounter("ringactor.pipeline.dead_lettered", metric.WithDescription("messages dead-lettered, for any reason"))
+	dead, err := m.Int64ObservableCounter("ringactor.pipeline.dead_lettered", metric.WithUnit("{message}"), metric.WithDescription("messages dead-lettered, for any reason"))
 	if err != nil {
 		return nil, err
 	}
-	inFlight, err := m.Int64ObservableGauge("ringactor.pipeline.in_flight", metric.WithDescription("messages sent and not yet delivered or dead-lettered"))
+	inFlight, err := m.Int64ObservableGauge("ringactor.pipeline.in_flight", metric.WithUnit("{message}"), metric.WithDescription("messages sent and not yet delivered or dead-lettered"))
 	if err != nil {
 		return nil, err
 	}

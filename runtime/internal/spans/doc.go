@@ -1,9 +1,10 @@
 // Package spans turns a pipeline's trace records into OpenTelemetry spans
 // (docs/ARCHITECTURE.md §5): one trace per sampled message, a root span
-// "ringactor.message" from ingress to its last copy's end (parented on
-// the sender's span when it had one), with one child span "stage <name>"
-// per stage visited, all with the kernels' timestamps. The copies a
-// RouteAll stage makes share the root.
+// "send <pipeline>" (kind producer) from ingress to its last copy's end
+// (parented on the sender's span when it had one), with one child span
+// "process <pipeline>/<stage>" (kind consumer) per stage visited, all
+// with the kernels' timestamps and the messaging conventions' attributes
+// (package msgconv). The copies a RouteAll stage makes share the root.
 //
 // A message's events arrive from several goroutines (each stage's record
 // pump, each exit's egress pump, senders) in any order, and in a graph

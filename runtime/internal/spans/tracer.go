@@ -11,6 +11,7 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	rk "github.com/ringactor/ringactor/ringkernel"
+	"github.com/ringactor/ringactor/runtime/internal/msgconv"
 )
 
 // Stage is what a stage's spans say of it.
@@ -61,8 +62,8 @@ func (t *Tracer) Begin(parent context.Context, id uint64, at time.Time) {
 	if parent == nil {
 		parent = context.Background()
 	}
-	ctx, root := t.tracer.Start(parent, "ringactor.message", trace.WithTimestamp(at), trace.WithSpanKind(trace.SpanKindProducer),
-		trace.WithAttributes(attribute.Int64("ringactor.message.id", int64(id)), attribute.String("ringactor.pipeline", t.pipeline)))
+	ctx, root := t.tracer.Start(parent, msgconv.SpanName(msgconv.OpSend, t.pipeline), trace.WithTimestamp(at), trace.WithSpanKind(trace.SpanKindProducer),
+		trace.WithAttributes(msgconv.Send(msgconv.OpSend, t.pipeline, msgconv.ID(id), attribute.String("ringactor.pipeline", t.pipeline))...))
 	m := &message{ctx: ctx, root: root, tokens: newTokens(len(t.stages))}
 	m.settle(0, 1) // the host's token: the message itself
 	t.mu.Lock()
@@ -84,14 +85,14 @@ func (t *Tracer) Record(stage uint32, r rk.TraceRecord) {
 	if start.IsZero() {
 		start = r.Dequeued
 	}
-	_, sp := t.tracer.Start(m.ctx, "stage "+s.Name, trace.WithTimestamp(start), trace.WithSpanKind(trace.SpanKindConsumer),
-		trace.WithAttributes(
+	dest := msgconv.Stage(t.pipeline, s.Name)
+	_, sp := t.tracer.Start(m.ctx, msgconv.SpanName(msgconv.OpProcess, dest), trace.WithTimestamp(start), trace.WithSpanKind(trace.SpanKindConsumer),
+		trace.WithAttributes(msgconv.Process(msgconv.OpProcess, dest, msgconv.ID(r.ID),
 			attribute.String("ringactor.stage", s.Name),
 			attribute.Int("ringactor.device", s.Device),
-			attribute.Int64("ringactor.message.id", int64(r.ID)),
 			attribute.Int64("ringactor.queue_wait_ns", r.QueueWait().Nanoseconds()),
 			attribute.Int64("ringactor.service_ns", r.Service().Nanoseconds()),
-		))
+		)...))
 	sp.End(trace.WithTimestamp(r.Done))
 	t.mu.Lock()
 	if r.Done.After(m.stageEnd) {
@@ -139,7 +140,7 @@ func (t *Tracer) finishLocked(id uint64, m *message) {
 func (m *message) endRoot() {
 	if d := m.dead; d != nil {
 		m.root.SetStatus(codes.Error, fmt.Sprintf("dead-lettered at stage %q: %s", d.Stage, d.Reason))
-		m.root.SetAttributes(attribute.String("ringactor.dead_letter.reason", d.Reason))
+		m.root.SetAttributes(attribute.String("ringactor.dead_letter.reason", d.Reason), msgconv.ErrorType(d.Reason))
 	}
 	end := m.last
 	if m.stageEnd.After(end) {

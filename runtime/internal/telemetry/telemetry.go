@@ -15,12 +15,25 @@ import (
 
 	rk "github.com/ringactor/ringactor/ringkernel"
 	"github.com/ringactor/ringactor/runtime/internal/meter"
+	"github.com/ringactor/ringactor/runtime/internal/msgconv"
 	"github.com/ringactor/ringactor/runtime/internal/spans"
 	"github.com/ringactor/ringactor/runtime/metrics"
 )
 
 // Scope is the instrumentation scope of ringactor's spans and metrics.
 const Scope = "github.com/ringactor/ringactor/runtime"
+
+// Tracer is tp's tracer of instrumentation scope name (Scope, or a
+// sub-package's path), with ringactor's version and the semantic
+// conventions' schema URL (package msgconv).
+func Tracer(tp trace.TracerProvider, name string) trace.Tracer {
+	return tp.Tracer(name, trace.WithInstrumentationVersion(msgconv.Version), trace.WithSchemaURL(msgconv.SchemaURL))
+}
+
+// Meter is mp's meter of instrumentation scope name, as Tracer.
+func Meter(mp metric.MeterProvider, name string) metric.Meter {
+	return mp.Meter(name, metric.WithInstrumentationVersion(msgconv.Version), metric.WithSchemaURL(msgconv.SchemaURL))
+}
 
 // Stage is what the telemetry knows of a stage: its name, device, and
 // how many copies of each result it makes (its fan-out).
@@ -46,11 +59,11 @@ func New(tp trace.TracerProvider, mp metric.MeterProvider, pipeline string, stag
 		ss[i] = spans.Stage{Name: s.Name, Device: s.Device, Fanout: s.Fanout}
 		ms[i] = meter.Stage{Name: s.Name, Device: s.Device}
 	}
-	m, err := meter.NewPipeline(mp.Meter(Scope), pipeline, ms, status, account)
+	m, err := meter.NewPipeline(Meter(mp, Scope), pipeline, ms, status, account)
 	if err != nil {
 		return nil, err
 	}
-	return &Pipeline{stages: stages, spans: spans.New(tp.Tracer(Scope), pipeline, ss), meter: m}, nil
+	return &Pipeline{stages: stages, spans: spans.New(Tracer(tp, Scope), pipeline, ss), meter: m}, nil
 }
 
 // Begin opens the trace of a sampled message under parent when it is
