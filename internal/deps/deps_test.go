@@ -105,6 +105,8 @@ var directRules = []rule{
 		"the extension's id and roles are what runtime and runtime/internal/ext share without a cycle: it imports nothing of ours"},
 	{"github.com/ringactor/ringactor/runtime/internal/egress", []string{"go.opentelemetry.io"},
 		"the egress pump traces and meters nothing itself: its Host (runtime) ends a sampled result's trace"},
+	{"github.com/ringactor/ringactor/version", []string{"github.com/ringactor/ringactor", "go.opentelemetry.io", "github.com/asynkron/protoactor-go"},
+		"the version is a constant and the build info: anything may import it (the tracers, the commands), so it imports nothing of ours and nothing heavy"},
 	{"github.com/ringactor/ringactor/internal/hist", []string{"github.com/ringactor/ringactor", "go.opentelemetry.io", "github.com/asynkron/protoactor-go"},
 		"the latency histogram is the HDR histogram behind a mutex: the runtime and the benchmarks share it, and it imports nothing of ours, no telemetry, no actors"},
 	{"github.com/ringactor/ringactor/runtime/internal/fanout", []string{"github.com/ringactor/ringactor", "go.opentelemetry.io"},
