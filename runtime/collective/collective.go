@@ -41,8 +41,12 @@ type Spec struct {
 	Op     string
 	Params []float32
 	// Chunk is the most input floats one message carries (default 64).
-	// AllReduce's messages carry two operands, so up to 2*Chunk floats.
+	// AllReduce's HostHops messages carry two operands, so up to 2*Chunk
+	// floats.
 	Chunk int
+	// Path is how AllReduce moves its data: AutoPath (the zero value),
+	// DeviceLinks or HostHops. The other collectives ignore it.
+	Path Path
 }
 
 // DefaultChunk is the floats per message when Spec.Chunk is 0.
@@ -265,6 +269,10 @@ func AllReduce(ctx context.Context, rt *ra.Runtime, spec Spec, vectors [][]float
 	if size == 0 {
 		return nil, spec.bad("empty vectors: nothing to reduce")
 	}
+	path, err := spec.path(size)
+	if err != nil {
+		return nil, err
+	}
 	buf := make([][]float32, n)
 	for i, v := range vectors {
 		buf[i] = slices.Clone(v)
@@ -274,14 +282,31 @@ func AllReduce(ctx context.Context, rt *ra.Runtime, spec Spec, vectors [][]float
 	}
 	c := newCollective(rt, spec)
 	defer c.close(ctx, &err)
+	if path == DeviceLinks {
+		err = c.deviceLinks(ctx, spec, buf, op)
+	} else {
+		err = c.hostHops(ctx, spec, buf, op)
+	}
+	if err != nil {
+		return nil, err
+	}
+	if testBeforeClose != nil {
+		testBeforeClose(c.pipes)
+	}
+	return buf, nil
+}
+
+// hostHops is AllReduce over HostHops: buf's vectors become the result.
+func (c *collective) hostHops(ctx context.Context, spec Spec, buf [][]float32, op ReduceOp) (err error) {
+	n, size := len(buf), len(buf[0])
 	combine := make([]*ra.Pipeline, n)
 	pass := make([]*ra.Pipeline, n)
 	for i, d := range spec.Devices {
 		if combine[i], err = c.pipeline(ctx, fmt.Sprintf("rs%d", i), d, op.pairKernel(), nil, 2*spec.Chunk); err != nil {
-			return nil, err
+			return err
 		}
 		if pass[i], err = c.pipeline(ctx, fmt.Sprintf("ag%d", i), d, "identity", nil, spec.Chunk); err != nil {
-			return nil, err
+			return err
 		}
 	}
 	lo := func(ch int) int { return ch * size / n } // chunk ch is [lo(ch), lo(ch+1))
@@ -316,15 +341,15 @@ func AllReduce(ctx context.Context, rt *ra.Runtime, spec Spec, vectors [][]float
 	}
 	for s := range n - 1 {
 		if err := step(fmt.Sprintf("reduce-scatter step %d", s), func(i int) int { return mod(i - s) }, combine, true); err != nil {
-			return nil, err
+			return err
 		}
 	}
 	for s := range n - 1 {
 		if err := step(fmt.Sprintf("all-gather step %d", s), func(i int) int { return mod(i + 1 - s) }, pass, false); err != nil {
-			return nil, err
+			return err
 		}
 	}
-	return buf, nil
+	return nil
 }
 
 var collectiveSeq atomic.Uint64
@@ -423,15 +448,23 @@ func (c *collective) pipeline(ctx context.Context, role string, device int, op s
 	if err != nil {
 		return nil, err
 	}
+	return c.build(ctx, role, []ra.StageSpec{{Name: op, Op: op, Params: params, Device: device, Stateful: o.Stateful()}}, floats)
+}
+
+// build builds and starts a pipeline of stages (a chain) whose messages
+// hold up to floats floats, sizing their links.
+func (c *collective) build(ctx context.Context, role string, stages []ra.StageSpec, floats int) (*ra.Pipeline, error) {
 	slot := int(p2pqueue.ConfigFor(p2pqueue.MinCapacity, 4*floats).SlotSize)
 	capacity := ra.DefaultCapacity // fewer slots when they are large: a link stays under 8 MiB
 	for capacity > p2pqueue.MinCapacity && capacity*slot > 8<<20 {
 		capacity /= 2
 	}
+	for i := range stages {
+		stages[i].SlotSize, stages[i].Capacity = slot, capacity
+	}
 	p, err := c.rt.Build(ctx, ra.PipelineSpec{
-		Name: c.name + "-" + role,
-		Stages: []ra.StageSpec{{Name: op, Op: op, Params: params, Device: device, Stateful: o.Stateful(),
-			SlotSize: slot, Capacity: capacity}},
+		Name:         c.name + "-" + role,
+		Stages:       stages,
 		Deliver:      ra.Sink{Func: c.result},
 		OnDeadLetter: c.deadLetter,
 	})
