@@ -54,7 +54,7 @@ EMU_WIDE_PKGS ?= ./runtime/group ./runtime/collective
 # (RINGACTOR_TEST_BACKEND=cpu: every stage a case places is on the CPU).
 CPU_PKGS ?= ./runtime ./runtime/group ./runtime/collective ./internal/nodeproc/inmem
 # The bench rows that go through the CUDA backend (the rest are sim's).
-EMU_BENCH_TESTS ?= P2PRowsOnTheGPUs|PipelineRowOnTheGPUs
+EMU_BENCH_TESTS ?= P2PRowsOnTheGPUs|PipelineRowOnTheGPUs|AllReduceRowsOnTheGPUs
 EMU_BENCH_PKGS  ?= ./internal/bench
 # Once more with the emulated copy engine late (RINGACTOR_EMU_COPY_LAG_US):
 # device-memory setup copies land EMU_LAG_US later, so a launch that is not

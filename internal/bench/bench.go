@@ -152,9 +152,9 @@ func Run(ctx context.Context, o Options) ([]Row, error) {
 		}
 	}
 	wantGPU := o.GPU != nil && wants(o.Only, "gpu/")
-	// The P2P rows and pipeline/cuda-3stage run on the devices of
-	// Options.Devices, opened once for them.
-	wantDevices := wants(o.Only, "p2p/") || wants(o.Only, "pipeline/cuda")
+	// The P2P rows, pipeline/cuda-3stage and allreduce/cuda-* run on the
+	// devices of Options.Devices, opened once for them.
+	wantDevices := wants(o.Only, "p2p/") || wants(o.Only, "pipeline/cuda") || wants(o.Only, "allreduce/cuda")
 	if len(todo) == 0 && !wantGPU && !wantDevices {
 		return nil, fmt.Errorf("%w %q; rows: %s, gpu/...", ErrNothingSelected, o.Only, strings.Join(Names(), ", "))
 	}
