@@ -95,5 +95,16 @@ func cudaAllReduce(rt *ra.Runtime, note string) comparison {
 	if len(devs) == 1 {
 		devs = append(devs, devs[0])
 	}
-	return allReduceComparison("cuda", &allReduceBench{rt: rt, devices: devs}, 200_000, note, nil)
+	a := &allReduceBench{rt: rt, devices: devs}
+	// A warm-up call of each path first: the devices' first pipelines
+	// (arenas, modules) cost seconds on the emulated driver.
+	warm := func(ctx context.Context) (func(), error) {
+		for _, p := range []collective.Path{collective.DeviceLinks, collective.HostHops} {
+			if _, err := a.run(p)(ctx, 2*len(devs), newLatencies(0)); err != nil {
+				return nil, fmt.Errorf("warm-up: %w", err)
+			}
+		}
+		return func() {}, nil
+	}
+	return allReduceComparison("cuda", a, 200_000, note, warm)
 }

@@ -304,7 +304,28 @@ func Print(w io.Writer, rows []Row) {
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t\n", r.Name, r.Backend, rate(r.MsgsPerSec), dur(r.P50), dur(r.P99), r.Baseline, ratio, of)
 	}
 	tw.Flush()
+	printNotes(w, rows)
 	printP2P(w, rows)
+}
+
+// printNotes says, under the table, what the rows with a note measure
+// (which devices: simulated, the emulated driver), the P2P rows aside
+// (their matrix says it).
+func printNotes(w io.Writer, rows []Row) {
+	var notes []string
+	names := map[string][]string{}
+	for _, r := range rows {
+		if r.Note == "" || strings.HasPrefix(r.Name, "p2p/") || slices.Contains(names[r.Note], r.Name) {
+			continue
+		}
+		if names[r.Note] == nil {
+			notes = append(notes, r.Note)
+		}
+		names[r.Note] = append(names[r.Note], r.Name)
+	}
+	for _, n := range notes {
+		fmt.Fprintf(w, "%s: %s\n", strings.Join(names[n], ", "), n)
+	}
 }
 
 // dur is a latency cell: "-" for rows that measure throughput only.

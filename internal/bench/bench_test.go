@@ -118,6 +118,9 @@ func TestRunRowsAndRatios(t *testing.T) {
 	if !strings.Contains(table.String(), "of limit") || !strings.Contains(table.String(), fmt.Sprintf("%.0f%%", 100*byName["goroutines/3-stage-chan"].OfLimit)) {
 		t.Errorf("table lacks the of-limit column or the goroutines row's share:\n%s", table.String())
 	}
+	if !strings.Contains(table.String(), "allreduce/sim-device-links, allreduce/sim-host-hops: msgs = floats of each participant's vector, one AllReduce call a run; simulated devices") {
+		t.Errorf("table lacks the all-reduce rows' note:\n%s", table.String())
+	}
 	for _, n := range Names() {
 		if racecheck.Enabled && strings.Contains(n, "remote") || strings.HasPrefix(n, "p2p/") || n == "pipeline/cuda-3stage" || strings.HasPrefix(n, "allreduce/cuda") {
 			continue
