@@ -17,7 +17,7 @@ import (
 	"github.com/ringactor/ringactor/runtime/internal/naming"
 )
 
-// Collectives: ScatterGather, Reduce and AllReduce, built from one-stage
+// Collectives: ScatterGather, Reduce and AllReduce, built from
 // pipelines (the ordinary runtime.Pipeline API, so they run on any backend the
 // pipelines run on) whose ring kernels do all the arithmetic. Go cuts the
 // input into messages, routes them, and puts the results back in place by
@@ -92,7 +92,8 @@ type ChunkError struct {
 	// vector) that it carried.
 	Chunk, Offset, Len int
 	// Participant is the AllReduce participant the message was sent to
-	// (its kernel's device is Dead.Device); -1 for the other collectives.
+	// (over DeviceLinks, the one whose kernel dropped it; its kernel's
+	// device is Dead.Device); -1 for the other collectives.
 	Participant int
 	Dead        ra.DeadLetter
 	// More counts the other messages of the step that were lost.
@@ -228,23 +229,33 @@ func Reduce(ctx context.Context, rt *ra.Runtime, spec Spec, data []float32, op R
 // reduced vector per participant, all equal; vectors are not modified.
 //
 // It is the classic ring all-reduce. Each vector is cut into
-// len(Devices) chunks. Reduce-scatter, N-1 steps: at step s participant i
-// sends its running chunk (i-s) mod N to participant i+1, whose ring
-// kernel ("pair_<op>") combines it with its own chunk; after the last step
-// participant i holds chunk (i+1) mod N fully reduced. All-gather, N-1
-// steps: at step s participant i sends chunk (i+1-s) mod N to participant
-// i+1, whose kernel ("identity") passes it on as that participant's copy.
-// A chunk longer than spec.Chunk floats goes as several messages.
+// len(Devices) chunks; chunk c is reduced in ring order, participant c's
+// floats combined with participant c+1's, the result with c+2's, ..., up
+// to c+N-1's (mod N), and every participant gets every reduced chunk.
+// spec.Path says how the data moves (a chunk longer than spec.Chunk
+// floats goes as several messages either way):
 //
-// How the data moves: a ring kernel sees one message at a time and a
-// pipeline's links run only from one stage to the next, so the two
-// operands of a step meet in one message [running chunk..., own
-// chunk...] sent to the receiving participant's kernel on its device; the
-// host carries each step's results from that kernel's egress to the next
-// step's ingress (one host hop per step, where NCCL-style rings write
-// straight into the peer). Each step ends when all its messages are back,
-// which is the ring's step barrier. Sums are combined in ring order, so
-// they are exact for integers below 2²⁴ and within N*2⁻²⁴ times the sum of
+//   - DeviceLinks (AutoPath's choice up to MaxDeviceLinkChunk floats a
+//     chunk): chunk c is reduced by one pipeline, a chain of stages on
+//     the devices of participants c+1, ..., c+N-1, each running
+//     "ring_<op>" with its own participant's floats of the chunk as its
+//     params; the running reduction passes from kernel to kernel over the
+//     chain's links (peer, or host-staged where the topology has no peer
+//     access; local between two participants on one device). The host
+//     sends participant c's floats into the chain's head and takes the
+//     reduced chunk from its exit; all N chains run at once. The
+//     all-gather is the host copying each reduced chunk into every
+//     participant's result, which is where the results go anyway.
+//   - HostHops: reduce-scatter, N-1 steps: at step s participant i sends
+//     its running chunk (i-s) mod N to participant i+1, whose ring kernel
+//     ("pair_<op>") combines it with its own chunk, the two operands
+//     travelling as one message; all-gather, N-1 steps through "identity"
+//     kernels. The host carries each step's results from one kernel's
+//     egress to the next step's ingress, and each step ends when all its
+//     messages are back (the ring's step barrier).
+//
+// Both paths combine in the same order, so they give the same bits. Sums
+// are exact for integers below 2²⁴ and within N*2⁻²⁴ times the sum of
 // magnitudes for floats; every participant gets bit-identical results.
 func AllReduce(ctx context.Context, rt *ra.Runtime, spec Spec, vectors [][]float32, op ReduceOp) (_ [][]float32, err error) {
 	if err := ctxcheck.Live(ctx, "collective.AllReduce"); err != nil {
