@@ -493,8 +493,10 @@ func TestCollectiveAllReduceStaysOnTheDevices(t *testing.T) {
 		var got map[string]uint64
 		gotLinks := map[string]int{}
 		pipes := 0
+		var describe string
 		collective.AfterDataMoves(t, func(ps []*ra.Pipeline) {
 			pipes = len(ps)
+			describe = ps[0].Describe()
 			got = map[string]uint64{}
 			for _, d := range e.RT.Metrics().Devices {
 				for _, l := range d.Links {
@@ -513,6 +515,10 @@ func TestCollectiveAllReduceStaysOnTheDevices(t *testing.T) {
 				t.Fatalf("host hops: %d messages through the ingress; the device-link count %d should be less", got["ingress"], want["ingress"])
 			}
 			continue
+		}
+		// A chain's stages show the start of their chunk, not all of it.
+		if strings.Count(describe, "op ring_sum[") != n-1 || !strings.Contains(describe, " ... (251 floats)]") || len(describe) > 2000 {
+			t.Errorf("chain 0 described as\n%s", describe)
 		}
 		if pipes != n || !maps.Equal(got, want) || !maps.Equal(gotLinks, links) {
 			t.Fatalf("device links: %d pipelines, messages by link kind %v over links %v; want %d, %v over %v", pipes, got, gotLinks, n, want, links)
