@@ -418,7 +418,10 @@ func TestCollectiveAllReducePathsAgree(t *testing.T) {
 		{all4, 4099, 64},
 		{[]int{1, 3, 3, 0}, 517, 10},
 	} {
-		for _, op := range []collective.ReduceOp{collective.ReduceSum, collective.ReduceMin, collective.ReduceMax} {
+		// Sums on every ring (their rounding depends on the order), min
+		// and max on two each (TestCollectiveAllReduce checks min and max
+		// against Go's on more rings, over the default path).
+		for _, op := range []collective.ReduceOp{collective.ReduceSum, collective.ReduceOp(1 + len(c.devices)%2)} {
 			vs := make([][]float32, len(c.devices))
 			for i := range vs {
 				vs[i] = floats(rng, c.size)
