@@ -369,6 +369,9 @@ func TestCollectiveBadInput(t *testing.T) {
 		{"reduce: Op set", "leave Op and Params", red(sgSpec, data, collective.ReduceSum)},
 		{"allreduce: Op set", "leave Op and Params", all(sgSpec, vec, collective.ReduceMax)},
 		{"negative chunk", "Chunk -3", red(with(func(s *collective.Spec) { s.Chunk = -3 }), data, collective.ReduceSum)},
+		{"allreduce: bad path", "Path(9): use AutoPath, DeviceLinks or HostHops", all(with(func(s *collective.Spec) { s.Path = 9 }), vec, collective.ReduceSum)},
+		{"allreduce: chunk over DeviceLinks' most", "chunks of 1048577 floats for DeviceLinks", all(with(func(s *collective.Spec) { s.Devices = s.Devices[:1]; s.Path = collective.DeviceLinks }),
+			[][]float32{make([]float32, collective.MaxDeviceLinkChunk+1)}, collective.ReduceSum)},
 		{"huge chunk", "more than a message holds", all(with(func(s *collective.Spec) { s.Chunk = 1 << 22 }), vec, collective.ReduceSum)},
 		{"bad name", "without spaces or slashes", sg(with(func(s *collective.Spec) { s.Name = "a b"; s.Op = "identity" }), data)},
 	}
