@@ -114,6 +114,7 @@ func TestRingOpsReference(t *testing.T) {
 			{own, []float32{0.5, 1}},                    // not a whole offset
 			{own, nil},                                  // no offset
 			{[]float32{9, 1, 2}, []float32{0, 1, 2, 3}}, // params shorter than they say
+			{[]float32{float32(math.Inf(1)), 1}, []float32{5, 1}},
 		} {
 			if _, err := op.Go(bad.params, nil, bad.in, make([]float32, 8)); !errors.Is(err, ErrRingOffset) {
 				t.Errorf("%s(%v) over %v: %v, want ErrRingOffset", name, bad.in, bad.params, err)

@@ -211,7 +211,7 @@ func ringStep(f func(a, b float32) float32) GoFunc {
 			return 0, fmt.Errorf("%w: %d floats, room for %d", ErrOutputTooSmall, len(in), len(out))
 		}
 		off, m := in[0], len(in)-1
-		if !(off >= 0) || !(off+float32(m) <= p[0]) || float32(int(off)) != off || int(p[0]) > len(p)-1 {
+		if !(off >= 0) || !(off+float32(m) <= p[0]) || float32(int(off)) != off || p[0] > float32(len(p)-1) {
 			return 0, fmt.Errorf("%w: %d floats at offset %g of a chunk of %g floats (params hold %d)", ErrRingOffset, m, off, p[0], len(p)-1)
 		}
 		own := p[1+int(off):]
