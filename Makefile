@@ -54,7 +54,7 @@ EMU_WIDE_PKGS ?= ./runtime/group ./runtime/collective
 # (RINGACTOR_TEST_BACKEND=cpu: every stage a case places is on the CPU).
 CPU_PKGS ?= ./runtime ./runtime/group ./runtime/collective ./internal/nodeproc/inmem
 # The bench rows that go through the CUDA backend (the rest are sim's).
-EMU_BENCH_TESTS ?= P2PRowsOnTheGPUs|PipelineRowOnTheGPUs
+EMU_BENCH_TESTS ?= P2PRowsOnTheGPUs|PipelineRowOnTheGPUs|AllReduceRowsOnTheGPUs
 EMU_BENCH_PKGS  ?= ./internal/bench
 # Once more with the emulated copy engine late (RINGACTOR_EMU_COPY_LAG_US):
 # device-memory setup copies land EMU_LAG_US later, so a launch that is not
@@ -176,6 +176,7 @@ gpu-bundle:
 	CGO_ENABLED=1 $(GO) test -c -ldflags="-s -w" -o .gpu/cuda.test ./cuda
 	CGO_ENABLED=1 $(GO) test -c -ldflags="-s -w" -o .gpu/ringkernel-cuda.test ./ringkernel/cuda
 	CGO_ENABLED=1 $(GO) test -c -ldflags="-s -w" -o .gpu/runtime.test ./runtime
+	CGO_ENABLED=1 $(GO) test -c -ldflags="-s -w" -o .gpu/collective.test ./runtime/collective
 	CGO_ENABLED=1 $(GO) build -ldflags="-s -w" -o .gpu/ringactor ./cmd/ringactor
 	CGO_ENABLED=1 $(GO) build -ldflags="-s -w" -o .gpu/pipeline ./examples/pipeline
 	gzip -9 .gpu/*   # the device machine takes 64 MiB of files; run.sh unpacks

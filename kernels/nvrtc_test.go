@@ -42,7 +42,7 @@ func TestStagesCompileWithNVRTC(t *testing.T) {
 // Every built-in op has its CUDA side.
 func TestBuiltinsHaveCUDA(t *testing.T) {
 	for _, name := range []string{"identity", "scale", "offset", "sqrt", "relu", "saxpy", "sum",
-		"reduce_sum", "reduce_min", "reduce_max", "pair_sum", "pair_min", "pair_max"} {
+		"reduce_sum", "reduce_min", "reduce_max", "pair_sum", "pair_min", "pair_max", "ring_sum", "ring_min", "ring_max"} {
 		op, err := kernels.Lookup(name)
 		if err != nil {
 			t.Fatal(err)

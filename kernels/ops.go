@@ -32,8 +32,11 @@ type TypedFunc func(params, state []float32, inType uint32, in, out []byte) (out
 // Op is a stage function, registered under a name.
 type Op struct {
 	Name string
-	// Params is the number of float32 parameters the op takes.
-	Params int
+	// Params is the number of float32 parameters the op takes; with
+	// MoreParams, the fewest (a stage may give any number from Params up:
+	// the ring_* ops take a chunk of a vector).
+	Params     int
+	MoreParams bool
 	// StateFloats is the size of a stateful op's state; 0 for stateless ops.
 	StateFloats int
 	// Go is the reference implementation.
@@ -150,6 +153,11 @@ func fits(in, out []float32) error {
 // ErrNegativeSqrt: sqrt of a negative number; the message is dead-lettered.
 var ErrNegativeSqrt = errors.New("kernels: sqrt of a negative number")
 
+// ErrRingOffset: a ring_* op's message names floats outside the stage's
+// chunk (or its params do not hold the chunk they say); the message is
+// dead-lettered.
+var ErrRingOffset = errors.New("kernels: ring step outside its chunk")
+
 // ErrOddPair: a pairwise op's message is not two halves of equal length;
 // the message is dead-lettered.
 var ErrOddPair = errors.New("kernels: pairwise op needs an even number of floats")
@@ -186,6 +194,32 @@ func pairwise(f func(a, b float32) float32) GoFunc {
 			out[i] = f(in[i], in[h+i])
 		}
 		return h, nil
+	}
+}
+
+// ringStep builds a ring_* op (the device-link ring all-reduce of
+// runtime/collective): params are [len, own...], one participant's len
+// floats of one chunk; a message [offset, x...] gives [offset,
+// f(x[i], own[offset+i])...], x the running reduction (f's first operand,
+// as pair_*'s first half).
+func ringStep(f func(a, b float32) float32) GoFunc {
+	return func(p, _, in, out []float32) (int, error) {
+		if len(in) < 1 || len(p) < 1 {
+			return 0, fmt.Errorf("%w: a message is [offset, floats...] and params [len, floats...]; got %d and %d floats", ErrRingOffset, len(in), len(p))
+		}
+		if len(in) > len(out) {
+			return 0, fmt.Errorf("%w: %d floats, room for %d", ErrOutputTooSmall, len(in), len(out))
+		}
+		off, m := in[0], len(in)-1
+		if !(off >= 0) || !(off+float32(m) <= p[0]) || float32(int(off)) != off || p[0] > float32(len(p)-1) {
+			return 0, fmt.Errorf("%w: %d floats at offset %g of a chunk of %g floats (params hold %d)", ErrRingOffset, m, off, p[0], len(p)-1)
+		}
+		own := p[1+int(off):]
+		out[0] = off
+		for i := 1; i <= m; i++ {
+			out[i] = f(in[i], own[i-1])
+		}
+		return len(in), nil
 	}
 }
 
@@ -290,6 +324,12 @@ func builtins() []Op {
 		{Name: "pair_sum", Go: pairwise(sumOf)},
 		{Name: "pair_min", Go: pairwise(minOf)},
 		{Name: "pair_max", Go: pairwise(maxOf)},
+		// ring_* are one step of the device-link ring all-reduce: own
+		// chunk in params, [offset, running...] in, [offset, running ⊕
+		// own...] out (see ringStep).
+		{Name: "ring_sum", Params: 1, MoreParams: true, Go: ringStep(sumOf)},
+		{Name: "ring_min", Params: 1, MoreParams: true, Go: ringStep(minOf)},
+		{Name: "ring_max", Params: 1, MoreParams: true, Go: ringStep(maxOf)},
 		// pass hands on any message unchanged, with its type: a router or
 		// a merge for typed graphs.
 		{Name: "pass", Typed: passOn, In: TypeAny, Out: TypeAny},

@@ -50,8 +50,12 @@ func (s Stage) Resolve() (kernels.Op, error) {
 	if err != nil {
 		return kernels.Op{}, fmt.Errorf("%w %q: %w", ErrBadStage, s.Name, err)
 	}
-	if len(s.Params) != op.Params {
-		return op, fmt.Errorf("%w %q: op %s takes %d params, got %d", ErrBadStage, s.Name, op.Name, op.Params, len(s.Params))
+	if len(s.Params) != op.Params && !(op.MoreParams && len(s.Params) > op.Params) {
+		more := ""
+		if op.MoreParams {
+			more = " or more"
+		}
+		return op, fmt.Errorf("%w %q: op %s takes %d%s params, got %d", ErrBadStage, s.Name, op.Name, op.Params, more, len(s.Params))
 	}
 	if op.Stateful() && !s.Stateful {
 		return op, fmt.Errorf("%w %q: op %s keeps state; declare the stage Stateful (one consumer, in order)", ErrBadStage, s.Name, op.Name)

@@ -89,8 +89,12 @@ check main-job     60  "$here/pipeline" -backend cuda -devices 0,0,0 -messages 2
 check bench-gpu    200 "$here/ringactor" bench-gpu ${BENCH_GPU_FLAGS:-}
 check bench-rows   200 "$here/ringactor" bench -quick -only gpu/
 check bench-p2p    120 "$here/ringactor" bench -quick -only p2p/ -backend cuda
+# the all-reduce over device links (peer links between GPUs where they have
+# them) against the host-hop one, and their tests on the GPUs
+check collective   120 env RINGACTOR_TEST_BACKEND=cuda "$here/collective.test" -test.v -test.run 'AllReduce' -test.timeout 110s
+check bench-allreduce 120 "$here/ringactor" bench -quick -only allreduce/cuda -backend cuda
 echo >> "$summary"
-for f in devices main-job bench-gpu bench-rows bench-p2p; do [ -f "$out/$f.log" ] && { echo "-- $f"; tail -40 "$out/$f.log"; } >> "$summary"; done
+for f in devices main-job bench-gpu bench-rows bench-p2p bench-allreduce; do [ -f "$out/$f.log" ] && { echo "-- $f"; tail -40 "$out/$f.log"; } >> "$summary"; done
 grep -h 'GPU-NOTE' "$out"/*.log >> "$summary" 2>/dev/null
 # The device tool brings back at most 8 files: the logs travel as one archive.
 (cd "$out" && tar czf logs.tar.gz *.log spans.json 2>/dev/null && rm -f *.log spans.json)

@@ -152,9 +152,9 @@ func Run(ctx context.Context, o Options) ([]Row, error) {
 		}
 	}
 	wantGPU := o.GPU != nil && wants(o.Only, "gpu/")
-	// The P2P rows and pipeline/cuda-3stage run on the devices of
-	// Options.Devices, opened once for them.
-	wantDevices := wants(o.Only, "p2p/") || wants(o.Only, "pipeline/cuda")
+	// The P2P rows, pipeline/cuda-3stage and allreduce/cuda-* run on the
+	// devices of Options.Devices, opened once for them.
+	wantDevices := wants(o.Only, "p2p/") || wants(o.Only, "pipeline/cuda") || wants(o.Only, "allreduce/cuda")
 	if len(todo) == 0 && !wantGPU && !wantDevices {
 		return nil, fmt.Errorf("%w %q; rows: %s, gpu/...", ErrNothingSelected, o.Only, strings.Join(Names(), ", "))
 	}
@@ -304,7 +304,28 @@ func Print(w io.Writer, rows []Row) {
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t\n", r.Name, r.Backend, rate(r.MsgsPerSec), dur(r.P50), dur(r.P99), r.Baseline, ratio, of)
 	}
 	tw.Flush()
+	printNotes(w, rows)
 	printP2P(w, rows)
+}
+
+// printNotes says, under the table, what the rows with a note measure
+// (which devices: simulated, the emulated driver), the P2P rows aside
+// (their matrix says it).
+func printNotes(w io.Writer, rows []Row) {
+	var notes []string
+	names := map[string][]string{}
+	for _, r := range rows {
+		if r.Note == "" || strings.HasPrefix(r.Name, "p2p/") || slices.Contains(names[r.Note], r.Name) {
+			continue
+		}
+		if names[r.Note] == nil {
+			notes = append(notes, r.Note)
+		}
+		names[r.Note] = append(names[r.Note], r.Name)
+	}
+	for _, n := range notes {
+		fmt.Fprintf(w, "%s: %s\n", strings.Join(names[n], ", "), n)
+	}
 }
 
 // dur is a latency cell: "-" for rows that measure throughput only.

@@ -33,12 +33,13 @@ func TestRunRowsAndRatios(t *testing.T) {
 	rows := small(t, Options{Progress: &progress, Devices: ra.DeviceOptions{Backend: "sim", SimDevices: 2}})
 	p2p := 0
 	want := map[string][]string{ // candidate: its baselines
-		"link/64B-single":     {"channel/64B-single"},
-		"link/64B-batch32":    {"channel/64B-batch32"},
-		"pipeline/sim-3stage": {"protoactor/3-actors", "goroutines/3-stage-chan"},
-		"actor/send-to-stage": {"protoactor/send"},
-		"group/steal-skewed":  {"group/static-skewed"},
-		"remote/batched-64B":  {"protoactor-remote/unbatched-64B"},
+		"link/64B-single":            {"channel/64B-single"},
+		"link/64B-batch32":           {"channel/64B-batch32"},
+		"pipeline/sim-3stage":        {"protoactor/3-actors", "goroutines/3-stage-chan"},
+		"actor/send-to-stage":        {"protoactor/send"},
+		"group/steal-skewed":         {"group/static-skewed"},
+		"allreduce/sim-device-links": {"allreduce/sim-host-hops"},
+		"remote/batched-64B":         {"protoactor-remote/unbatched-64B"},
 	}
 	if racecheck.Enabled { // left out, and measured by TestRemoteRows without -race
 		delete(want, "remote/batched-64B")
@@ -117,8 +118,11 @@ func TestRunRowsAndRatios(t *testing.T) {
 	if !strings.Contains(table.String(), "of limit") || !strings.Contains(table.String(), fmt.Sprintf("%.0f%%", 100*byName["goroutines/3-stage-chan"].OfLimit)) {
 		t.Errorf("table lacks the of-limit column or the goroutines row's share:\n%s", table.String())
 	}
+	if !strings.Contains(table.String(), "allreduce/sim-device-links, allreduce/sim-host-hops: msgs = floats of each participant's vector, one AllReduce call a run; simulated devices") {
+		t.Errorf("table lacks the all-reduce rows' note:\n%s", table.String())
+	}
 	for _, n := range Names() {
-		if racecheck.Enabled && strings.Contains(n, "remote") || strings.HasPrefix(n, "p2p/") || n == "pipeline/cuda-3stage" {
+		if racecheck.Enabled && strings.Contains(n, "remote") || strings.HasPrefix(n, "p2p/") || n == "pipeline/cuda-3stage" || strings.HasPrefix(n, "allreduce/cuda") {
 			continue
 		}
 		if !strings.Contains(progress.String(), n) {

@@ -90,9 +90,13 @@ func p2pDevices(o Options, say func(string, ...any)) (rt *ra.Runtime, cs []compa
 			rt.Close()
 			return nil, nil, err
 		}
-		cs = append(cs, c)
-	} else if wants(o.Only, "pipeline/cuda") && o.Only != "" {
-		say("pipeline/cuda-3stage left out: the devices are %s (run with -backend cuda on a GPU, or on the emulated driver)", reg.BackendName())
+		cs = append(cs, c, cudaAllReduce(rt, note))
+	} else {
+		for _, row := range []string{"pipeline/cuda-3stage", "allreduce/cuda-device-links"} {
+			if wants(o.Only, row) && o.Only != "" {
+				say("%s left out: the devices are %s (run with -backend cuda on a GPU, or on the emulated driver)", row, reg.BackendName())
+			}
+		}
 	}
 	for _, sz := range p2pSizes {
 		for _, from := range gpus {
@@ -112,7 +116,7 @@ func p2pName(from, to int, size, mode string) string {
 // p2pNames lists the device rows for Names (the P2P rows' shape: the
 // devices are known only once they are opened).
 func p2pNames() []string {
-	return []string{"p2p/<from>-<to>/{64B,1KiB,64KiB}/{peer,staged}", "pipeline/cuda-3stage"}
+	return []string{"p2p/<from>-<to>/{64B,1KiB,64KiB}/{peer,staged}", "pipeline/cuda-3stage", "allreduce/cuda-{device-links,host-hops}"}
 }
 
 // p2pRange names the first and last of cs's rows, for an error.

@@ -166,6 +166,30 @@ func TestPipelineRowOnTheGPUs(t *testing.T) {
 	}
 }
 
+// TestAllReduceRowsOnTheGPUs measures allreduce/cuda-device-links against
+// allreduce/cuda-host-hops, both through the CUDA backend (the device loop,
+// under the emulated driver in make test), in the same rounds.
+func TestAllReduceRowsOnTheGPUs(t *testing.T) {
+	if rttest.Backend() != rttest.CUDA {
+		t.Skip("allreduce/cuda-* run with RINGACTOR_TEST_BACKEND=cuda (make test runs them under the emulated driver)")
+	}
+	cudatest.Device(t, 0)
+	rows := small(t, Options{Only: "allreduce/cuda", Devices: ra.DeviceOptions{Backend: "cuda"}})
+	if len(rows) != 2 {
+		t.Fatalf("%d rows, want the candidate and its baseline: %+v", len(rows), rows)
+	}
+	c, b := rows[0], rows[1]
+	if c.Name != "allreduce/cuda-device-links" || c.Backend != "cuda" || c.Baseline != "allreduce/cuda-host-hops" || c.Ratio <= 0 || c.MsgsPerSec <= 0 || c.P50 <= 0 {
+		t.Errorf("candidate row %+v", c)
+	}
+	if b.Name != "allreduce/cuda-host-hops" || b.Backend != "cuda" || b.MsgsPerSec <= 0 {
+		t.Errorf("baseline row %+v", b)
+	}
+	if cudatest.Emulated() != strings.Contains(c.Note, "emulated") || !strings.Contains(c.Note, "floats of each participant's vector") {
+		t.Errorf("note %q on an emulated driver: %v", c.Note, cudatest.Emulated())
+	}
+}
+
 // Without CUDA devices there is no pipeline/cuda-3stage row, and the run
 // says so.
 func TestPipelineRowNeedsCUDA(t *testing.T) {

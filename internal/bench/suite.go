@@ -13,6 +13,7 @@ import (
 func suite() []comparison {
 	var pipe, steal simRuntime
 	var remote remoteBench
+	allReduce := allReduceBench{devices: []int{0, 1, 2, 3}}
 	setup := func(s *simRuntime, opts ra.DeviceOptions) func(context.Context) (func(), error) {
 		return func(context.Context) (func(), error) {
 			r, err := newSimRuntime(opts)
@@ -59,6 +60,15 @@ func suite() []comparison {
 			messages:  40_000,
 			setup:     setup(&steal, ra.DeviceOptions{SimDevices: stealDevices, SimCost: stealCosts()}),
 		},
+		allReduceComparison("sim", &allReduce, 400_000, "simulated devices: memory copies between goroutines",
+			func(context.Context) (func(), error) {
+				r, err := newSimRuntime(ra.DeviceOptions{SimDevices: allReduceDevices, SimP2P: "all"})
+				if err != nil {
+					return nil, err
+				}
+				allReduce.rt = r.rt
+				return func() { r.rt.Close() }, nil
+			}),
 		{
 			candidate: member{"remote/batched-64B", "loopback", remote.batched},
 			baselines: []member{{"protoactor-remote/unbatched-64B", "loopback", remote.unbatched}},

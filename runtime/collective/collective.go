@@ -17,7 +17,7 @@ import (
 	"github.com/ringactor/ringactor/runtime/internal/naming"
 )
 
-// Collectives: ScatterGather, Reduce and AllReduce, built from one-stage
+// Collectives: ScatterGather, Reduce and AllReduce, built from
 // pipelines (the ordinary runtime.Pipeline API, so they run on any backend the
 // pipelines run on) whose ring kernels do all the arithmetic. Go cuts the
 // input into messages, routes them, and puts the results back in place by
@@ -41,8 +41,12 @@ type Spec struct {
 	Op     string
 	Params []float32
 	// Chunk is the most input floats one message carries (default 64).
-	// AllReduce's messages carry two operands, so up to 2*Chunk floats.
+	// AllReduce's HostHops messages carry two operands, so up to 2*Chunk
+	// floats.
 	Chunk int
+	// Path is how AllReduce moves its data: AutoPath (the zero value),
+	// DeviceLinks or HostHops. The other collectives ignore it.
+	Path Path
 }
 
 // DefaultChunk is the floats per message when Spec.Chunk is 0.
@@ -88,7 +92,8 @@ type ChunkError struct {
 	// vector) that it carried.
 	Chunk, Offset, Len int
 	// Participant is the AllReduce participant the message was sent to
-	// (its kernel's device is Dead.Device); -1 for the other collectives.
+	// (over DeviceLinks, the one whose kernel dropped it; its kernel's
+	// device is Dead.Device); -1 for the other collectives.
 	Participant int
 	Dead        ra.DeadLetter
 	// More counts the other messages of the step that were lost.
@@ -224,23 +229,33 @@ func Reduce(ctx context.Context, rt *ra.Runtime, spec Spec, data []float32, op R
 // reduced vector per participant, all equal; vectors are not modified.
 //
 // It is the classic ring all-reduce. Each vector is cut into
-// len(Devices) chunks. Reduce-scatter, N-1 steps: at step s participant i
-// sends its running chunk (i-s) mod N to participant i+1, whose ring
-// kernel ("pair_<op>") combines it with its own chunk; after the last step
-// participant i holds chunk (i+1) mod N fully reduced. All-gather, N-1
-// steps: at step s participant i sends chunk (i+1-s) mod N to participant
-// i+1, whose kernel ("identity") passes it on as that participant's copy.
-// A chunk longer than spec.Chunk floats goes as several messages.
+// len(Devices) chunks; chunk c is reduced in ring order, participant c's
+// floats combined with participant c+1's, the result with c+2's, ..., up
+// to c+N-1's (mod N), and every participant gets every reduced chunk.
+// spec.Path says how the data moves (a chunk longer than spec.Chunk
+// floats goes as several messages either way):
 //
-// How the data moves: a ring kernel sees one message at a time and a
-// pipeline's links run only from one stage to the next, so the two
-// operands of a step meet in one message [running chunk..., own
-// chunk...] sent to the receiving participant's kernel on its device; the
-// host carries each step's results from that kernel's egress to the next
-// step's ingress (one host hop per step, where NCCL-style rings write
-// straight into the peer). Each step ends when all its messages are back,
-// which is the ring's step barrier. Sums are combined in ring order, so
-// they are exact for integers below 2²⁴ and within N*2⁻²⁴ times the sum of
+//   - DeviceLinks (AutoPath's choice up to MaxDeviceLinkChunk floats a
+//     chunk): chunk c is reduced by one pipeline, a chain of stages on
+//     the devices of participants c+1, ..., c+N-1, each running
+//     "ring_<op>" with its own participant's floats of the chunk as its
+//     params; the running reduction passes from kernel to kernel over the
+//     chain's links (peer, or host-staged where the topology has no peer
+//     access; local between two participants on one device). The host
+//     sends participant c's floats into the chain's head and takes the
+//     reduced chunk from its exit; all N chains run at once. The
+//     all-gather is the host copying each reduced chunk into every
+//     participant's result, which is where the results go anyway.
+//   - HostHops: reduce-scatter, N-1 steps: at step s participant i sends
+//     its running chunk (i-s) mod N to participant i+1, whose ring kernel
+//     ("pair_<op>") combines it with its own chunk, the two operands
+//     travelling as one message; all-gather, N-1 steps through "identity"
+//     kernels. The host carries each step's results from one kernel's
+//     egress to the next step's ingress, and each step ends when all its
+//     messages are back (the ring's step barrier).
+//
+// Both paths combine in the same order, so they give the same bits. Sums
+// are exact for integers below 2²⁴ and within N*2⁻²⁴ times the sum of
 // magnitudes for floats; every participant gets bit-identical results.
 func AllReduce(ctx context.Context, rt *ra.Runtime, spec Spec, vectors [][]float32, op ReduceOp) (_ [][]float32, err error) {
 	if err := ctxcheck.Live(ctx, "collective.AllReduce"); err != nil {
@@ -265,6 +280,10 @@ func AllReduce(ctx context.Context, rt *ra.Runtime, spec Spec, vectors [][]float
 	if size == 0 {
 		return nil, spec.bad("empty vectors: nothing to reduce")
 	}
+	path, err := spec.path(size)
+	if err != nil {
+		return nil, err
+	}
 	buf := make([][]float32, n)
 	for i, v := range vectors {
 		buf[i] = slices.Clone(v)
@@ -274,14 +293,31 @@ func AllReduce(ctx context.Context, rt *ra.Runtime, spec Spec, vectors [][]float
 	}
 	c := newCollective(rt, spec)
 	defer c.close(ctx, &err)
+	if path == DeviceLinks {
+		err = c.deviceLinks(ctx, spec, buf, op)
+	} else {
+		err = c.hostHops(ctx, spec, buf, op)
+	}
+	if err != nil {
+		return nil, err
+	}
+	if testBeforeClose != nil {
+		testBeforeClose(c.pipes)
+	}
+	return buf, nil
+}
+
+// hostHops is AllReduce over HostHops: buf's vectors become the result.
+func (c *collective) hostHops(ctx context.Context, spec Spec, buf [][]float32, op ReduceOp) (err error) {
+	n, size := len(buf), len(buf[0])
 	combine := make([]*ra.Pipeline, n)
 	pass := make([]*ra.Pipeline, n)
 	for i, d := range spec.Devices {
 		if combine[i], err = c.pipeline(ctx, fmt.Sprintf("rs%d", i), d, op.pairKernel(), nil, 2*spec.Chunk); err != nil {
-			return nil, err
+			return err
 		}
 		if pass[i], err = c.pipeline(ctx, fmt.Sprintf("ag%d", i), d, "identity", nil, spec.Chunk); err != nil {
-			return nil, err
+			return err
 		}
 	}
 	lo := func(ch int) int { return ch * size / n } // chunk ch is [lo(ch), lo(ch+1))
@@ -316,15 +352,15 @@ func AllReduce(ctx context.Context, rt *ra.Runtime, spec Spec, vectors [][]float
 	}
 	for s := range n - 1 {
 		if err := step(fmt.Sprintf("reduce-scatter step %d", s), func(i int) int { return mod(i - s) }, combine, true); err != nil {
-			return nil, err
+			return err
 		}
 	}
 	for s := range n - 1 {
 		if err := step(fmt.Sprintf("all-gather step %d", s), func(i int) int { return mod(i + 1 - s) }, pass, false); err != nil {
-			return nil, err
+			return err
 		}
 	}
-	return buf, nil
+	return nil
 }
 
 var collectiveSeq atomic.Uint64
@@ -423,15 +459,23 @@ func (c *collective) pipeline(ctx context.Context, role string, device int, op s
 	if err != nil {
 		return nil, err
 	}
+	return c.build(ctx, role, []ra.StageSpec{{Name: op, Op: op, Params: params, Device: device, Stateful: o.Stateful()}}, floats)
+}
+
+// build builds and starts a pipeline of stages (a chain) whose messages
+// hold up to floats floats, sizing their links.
+func (c *collective) build(ctx context.Context, role string, stages []ra.StageSpec, floats int) (*ra.Pipeline, error) {
 	slot := int(p2pqueue.ConfigFor(p2pqueue.MinCapacity, 4*floats).SlotSize)
 	capacity := ra.DefaultCapacity // fewer slots when they are large: a link stays under 8 MiB
 	for capacity > p2pqueue.MinCapacity && capacity*slot > 8<<20 {
 		capacity /= 2
 	}
+	for i := range stages {
+		stages[i].SlotSize, stages[i].Capacity = slot, capacity
+	}
 	p, err := c.rt.Build(ctx, ra.PipelineSpec{
-		Name: c.name + "-" + role,
-		Stages: []ra.StageSpec{{Name: op, Op: op, Params: params, Device: device, Stateful: o.Stateful(),
-			SlotSize: slot, Capacity: capacity}},
+		Name:         c.name + "-" + role,
+		Stages:       stages,
 		Deliver:      ra.Sink{Func: c.result},
 		OnDeadLetter: c.deadLetter,
 	})

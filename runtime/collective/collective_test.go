@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"math"
 	"math/rand/v2"
 	"os"
@@ -368,6 +369,9 @@ func TestCollectiveBadInput(t *testing.T) {
 		{"reduce: Op set", "leave Op and Params", red(sgSpec, data, collective.ReduceSum)},
 		{"allreduce: Op set", "leave Op and Params", all(sgSpec, vec, collective.ReduceMax)},
 		{"negative chunk", "Chunk -3", red(with(func(s *collective.Spec) { s.Chunk = -3 }), data, collective.ReduceSum)},
+		{"allreduce: bad path", "Path(9): use AutoPath, DeviceLinks or HostHops", all(with(func(s *collective.Spec) { s.Path = 9 }), vec, collective.ReduceSum)},
+		{"allreduce: chunk over DeviceLinks' most", "chunks of 1048577 floats for DeviceLinks", all(with(func(s *collective.Spec) { s.Devices = s.Devices[:1]; s.Path = collective.DeviceLinks }),
+			[][]float32{make([]float32, collective.MaxDeviceLinkChunk+1)}, collective.ReduceSum)},
 		{"huge chunk", "more than a message holds", all(with(func(s *collective.Spec) { s.Chunk = 1 << 22 }), vec, collective.ReduceSum)},
 		{"bad name", "without spaces or slashes", sg(with(func(s *collective.Spec) { s.Name = "a b"; s.Op = "identity" }), data)},
 	}
@@ -398,5 +402,158 @@ func TestCollectivesRefuseANilContext(t *testing.T) {
 	var none context.Context
 	if _, err := collective.Reduce(none, e.RT, collective.Spec{Name: "nil-ctx", Devices: on(t, []int{0, 1})}, []float32{1, 2}, collective.ReduceSum); !errors.Is(err, ra.ErrNilContext) {
 		t.Fatalf("Reduce(nil ctx) = %v; want ErrNilContext", err)
+	}
+}
+
+// The two paths of AllReduce give the same vectors, bit for bit, for sums
+// of floats too (both combine each chunk in participant order), on 2, 3
+// and 4 participants (one device twice among them) and lengths that
+// divide by neither the ring nor Chunk.
+func TestCollectiveAllReducePathsAgree(t *testing.T) {
+	e := newEnv(t, "0-1,2-3")
+	rng := rngT(t)
+	for _, c := range []struct {
+		devices     []int
+		size, chunk int
+	}{
+		{[]int{0, 1}, 1001, 0},
+		{[]int{2, 0, 3}, 1000, 7},
+		{all4, 4099, 64},
+		{[]int{1, 3, 3, 0}, 517, 10},
+	} {
+		// Sums on every ring (their rounding depends on the order), min
+		// and max on two each (TestCollectiveAllReduce checks min and max
+		// against Go's on more rings, over the default path).
+		for _, op := range []collective.ReduceOp{collective.ReduceSum, collective.ReduceOp(1 + len(c.devices)%2)} {
+			vs := make([][]float32, len(c.devices))
+			for i := range vs {
+				vs[i] = floats(rng, c.size)
+			}
+			var got [2][][]float32
+			for k, path := range []collective.Path{collective.DeviceLinks, collective.HostHops} {
+				var err error
+				spec := collective.Spec{Name: "paths", Devices: on(t, c.devices), Chunk: c.chunk, Path: path}
+				if got[k], err = collective.AllReduce(ctxT(t), e.RT, spec, vs, op); err != nil {
+					t.Fatalf("%v over %v on %v: %v", op, path, c.devices, err)
+				}
+			}
+			for i := range vs {
+				if !slices.Equal(got[0][i], got[1][i]) {
+					k := 0
+					for k = range got[0][i] {
+						if got[0][i][k] != got[1][i][k] {
+							break
+						}
+					}
+					t.Fatalf("%v on %v, participant %d element %d: device links %g, host hops %g", op, c.devices, i, k, got[0][i][k], got[1][i][k])
+				}
+			}
+			if op == collective.ReduceSum {
+				inexact := 0 // the sums depend on the order: the check means something
+				for k := range c.size {
+					var s float32
+					for i := len(vs) - 1; i >= 0; i-- {
+						s += vs[i][k]
+					}
+					if s != got[0][0][k] {
+						inexact++
+					}
+				}
+				t.Logf("%d devices, %d floats: %d sums differ in reverse order", len(c.devices), c.size, inexact)
+			}
+		}
+	}
+}
+
+// DeviceLinks moves the data between the participants' kernels over device
+// links: the host sends each message once, into a chain's head, and takes
+// it once from its exit; every hop between participants is a peer, staged
+// or local link, as the topology places it.
+func TestCollectiveAllReduceStaysOnTheDevices(t *testing.T) {
+	e := newEnv(t, "0-1,1-2")
+	devs := on(t, all4)
+	rng := rngT(t)
+	const size, chunk = 1003, 16
+	n := len(devs)
+	sent := 0 // messages into the chains: chunk c is [c*size/n, (c+1)*size/n)
+	for c := range n {
+		sent += ((c+1)*size/n - c*size/n + chunk - 1) / chunk
+	}
+	reg := e.RT.Registry()
+	want := map[string]uint64{"ingress": uint64(sent), "egress": uint64(sent)}
+	links := map[string]int{"ingress": n * (n - 1), "egress": n}
+	for c := range n {
+		for j := 1; j < n-1; j++ {
+			a, b := devs[(c+j)%n], devs[(c+j+1)%n]
+			kind := "staged"
+			if a == b {
+				kind = "local"
+			} else if reg.Peer(a, b) {
+				kind = "peer"
+			}
+			want[kind] += uint64(((c+1)*size/n - c*size/n + chunk - 1) / chunk)
+			links[kind]++
+		}
+	}
+	for _, path := range []collective.Path{collective.DeviceLinks, collective.HostHops} {
+		var got map[string]uint64
+		gotLinks := map[string]int{}
+		pipes := 0
+		var describe string
+		collective.AfterDataMoves(t, func(ps []*ra.Pipeline) {
+			pipes = len(ps)
+			describe = ps[0].Describe()
+			got = map[string]uint64{}
+			for _, d := range e.RT.Metrics().Devices {
+				for _, l := range d.Links {
+					got[l.Kind] += l.Messages
+					gotLinks[l.Kind] += l.Links
+				}
+			}
+		})
+		vs := [][]float32{ints(rng, size, 9), ints(rng, size, 9), ints(rng, size, 9), ints(rng, size, 9)}
+		if _, err := collective.AllReduce(ctxT(t), e.RT, collective.Spec{Name: "where", Devices: devs, Chunk: chunk, Path: path}, vs, collective.ReduceSum); err != nil {
+			t.Fatal(err)
+		}
+		t.Logf("%v: %d pipelines, messages by link kind %v over links %v", path, pipes, got, gotLinks)
+		if path == collective.HostHops {
+			if got["ingress"] <= want["ingress"] {
+				t.Fatalf("host hops: %d messages through the ingress; the device-link count %d should be less", got["ingress"], want["ingress"])
+			}
+			continue
+		}
+		// A chain's stages show the start of their chunk, not all of it.
+		if strings.Count(describe, "op ring_sum[") != n-1 || !strings.Contains(describe, " ... (251 floats)]") || len(describe) > 2000 {
+			t.Errorf("chain 0 described as\n%s", describe)
+		}
+		if pipes != n || !maps.Equal(got, want) || !maps.Equal(gotLinks, links) {
+			t.Fatalf("device links: %d pipelines, messages by link kind %v over links %v; want %d, %v over %v", pipes, got, gotLinks, n, want, links)
+		}
+	}
+}
+
+// A message a chain's kernel dead-letters fails DeviceLinks' call with a
+// ChunkError naming its chunk and the participant whose kernel dropped
+// it; the next call works.
+func TestCollectiveAllReduceDeviceLinksDeadLetter(t *testing.T) {
+	e := newEnv(t, "")
+	devs := on(t, all4)
+	vs := [][]float32{{1, 2, 3, 4, 5}, {6, 7, 8, 9, 10}, {11, 12, 13, 14, 15}, {16, 17, 18, 19, 20}}
+	spec := collective.Spec{Name: "lost", Devices: devs, Path: collective.DeviceLinks}
+	collective.MisplaceChunk(t, 2)
+	_, err := collective.AllReduce(ctxT(t), e.RT, spec, vs, collective.ReduceMax)
+	var ce *collective.ChunkError
+	if !errors.Is(err, collective.ErrChunkLost) || !errors.As(err, &ce) {
+		t.Fatalf("err %v, want a ChunkError", err)
+	}
+	if ce.Step != "reduce-scatter chain" || ce.Chunk != 2 || ce.Offset != 2 || ce.Len != 1 || ce.Participant != 3 ||
+		ce.Dead.Reason != ra.ReasonStageError || ce.Dead.Device != devs[3] || ce.Dead.Stage != "ring_max-p3" || ce.More != 0 {
+		t.Fatalf("chunk error %+v", ce)
+	}
+	t.Log(err)
+	collective.MisplaceChunk(t, -1) // no chunk -1: nothing misplaced
+	got, err := collective.AllReduce(ctxT(t), e.RT, spec, vs, collective.ReduceMax)
+	if err != nil || !slices.Equal(got[1], vs[3]) {
+		t.Fatalf("after a failed call: %v, %v", got, err)
 	}
 }

@@ -17,10 +17,11 @@
 // (the ordinary runtime.Pipeline API, so they run on any backend pipelines
 // run on) whose ring kernels do all the arithmetic: Go cuts the input into
 // messages, routes them, and puts the results back in place by message id.
-// AllReduce follows the ring algorithm step by step; between steps the host
-// carries each step's results into the next kernel's ingress (a kernel
-// sees one message at a time, so a step's two operands travel as one
-// message). Every message ends as a result or a dead letter; a dead letter
+// AllReduce follows the ring algorithm over one of two paths (Spec.Path):
+// DeviceLinks, the default, passes each chunk's running reduction from
+// kernel to kernel over device links, the host only injecting and
+// collecting; HostHops carries each step's results through the host into
+// the next kernel's ingress. Both give the same bits. Every message ends as a result or a dead letter; a dead letter
 // fails the call with a *ChunkError naming the chunk and the reason.
 package collective
 

@@ -39,6 +39,15 @@ type Stage struct {
 	Egress        *Link // an exit's egress to the host
 }
 
+// params shows a stage's params, the first 8 of a longer list (a ring
+// all-reduce stage holds a chunk of a vector) and their count.
+func params(p []float32) string {
+	if len(p) <= 8 {
+		return fmt.Sprint(p)
+	}
+	return strings.TrimSuffix(fmt.Sprint(p[:8]), "]") + fmt.Sprintf(" ... (%d floats)]", len(p))
+}
+
 // Pipeline is the text of pipeline name (number number) on backend.
 func Pipeline(name string, number uint32, backend string, stages []Stage) string {
 	var b strings.Builder
@@ -54,7 +63,7 @@ func Pipeline(name string, number uint32, backend string, stages []Stage) string
 		if s.Stateful {
 			mode = "stateful"
 		}
-		fmt.Fprintf(&b, "  %d. %-10s op %s%v on device %d (%s), %s\n", i+1, s.Name, s.Op, s.Params, s.Device, s.DeviceName, mode)
+		fmt.Fprintf(&b, "  %d. %-10s op %s%s on device %d (%s), %s\n", i+1, s.Name, s.Op, params(s.Params), s.Device, s.DeviceName, mode)
 		fmt.Fprintf(&b, "     ingress: %s, %d slots of %d B\n", s.In.At, s.In.L.Cap(), s.In.L.Config().SlotSize)
 		for _, e := range s.From {
 			fmt.Fprintf(&b, "     from %s: %s over %s, %d slots of %d B\n", e.Peer, e.At, e.Over, e.L.Cap(), e.L.Config().SlotSize)
