@@ -7,7 +7,9 @@
 // result and the group's account.
 //
 //	go run ./examples/stealing                  # sim, or the GPUs when CUDA runs them
-//	go run ./examples/stealing -backend cuda    # the GPUs (or the emulated driver)
+//	go run ./examples/stealing -backend cuda    # the GPUs
+//	make emu && RINGACTOR_LIBCUDA=$PWD/.emu/libcudaemu.so RINGACTOR_EMU_DEVICES=4 \
+//	    go run ./examples/stealing -backend cuda  # the emulated driver, no GPU
 //	go run ./examples/stealing -tasks variable -messages 8000 -cost 2ms
 //
 // Two workloads (-tasks, default both):
@@ -34,7 +36,10 @@
 // throughput is then its lanes over the sleep, and the slow device's
 // sleep is -slow times longer, whatever its lanes. Go's sleeps round up
 // to about a millisecond on an idle machine, so -cost is a few ms (default
-// 2ms); with -cost much smaller the ratios shrink toward 1 on sim.
+// 2ms); with -cost much smaller the ratios shrink toward 1 on sim. The
+// lanes are kept (the stage is not Stateful, one message at a time): every
+// device has as many, so devices differ by their sleeps alone, which is
+// what stealing evens out, and a run takes a fraction of the time.
 //
 // -trace, -metrics (-metrics-addr) and -pprof export spans and metrics
 // (the group's imbalance among them) and serve pprof (package
