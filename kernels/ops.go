@@ -6,6 +6,7 @@ import (
 	"math"
 	"sort"
 	"sync"
+	"time"
 )
 
 // GoFunc is the Go side of a stage function: the reference the sim backend
@@ -241,6 +242,26 @@ func maxOf(a, b float32) float32 {
 
 func sumOf(a, b float32) float32 { return a + b }
 
+// MaxDelay is the longest the delay op sleeps for one message.
+const MaxDelay = 10 * time.Second
+
+// DelayOf is how long the delay op sleeps for message in with params p:
+// p[0] + p[1] * in[0] ns, computed in float32 as the CUDA side does (in[0]
+// of an empty message is 0), clamped to 0 .. MaxDelay (NaN is 0).
+func DelayOf(p, in []float32) time.Duration {
+	d := p[0]
+	if len(in) > 0 {
+		d = p[0] + p[1]*in[0]
+	}
+	switch {
+	case !(d > 0):
+		return 0
+	case d > float32(MaxDelay):
+		return MaxDelay
+	}
+	return time.Duration(d)
+}
+
 func builtins() []Op {
 	return []Op{
 		{Name: "identity", Go: func(_, _, in, out []float32) (int, error) {
@@ -341,6 +362,17 @@ func builtins() []Op {
 		// KeyedCountKeys): it hands each one on with Count set to the
 		// messages of its key seen so far, this one included.
 		{Name: "keyed_count", StateFloats: KeyedCountKeys, Typed: keyedCount, In: TypeKeyed, Out: TypeKeyed},
+		// delay passes a message on unchanged after sleeping
+		// params[0] + params[1] * in[0] ns (DelayOf): a stage whose
+		// service time is a wait, so a slow device or a long task can be
+		// modelled without spending a processor on it.
+		{Name: "delay", Params: 2, Go: func(p, _, in, out []float32) (int, error) {
+			if err := fits(in, out); err != nil {
+				return 0, err
+			}
+			time.Sleep(DelayOf(p, in))
+			return copy(out, in), nil
+		}},
 		// branch passes a message on unchanged down port 0 when its first
 		// element is below the threshold (or it is empty), else port 1: a
 		// router for graphs.

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"math"
 	"testing"
+	"time"
 )
 
 func run(t *testing.T, name string, params, state, in []float32) []float32 {
@@ -32,6 +33,7 @@ func TestBuiltinsReference(t *testing.T) {
 		{"offset", []float32{1}, []float32{-1, 1, 2.5, 5}},
 		{"relu", nil, []float32{0, 0, 1.5, 4}},
 		{"saxpy", []float32{3, 1}, []float32{-5, 1, 5.5, 13}},
+		{"delay", []float32{1000, 1}, []float32{-2, 0, 1.5, 4}},
 	}
 	for _, c := range cases {
 		got := run(t, c.op, c.params, nil, in)
@@ -84,5 +86,41 @@ func TestFloatsRoundTrip(t *testing.T) {
 	}
 	if _, err := DecodeFloats(nil, []byte{1, 2, 3}); err == nil {
 		t.Fatal("odd payload accepted")
+	}
+}
+
+// delay sleeps params[0] + params[1] * in[0] ns, clamped, and hands its
+// message on unchanged.
+func TestDelay(t *testing.T) {
+	nan := float32(math.NaN())
+	for _, c := range []struct {
+		p, in []float32
+		want  time.Duration
+	}{
+		{[]float32{1000, 0}, []float32{5}, time.Microsecond},
+		{[]float32{1000, 500}, []float32{4}, 3 * time.Microsecond},
+		{[]float32{2e6, 1e3}, nil, 2 * time.Millisecond}, // an empty message: params[0] alone
+		{[]float32{0, 1}, []float32{-7}, 0},
+		{[]float32{-5, 0}, []float32{1}, 0},
+		{[]float32{0, 1}, []float32{nan}, 0},
+		{[]float32{0, 1e9}, []float32{1e6}, MaxDelay},
+		{[]float32{float32(math.Inf(1)), 0}, []float32{1}, MaxDelay},
+	} {
+		if got := DelayOf(c.p, c.in); got != c.want {
+			t.Errorf("DelayOf(%v, %v) = %v, want %v", c.p, c.in, got, c.want)
+		}
+	}
+	// The reference sleeps at least that long: 3 ms from the message.
+	start := time.Now()
+	got := run(t, "delay", []float32{1e6, 1e6}, nil, []float32{2, 9})
+	if el := time.Since(start); el < 3*time.Millisecond {
+		t.Errorf("delay of 3 ms returned after %v", el)
+	}
+	if len(got) != 2 || got[0] != 2 || got[1] != 9 {
+		t.Errorf("delay changed its message: %v", got)
+	}
+	op, _ := Lookup("delay")
+	if _, err := op.Go([]float32{0, 0}, nil, []float32{1, 2}, make([]float32, 1)); !errors.Is(err, ErrOutputTooSmall) {
+		t.Errorf("small out: %v", err)
 	}
 }

@@ -159,6 +159,7 @@ func (s *suite) testEveryBuiltinOpThroughAKernel(t *testing.T) {
 		"relu":     {nil, each(func(_ []float32, x float32) float32 { return float32(math.Max(float64(x), 0)) })},
 		"saxpy":    {[]float32{1.5, -4}, each(func(p []float32, x float32) float32 { return p[0]*x + p[1] })},
 		"sqrt":     {nil, each(func(_ []float32, x float32) float32 { return float32(math.Sqrt(float64(x))) })},
+		"delay":    {[]float32{500, 2}, each(func(_ []float32, x float32) float32 { return x })}, // sleeps at most about 1 µs
 		"sum": {nil, func(_ []float32, acc *float32, in []float32) []float32 {
 			for _, x := range in {
 				*acc += x

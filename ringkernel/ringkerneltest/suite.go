@@ -73,6 +73,7 @@ func Cases() []Case { return append([]Case(nil), cases...) }
 var cases = []Case{
 	{"EveryBuiltinOpThroughAKernel", nil, (*suite).testEveryBuiltinOpThroughAKernel},
 	{"OpErrorDeadLettersAndKeepsRunning", nil, (*suite).testOpErrorDeadLettersAndKeepsRunning},
+	{"DelaySleepsOnTheDevice", nil, (*suite).testDelaySleepsOnTheDevice},
 	{"Lifecycle", nil, (*suite).testLifecycle},
 	{"TerminateWithoutDrain", nil, (*suite).testTerminateWithoutDrain},
 	{"TerminateWithDrainWhileBusy", nil, (*suite).testTerminateWithDrainWhileBusy},

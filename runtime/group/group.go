@@ -51,7 +51,12 @@ type Spec struct {
 	// Stage is the stage each instance runs; its Device is ignored.
 	Stage   ra.StageSpec
 	Devices []int
-	Policy  Policy
+	// DeviceParams, when set, gives the instance on device d the params
+	// DeviceParams[d] in place of Stage.Params (as many as the op takes):
+	// a slower device's longer delay, a device's own constant. Each key
+	// is a device in Devices; the others run Stage.Params.
+	DeviceParams map[int][]float32
+	Policy       Policy
 	// Steal runs the work-stealing coordinator: every StealEvery (default
 	// 1 ms) it reads the instances' queue depths and sends runtime.Steal{n, to} to
 	// the busiest, whose kernel forwards up to n queued messages over a
@@ -192,6 +197,9 @@ func New(ctx context.Context, rt *ra.Runtime, spec Spec) (*Group, error) {
 	for i, dev := range spec.Devices {
 		st := spec.Stage
 		st.Device = dev
+		if p, ok := spec.DeviceParams[dev]; ok {
+			st.Params = p
+		}
 		ps := ra.PipelineSpec{Name: fmt.Sprintf("%s-%d", spec.Name, i), Stages: []ra.StageSpec{st},
 			Deliver:      ra.Sink{Func: g.deliver},
 			OnDeadLetter: g.deadLetter}
@@ -263,6 +271,20 @@ func check(rt *ra.Runtime, spec *Spec) error {
 			return bad("device %d listed twice; one instance per device", d)
 		}
 		seen[d] = true
+	}
+	if len(spec.DeviceParams) > 0 {
+		params := make(map[int][]float32, len(spec.DeviceParams)) // keys resolved, the caller's map kept
+		for d, p := range spec.DeviceParams {
+			r := rt.Registry().Resolve(d)
+			if !seen[r] {
+				return bad("DeviceParams for device %d, which is not in Devices %v; give params only for the devices the group runs on", d, spec.Devices)
+			}
+			if _, twice := params[r]; twice {
+				return bad("DeviceParams gives device %d params twice (runtime.CPU is device %d)", r, r)
+			}
+			params[r] = slices.Clone(p)
+		}
+		spec.DeviceParams = params
 	}
 	if spec.Policy < Static || spec.Policy > MemoryAware {
 		return bad("unknown policy %d; use Static, Dynamic, Guided or MemoryAware", int(spec.Policy))
