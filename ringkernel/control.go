@@ -47,9 +47,9 @@ const (
 	CtrlOffLastErrID  = 176 // u64, message id of the last dead letter
 	CtrlOffTraced     = 184 // u64, trace records written
 	CtrlOffStolen     = 192 // u64, messages forwarded to thieves (CmdSteal)
-	// CtrlOffBusy: u64, clock ns the loop spent on batches of messages,
-	// for the device's busy fraction. The sim loop writes it; the CUDA
-	// loop leaves it 0 (NVML measures a GPU).
+	// CtrlOffBusy: u64, clock ns the loop spent on batches of messages
+	// (from a batch's take to its release), for the device's busy
+	// fraction. The sim loop and the CUDA loop (globaltimer ns) write it.
 	CtrlOffBusy = 200
 )
 
@@ -168,7 +168,7 @@ type Counters struct {
 	Processed, Dropped, Errors, Traced uint64
 	Stolen                             uint64 // forwarded to thieves
 	Heartbeat                          uint64 // device clock, ns
-	Busy                               uint64 // ns spent on messages (sim loop only)
+	Busy                               uint64 // ns spent on batches of messages
 	LastError                          ErrorCode
 	LastErrorID                        uint64
 }

@@ -62,8 +62,8 @@ type Device struct {
 	// it, are Registry.Connection's).
 	Topology []Connection `json:"topology,omitempty"`
 	// MeasuresBusy: its loops count the time they spend on messages
-	// (Status.Busy), so a device's utilization can be derived from its
-	// kernels' (the CUDA device loop does not count it).
+	// (Status.Busy), so a device's utilization is derived from its
+	// kernels' (sim, the CPU and the CUDA device loop all count it).
 	MeasuresBusy bool `json:"-"`
 }
 

@@ -21,8 +21,9 @@ type Status struct {
 	Stolen uint64
 	// Traced is the number of trace records the kernel wrote.
 	Traced uint64
-	// Busy is the time the loop spent on messages, where the backend
-	// measures it (sim and the CPU; 0 on CUDA, whose GPUs NVML measures).
+	// Busy is the time the loop spent on batches of messages, where the
+	// backend's devices MeasuresBusy (every backend of this module: sim,
+	// the CPU and the CUDA device loop, in globaltimer ns).
 	Busy time.Duration
 	// Heartbeat is the last time the loop went round, in host time;
 	// HeartbeatAge is how long ago that was.

@@ -236,9 +236,9 @@ func TestTopOnce(t *testing.T) {
 	}
 	s := out.String()
 	for _, re := range []string{
-		`(?m)^\s+device\s+name\s+kind\s+util\s+kernels\s+runtime mem\s+used\s+total$`,
-		`(?m)^\s+0\s+sim-0\s+gpu\s+[0-9.]+%\s+1\s+`,
-		`(?m)^\s+4\s+cpu\s+cpu\s+[0-9.]+%\s+1\s+`,
+		`(?m)^\s+device\s+name\s+kind\s+util\s+sampled\s+kernels\s+runtime mem\s+used\s+total$`,
+		`(?m)^\s+0\s+sim-0\s+gpu\s+[0-9.]+%\s+-\s+1\s+`, // sim samples no utilization of its own
+		`(?m)^\s+4\s+cpu\s+cpu\s+[0-9.]+%\s+-\s+1\s+`,
 		`(?m)^\s+2\s+ingress\s+2\s+[1-9][0-9]*\s+[1-9][0-9]*\s+`,
 		`(?m)^\s+demo\s+sqrt\s+4\s+[1-9][0-9]*\s+[1-9][0-9]*\s+\d+\s+[0-9.]+%$`,
 		`demo: sent (\d+), delivered (\d+), dead-lettered 0, in flight 0`,

@@ -30,13 +30,19 @@ func outputWidth() int {
 // cut.
 func frameLines(rt *ra.Runtime, m ra.Metrics, width int) []string {
 	lines := []string{fmt.Sprintf("ringactor top: %s backend, %s, over %v", rt.Registry().BackendName(), m.At.Format("15:04:05"), m.Interval.Round(time.Millisecond)), ""}
-	dev := table{head: []string{"device", "name", "kind", "util", "kernels", "runtime mem", "used", "total"}, drop: []int{5, 4, 2, 7, 1}}
+	// util is the device's (its kernels' busy share where their loops
+	// count it); sampled the backend's own figure beside it, labelled with
+	// its source (NVML's counts a spinning ring kernel as busy).
+	dev := table{head: []string{"device", "name", "kind", "util", "sampled", "kernels", "runtime mem", "used", "total"}, drop: []int{4, 6, 5, 2, 8, 1}}
 	for _, d := range m.Devices {
-		util := "-"
+		util, sampled := "-", "-"
 		if d.Utilization >= 0 {
 			util = fmt.Sprintf("%.1f%%", 100*d.Utilization)
 		}
-		dev.rows = append(dev.rows, []string{strconv.Itoa(d.Device), d.Name, d.Kind, util, strconv.Itoa(d.Kernels), size(d.RuntimeBytes), size(d.UsedBytes), size(d.TotalBytes)})
+		if d.SampledUtilization >= 0 {
+			sampled = fmt.Sprintf("%.1f%% %s", 100*d.SampledUtilization, d.SampledFrom)
+		}
+		dev.rows = append(dev.rows, []string{strconv.Itoa(d.Device), d.Name, d.Kind, util, sampled, strconv.Itoa(d.Kernels), size(d.RuntimeBytes), size(d.UsedBytes), size(d.TotalBytes)})
 	}
 	links := table{head: []string{"device", "link kind", "links", "messages", "msg/s", "MB/s"}, drop: []int{2, 3, 5}}
 	for _, d := range m.Devices {

@@ -72,10 +72,12 @@ const (
 	// ErrorTexts: a stage function's dead letters carry its error's text,
 	// not only its code (ringkerneltest.ErrorTexts).
 	ErrorTexts // stage error texts
-	// SimMetrics: the GPUs' metrics are the simulated devices' (their set
-	// memory, utilization from the kernels' busy time).
+	// SimMetrics: the GPUs' memory metrics are the simulated devices'
+	// (their set size, only the runtime's memory in use). Utilization
+	// from the kernels' busy time is every backend's.
 	SimMetrics // simulated GPU metrics
-	// PayloadBytes: a link's byte metrics count the messages' payloads.
+	// PayloadBytes: a link's byte metrics count the messages' payloads
+	// (every backend's now: the CUDA device loop counts them too).
 	PayloadBytes // payload byte counts
 )
 
@@ -90,14 +92,13 @@ var Lacks = map[string]map[Capability]string{
 		SimMemory:   "the CPU's memory is the host's, not a size the case sets",
 	},
 	CUDA: {
-		SimDevices:   "the case sets up simulated GPUs itself (a topology, their sizes, Go stages, panics or stalls on them): the sim pass runs it",
-		SimTopology:  "the links follow the GPUs' real topology, not the simulated one the case sets",
-		Steal:        "the CUDA device loop has no steal: the backend refuses CmdSteal (see the issue on GPU coordination)",
-		SimCost:      "simulated service times are a sim backend option",
-		SimMemory:    "the GPUs' memory is what the driver reports, not a size the case sets",
-		ErrorTexts:   "device code reports an ErrorCode, not the stage function's error text",
-		SimMetrics:   "a GPU's memory is what the driver reports, its utilization NVML's (none on the emulated driver) and its stages' busy time unmeasured (-1)",
-		PayloadBytes: "a CUDA ring kernel does not count the bytes it publishes: a link it writes reports messages times the slot size, an upper bound (runtime.LinkMetrics)",
+		SimDevices:  "the case sets up simulated GPUs itself (a topology, their sizes, Go stages, panics or stalls on them): the sim pass runs it",
+		SimTopology: "the links follow the GPUs' real topology, not the simulated one the case sets",
+		Steal:       "the CUDA device loop has no steal: the backend refuses CmdSteal (see the issue on GPU coordination)",
+		SimCost:     "simulated service times are a sim backend option",
+		SimMemory:   "the GPUs' memory is what the driver reports, not a size the case sets",
+		ErrorTexts:  "device code reports an ErrorCode, not the stage function's error text",
+		SimMetrics:  "a GPU's memory is what the driver (and NVML, on a GPU) reports, not the simulated devices' 16 GiB with only the runtime's memory in use",
 	},
 }
 

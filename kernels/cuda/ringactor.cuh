@@ -324,6 +324,11 @@ struct ra_link_end {
     ra_u64 own;    // our index (head for the in-link, tail for out-links)
     ra_u64 other;  // cached index of the other side
     ra_u64 pub;    // own as last published
+    // Our side's counters in the link header, as the Go producer and
+    // consumer keep them (p2pqueue): payload bytes published (producer's
+    // bytes in) or consumed (consumer's bytes out), and index stores
+    // (publishes, releases). Taken up from the header at attach.
+    ra_u64 bytes, ops;
     bool sys;
 };
 
@@ -340,6 +345,8 @@ __device__ __forceinline__ bool ra_attach(unsigned char *base, ra_link_end *e, b
     e->own = consumer ? h : t;
     e->pub = e->own;
     e->other = h;  // the consumer's tail cache starts empty, the producer's head cache exact
+    e->bytes = ra_load_relaxed_sys(ra_q_word(e->q, consumer ? RA_Q_OFF_BYTES_OUT : RA_Q_OFF_BYTES_IN));
+    e->ops = ra_load_relaxed_sys(ra_q_word(e->q, consumer ? RA_Q_OFF_RELEASES : RA_Q_OFF_PUBLISHES));
     return true;
 }
 
@@ -518,6 +525,7 @@ struct ra_loop {
     unsigned char *sink_buf;
     // Thread 0's own.
     ra_u64 processed, dropped, errors, traced;
+    ra_u64 busy;          // globaltimer ns on batches (account)
     ra_u64 published_tr;  // trace tail last published
     ra_u64 rr;            // results routed one at a time so far (round-robin's turn)
     ra_u64 last_beat;
@@ -540,7 +548,7 @@ struct ra_loop {
         state = (float *)ra_arg_ptr(a, RA_ARG_OFF_STATE);
         sink_buf = ra_arg_ptr(a, RA_ARG_OFF_SINK);
         stage = ra_load_relaxed_sys32((const ra_u32 *)(ctrl + RA_CB_OFF_STAGE_ID));  // every thread stamps it
-        processed = dropped = errors = traced = published_tr = rr = last_beat = 0;
+        processed = dropped = errors = traced = published_tr = rr = last_beat = busy = 0;
         iter = 0;
         dirty = 0;
         ns = 0;
@@ -621,6 +629,7 @@ struct ra_loop {
                                    ra_globaltimer() + s.clk, RA_CODE_SHUTDOWN)) break;
                     dropped++;
                 }
+                consumed_in_place(&s.ins[k], i);
                 s.ins[k].own += i;
                 store_counters();  // before head's release, as in flush
                 ra_store_release(ra_q_word(s.ins[k].q, RA_Q_OFF_HEAD), s.ins[k].own, s.ins[k].sys);
@@ -807,6 +816,7 @@ struct ra_loop {
                 if (!(d == 0 && cnt[0] == i)) ra_copy_payload(ds + RA_SLOT_HEADER_SIZE, src, s.res[i]);
                 write_out_header(ds, i);
                 cnt[d]++;
+                outs[d].bytes += (ra_u32)s.res[i];
             }
             processed++;
         }
@@ -847,6 +857,55 @@ struct ra_loop {
         ra_store_relaxed_sys((ra_u64 *)(ctrl + RA_CB_OFF_DROPPED), dropped);
         ra_store_relaxed_sys((ra_u64 *)(ctrl + RA_CB_OFF_ERRORS), errors);
         ra_store_relaxed_sys((ra_u64 *)(ctrl + RA_CB_OFF_TRACED), traced);
+        ra_store_relaxed_sys((ra_u64 *)(ctrl + RA_CB_OFF_BUSY), busy);
+    }
+
+    // ---- the loop's own account: busy time and link bytes ----------------
+    // Thread 0. Each link's counters are stored relaxed before the fence or
+    // release store that publishes its tail or head, which releases them: a
+    // reader that sees the index finds them counted (as the Go producer and
+    // consumer store theirs before the index, p2pqueue).
+
+    // The payload bytes of a slot whose header is h, as the Go consumer
+    // counts them (a length past the slot counts the slot's payload).
+    static __device__ __forceinline__ ra_u64 payload_len(const ra_link_end &e, const unsigned char *h) {
+        return min(ra_slot_len(h), e.q.slot_size - RA_SLOT_HEADER_SIZE);
+    }
+    static __device__ __forceinline__ void store_consumer(ra_link_end *e) {
+        e->ops++;
+        ra_store_relaxed_sys(ra_q_word(e->q, RA_Q_OFF_BYTES_OUT), e->bytes);
+        ra_store_relaxed_sys(ra_q_word(e->q, RA_Q_OFF_RELEASES), e->ops);
+    }
+    static __device__ __forceinline__ void store_producer(ra_link_end *e) {
+        e->ops++;
+        ra_store_relaxed_sys(ra_q_word(e->q, RA_Q_OFF_BYTES_IN), e->bytes);
+        ra_store_relaxed_sys(ra_q_word(e->q, RA_Q_OFF_PUBLISHES), e->ops);
+    }
+
+    // consumedInPlace: n slots of e from its head, read where they are,
+    // consumed with one head store to come (a drop without drain).
+    __device__ __forceinline__ void consumed_in_place(ra_link_end *e, ra_u64 n) {
+        if (n == 0) return;
+        for (ra_u64 i = 0; i < n; i++) e->bytes += payload_len(*e, ra_q_slot(e->q, e->own + i));
+        store_consumer(e);
+    }
+
+    // account, at the start of flush: the batch's busy time, from its take
+    // (the end of top, s.deq) to its release, as the sim loop's step
+    // counts it; the payload bytes it consumed from the in-link (the staged
+    // headers) and published on each out-link given results (an unrouted
+    // batch's results on outs[0]: every result not dead-lettered;
+    // publish_routed counts each link's as it copies), and every counter
+    // stored.
+    __device__ __forceinline__ void account() {
+        busy += ra_globaltimer() + s.clk - s.deq;
+        for (ra_u32 i = 0; i < s.n; i++) in->bytes += payload_len(*in, hdr(i));
+        store_consumer(in);
+        if ((!routed || s.sink) && (dirty & 1u))
+            for (ra_u32 i = 0; i < s.n; i++)
+                if (s.res[i] >= 0) s.outs[0].bytes += (ra_u32)s.res[i];
+        for (ra_u32 d = 0; d < nout; d++)
+            if (dirty & (1u << d)) store_producer(&s.outs[d]);
     }
 
     // flush, thread 0: the batch's release. The counters first; then one
@@ -861,6 +920,7 @@ struct ra_loop {
     // the next one is in flight; exact once still, §3.2). Nothing reads an
     // in-slot after this (the records read the staged copies).
     __device__ __forceinline__ void flush() {
+        account();
         store_counters();
         bool sys = in->sys;
         for (ra_u32 d = 0; d < nout; d++)

@@ -63,7 +63,7 @@
 #define RA_CB_OFF_LAST_ERROR_ID    0xb0u     // u64, message id
 #define RA_CB_OFF_TRACED           0xb8u     // u64, trace records written
 #define RA_CB_OFF_STOLEN           0xc0u     // u64, forwarded to thieves
-#define RA_CB_OFF_BUSY             0xc8u     // u64, sim loop only: ns on messages
+#define RA_CB_OFF_BUSY             0xc8u     // u64, kernel: ns on batches of messages
 #define RA_STATE_LAUNCHED          1u
 #define RA_STATE_ACTIVE            2u
 #define RA_STATE_IDLE              3u

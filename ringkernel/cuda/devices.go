@@ -224,7 +224,7 @@ func listGPUs(d *drv.Driver) ([]gpu, error) {
 	}
 	devs := make([]gpu, n)
 	for i, h := range handles {
-		dev := gpu{Device: rk.Device{ID: i, Kind: rk.KindGPU, Backend: "cuda", Source: "driver", P2P: make([]bool, n)}}
+		dev := gpu{Device: rk.Device{ID: i, Kind: rk.KindGPU, Backend: "cuda", Source: "driver", P2P: make([]bool, n), MeasuresBusy: true}}
 		dev.Name, _ = h.Name() // a nameless device still runs kernels
 		if dev.MemoryBytes, err = h.TotalMemory(); err != nil {
 			return nil, fmt.Errorf("device %d: %w", i, err)

@@ -56,7 +56,7 @@ func TestListDevicesAndSupports(t *testing.T) {
 	}
 	for i, d := range devs {
 		if d.ID != i || d.Kind != rk.KindGPU || d.Backend != "cuda" || d.Source != "driver" || d.MemoryBytes == 0 || d.ComputeCapability == "" ||
-			len(d.P2P) != n || len(d.Topology) != n || d.Topology[i].Level != rk.LevelSelf || d.MeasuresBusy {
+			len(d.P2P) != n || len(d.Topology) != n || d.Topology[i].Level != rk.LevelSelf || !d.MeasuresBusy {
 			t.Errorf("device %d: %+v", i, d)
 		}
 	}

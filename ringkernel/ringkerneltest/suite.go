@@ -81,6 +81,7 @@ var cases = []Case{
 	{"TerminateWithin100ms", nil, (*suite).testGPUTerminateWithin100ms},
 	{"HeartbeatAdvances", nil, (*suite).testHeartbeatAdvances},
 	{"StatusUnderLoad", nil, (*suite).testStatusUnderLoad},
+	{"CountsItsWork", nil, (*suite).testCountsItsWork},
 	{"StatefulSumInOrder", nil, (*suite).testStatefulSumInOrder},
 	{"StatelessWorkers", []Capability{Workers}, (*suite).testStatelessWorkers},
 	{"TraceRecords", nil, (*suite).testTraceRecords},

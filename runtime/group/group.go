@@ -22,6 +22,7 @@ import (
 	"github.com/ringactor/ringactor/runtime/internal/naming"
 	"github.com/ringactor/ringactor/runtime/internal/requests"
 	"github.com/ringactor/ringactor/runtime/internal/telemetry"
+	"github.com/ringactor/ringactor/runtime/metrics"
 )
 
 //go:generate go run golang.org/x/tools/cmd/stringer@v0.52.0 -type=Policy -linecomment
@@ -138,19 +139,9 @@ type Stats struct {
 
 // Imbalance is the load imbalance of work spread over instances: the
 // most any did over the mean (1 when even, or when there is no work), and
-// that as a percentage above even.
-func Imbalance(work []uint64) (ratio, percent float64) {
-	var sum, most uint64
-	for _, w := range work {
-		sum += w
-		most = max(most, w)
-	}
-	if sum == 0 {
-		return 1, 0
-	}
-	ratio = float64(most) * float64(len(work)) / float64(sum)
-	return ratio, (ratio - 1) * 100
-}
+// that as a percentage above even: metrics.Imbalance, which the runtime's
+// snapshot also uses for a pipeline's stages across devices.
+func Imbalance(work []uint64) (ratio, percent float64) { return metrics.Imbalance(work) }
 
 // Metric names a group exports through its runtime's MeterProvider, with
 // attribute ringactor.group (docs/METRICS.md).

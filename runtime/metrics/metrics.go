@@ -19,6 +19,9 @@ type Metrics struct {
 	Interval time.Duration
 	Devices  []DeviceMetrics
 	Stages   []StageMetrics
+	// Pipelines is each open pipeline's load balance across the devices
+	// its stages run on.
+	Pipelines []PipelineMetrics
 }
 
 // DeviceMetrics is one device's share of a snapshot.
@@ -26,13 +29,23 @@ type DeviceMetrics struct {
 	Device     int
 	Name, Kind string
 	// Utilization is the fraction of Interval the device was busy, 0 to
-	// 1, or -1 where nothing measures it. On a GPU of the CUDA backend it
-	// is NVML's (which counts a spinning ring kernel as busy); on a
-	// simulated GPU the summed busy fraction of its ring kernels (at most
-	// 1); on the CPU that sum over its cores. UtilizationFrom says which:
-	// "nvml", "kernels", or "" where unknown.
+	// 1, or -1 where nothing measures it: on a GPU (of the CUDA backend
+	// or simulated) the summed busy fraction of its ring kernels (at most
+	// 1), as their loops count the time they spend on batches; on the CPU
+	// that sum over its cores; on a device whose loops do not count it,
+	// the backend's sample. UtilizationFrom says which: "kernels",
+	// "nvml", or "" where unknown.
 	Utilization     float64
 	UtilizationFrom string
+	// SampledUtilization is the backend sampler's figure for the device,
+	// 0 to 1, shown beside Utilization: NVML's on a GPU of the CUDA
+	// backend, over NVML's own sampling window, which counts a spinning
+	// persistent kernel as busy (a GPU running any ring kernel reads near
+	// 1 however idle its kernels are); -1 where the backend samples none
+	// (sim, the CPU, the emulated driver). SampledFrom says whose
+	// ("nvml"), "" where none.
+	SampledUtilization float64
+	SampledFrom        string
 	// Kernels is the number of ring kernels running on it.
 	Kernels int
 	// RuntimeBytes is the memory the runtime holds on it (link queues,
@@ -51,8 +64,8 @@ type LinkMetrics struct {
 	Kind  string
 	Links int
 	// Messages and Bytes moved since the links were made: payload bytes
-	// as the producer counted them; for links a CUDA kernel writes, which
-	// does not count bytes, messages times the slot size (an upper bound).
+	// as the producer counted them (a Go producer, or the CUDA device
+	// loop, which counts its results' bytes exactly as the Go side does).
 	Messages, Bytes uint64
 	// MessagesPerSecond and BytesPerSecond are the achieved rates over
 	// the snapshot's Interval.
@@ -65,7 +78,41 @@ type StageMetrics struct {
 	Device                     int
 	Processed, Dropped, Queued uint64
 	Rate                       float64 // processed per second over Interval
-	Busy                       float64 // fraction of Interval spent on messages; -1 where not measured (CUDA)
+	Busy                       float64 // fraction of Interval spent on batches of messages; -1 where not measured
+}
+
+// PipelineMetrics is one open pipeline's load balance across the devices
+// its stages run on.
+type PipelineMetrics struct {
+	Pipeline string
+	// Devices is the number of devices its running stages are on.
+	Devices int
+	// Imbalance is the most work any of those devices did for the
+	// pipeline over the mean of them (Imbalance's ratio: 1 is even, and 1
+	// on one device); ImbalancePercent is how far above even. A device's
+	// work is the summed busy fraction of the pipeline's stages there
+	// over Interval where every stage's busy time is measured
+	// (ImbalanceFrom "busy"), else the messages they processed over
+	// Interval ("processed").
+	Imbalance, ImbalancePercent float64
+	ImbalanceFrom               string
+}
+
+// Imbalance is the load imbalance of work spread over n parts: the most
+// any did over the mean (1 when even, or when there is no work), and that
+// as a percentage above even. Stage groups (group.Imbalance, over their
+// instances) and the snapshot's pipelines (over devices) use it.
+func Imbalance[W ~uint64 | ~float64](work []W) (ratio, percent float64) {
+	var sum, most float64
+	for _, w := range work {
+		sum += float64(w)
+		most = max(most, float64(w))
+	}
+	if sum <= 0 {
+		return 1, 0
+	}
+	ratio = most * float64(len(work)) / sum
+	return ratio, (ratio - 1) * 100
 }
 
 // The device and link metrics the runtime exports through its
@@ -74,6 +121,11 @@ type StageMetrics struct {
 // registered per pipeline.
 const (
 	DeviceUtilization = "ringactor.device.utilization"
+	// DeviceUtilizationSampled is DeviceMetrics.SampledUtilization (NVML's).
+	DeviceUtilizationSampled = "ringactor.device.utilization.sampled"
+	// PipelineImbalance is PipelineMetrics.Imbalance, with attribute
+	// ringactor.pipeline.
+	PipelineImbalance = "ringactor.pipeline.imbalance"
 	DeviceKernels     = "ringactor.device.kernels"
 	DeviceMemRuntime  = "ringactor.device.memory.runtime"
 	DeviceMemUsed     = "ringactor.device.memory.used"

@@ -80,7 +80,7 @@ func defs() []def {
 		{"RA_CB_OFF_LAST_ERROR_ID", rk.CtrlOffLastErrID, "u64, message id"},
 		{"RA_CB_OFF_TRACED", rk.CtrlOffTraced, "u64, trace records written"},
 		{"RA_CB_OFF_STOLEN", rk.CtrlOffStolen, "u64, forwarded to thieves"},
-		{"RA_CB_OFF_BUSY", rk.CtrlOffBusy, "u64, sim loop only: ns on messages"},
+		{"RA_CB_OFF_BUSY", rk.CtrlOffBusy, "u64, kernel: ns on batches of messages"},
 
 		{"RA_STATE_LAUNCHED", uint64(rk.Launched), ""},
 		{"RA_STATE_ACTIVE", uint64(rk.Active), ""},

@@ -12,6 +12,8 @@ import (
 // The names of the runtime's device and link metrics (package metrics').
 const (
 	DeviceUtilization = metrics.DeviceUtilization
+	DeviceUtilSampled = metrics.DeviceUtilizationSampled
+	PipelineImbalance = metrics.PipelineImbalance
 	DeviceKernels     = metrics.DeviceKernels
 	DeviceMemRuntime  = metrics.DeviceMemRuntime
 	DeviceMemUsed     = metrics.DeviceMemUsed
@@ -26,7 +28,17 @@ const (
 // Unregister the registration to stop.
 func RegisterDevices(m metric.Meter, snap func() Metrics) (metric.Registration, error) {
 	util, err := m.Float64ObservableGauge(DeviceUtilization, metric.WithUnit("1"),
-		metric.WithDescription("fraction of the time since the last collection the device was busy (NVML on a GPU, its ring kernels' busy time on sim and the CPU)"))
+		metric.WithDescription("fraction of the time since the last collection the device was busy: its ring kernels' busy time (the backend's sample where they do not count it)"))
+	if err != nil {
+		return nil, err
+	}
+	sampled, err := m.Float64ObservableGauge(DeviceUtilSampled, metric.WithUnit("1"),
+		metric.WithDescription("the backend sampler's utilization of the device (NVML's on a GPU, which counts a spinning ring kernel as busy)"))
+	if err != nil {
+		return nil, err
+	}
+	imbalance, err := m.Float64ObservableGauge(PipelineImbalance, metric.WithUnit("1"),
+		metric.WithDescription("the most work any device did for the pipeline over the mean of the devices its stages run on (busy time where measured, else messages processed; 1 is even)"))
 	if err != nil {
 		return nil, err
 	}
@@ -59,11 +71,18 @@ func RegisterDevices(m metric.Meter, snap func() Metrics) (metric.Registration, 
 		return nil, err
 	}
 	return m.RegisterCallback(func(_ context.Context, o metric.Observer) error {
-		for _, d := range snap().Devices {
+		m := snap()
+		for _, p := range m.Pipelines {
+			o.ObserveFloat64(imbalance, p.Imbalance, metric.WithAttributes(attribute.String("ringactor.pipeline", p.Pipeline)))
+		}
+		for _, d := range m.Devices {
 			base := []attribute.KeyValue{attribute.Int("ringactor.device", d.Device), attribute.String("ringactor.device.kind", d.Kind), attribute.String("ringactor.device.name", d.Name)}
 			opt := metric.WithAttributes(base...)
 			if d.Utilization >= 0 {
 				o.ObserveFloat64(util, d.Utilization, opt)
+			}
+			if d.SampledUtilization >= 0 {
+				o.ObserveFloat64(sampled, d.SampledUtilization, opt)
 			}
 			o.ObserveInt64(kernels, int64(d.Kernels), opt)
 			o.ObserveInt64(memRT, int64(d.RuntimeBytes), opt)
@@ -77,5 +96,5 @@ func RegisterDevices(m metric.Meter, snap func() Metrics) (metric.Registration, 
 			}
 		}
 		return nil
-	}, util, kernels, memRT, memUsed, memTotal, msgs, bytes, bw)
+	}, util, sampled, imbalance, kernels, memRT, memUsed, memTotal, msgs, bytes, bw)
 }

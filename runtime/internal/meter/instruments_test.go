@@ -64,10 +64,10 @@ func collect(t *testing.T, rd *sdkmetric.ManualReader) map[string]map[attribute.
 func TestRegisterDevices(t *testing.T) {
 	rd, mp := newReader()
 	snap := Metrics{Devices: []DeviceMetrics{
-		{Device: 0, Name: "sim-0", Kind: "gpu", Utilization: 0.5, Kernels: 2, RuntimeBytes: 10, UsedBytes: 20, TotalBytes: 30,
+		{Device: 0, Name: "sim-0", Kind: "gpu", Utilization: 0.5, SampledUtilization: 0.75, Kernels: 2, RuntimeBytes: 10, UsedBytes: 20, TotalBytes: 30,
 			Links: []LinkMetrics{{Kind: "ingress", Messages: 7, Bytes: 28, BytesPerSecond: 3.5}}},
-		{Device: 1, Name: "cpu", Kind: "cpu", Utilization: -1},
-	}}
+		{Device: 1, Name: "cpu", Kind: "cpu", Utilization: -1, SampledUtilization: -1},
+	}, Pipelines: []PipelineMetrics{{Pipeline: "pipe", Devices: 2, Imbalance: 1.25}}}
 	reg, err := RegisterDevices(mp.Meter("test"), func() Metrics { return snap })
 	if err != nil {
 		t.Fatal(err)
@@ -84,6 +84,7 @@ func TestRegisterDevices(t *testing.T) {
 	}{
 		{DeviceUtilization, dev0, 0.5}, {DeviceKernels, dev0, 2}, {DeviceMemRuntime, dev0, 10}, {DeviceMemUsed, dev0, 20}, {DeviceMemTotal, dev0, 30},
 		{LinkMessages, in0, 7}, {LinkBytes, in0, 28}, {LinkBandwidth, in0, 3.5}, {DeviceKernels, dev1, 0},
+		{DeviceUtilSampled, dev0, 0.75}, {PipelineImbalance, at(attribute.String("ringactor.pipeline", "pipe")), 1.25},
 	} {
 		if v, ok := got[c.name][c.at]; !ok || v != c.want {
 			t.Errorf("%s: %v (reported %v), want %v", c.name, v, ok, c.want)
@@ -91,6 +92,9 @@ func TestRegisterDevices(t *testing.T) {
 	}
 	if _, ok := got[DeviceUtilization][dev1]; ok || len(got[DeviceUtilization]) != 1 {
 		t.Errorf("utilization reported where unknown: %v", got[DeviceUtilization])
+	}
+	if len(got[DeviceUtilSampled]) != 1 {
+		t.Errorf("sampled utilization reported where none: %v", got[DeviceUtilSampled])
 	}
 	if err := reg.Unregister(); err != nil {
 		t.Fatal(err)

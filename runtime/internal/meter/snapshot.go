@@ -13,10 +13,11 @@ import (
 // The snapshot's types are package metrics' (runtime's names for them
 // are aliases).
 type (
-	Metrics       = metrics.Metrics
-	DeviceMetrics = metrics.DeviceMetrics
-	LinkMetrics   = metrics.LinkMetrics
-	StageMetrics  = metrics.StageMetrics
+	Metrics         = metrics.Metrics
+	DeviceMetrics   = metrics.DeviceMetrics
+	LinkMetrics     = metrics.LinkMetrics
+	StageMetrics    = metrics.StageMetrics
+	PipelineMetrics = metrics.PipelineMetrics
 )
 
 // Reading is what a snapshot is computed from, read at its time.
@@ -37,10 +38,10 @@ type LinkReading struct {
 	Key       any // the same for the same link in every reading
 	Placement p2pqueue.Placement
 	Published uint64
-	// BytesIn is the payload bytes its producer counted: 0 where a CUDA
-	// kernel writes it, which counts none; then a snapshot counts
-	// Published × SlotSize.
-	BytesIn  uint64
+	// BytesIn is the payload bytes its producer counted (a Go producer
+	// or a CUDA kernel: both count them).
+	BytesIn uint64
+	// SlotSize is the link's slot size (unused: bytes are counted).
 	SlotSize uint32
 }
 
@@ -106,7 +107,7 @@ func (r *Rates) Take(read func() Reading) Metrics {
 	out.Devices = make([]DeviceMetrics, len(devs))
 	links := make([]map[p2pqueue.LinkKind]*LinkMetrics, len(devs))
 	for i, d := range devs {
-		out.Devices[i] = DeviceMetrics{Device: d.ID, Name: d.Name, Kind: d.Kind, Utilization: -1, TotalBytes: d.MemoryBytes}
+		out.Devices[i] = DeviceMetrics{Device: d.ID, Name: d.Name, Kind: d.Kind, Utilization: -1, SampledUtilization: -1, TotalBytes: d.MemoryBytes}
 		links[i] = map[p2pqueue.LinkKind]*LinkMetrics{}
 		if i < len(in.RuntimeBytes) {
 			out.Devices[i].RuntimeBytes = uint64(max(in.RuntimeBytes[i], 0))
@@ -118,9 +119,6 @@ func (r *Rates) Take(read func() Reading) Metrics {
 			continue
 		}
 		b := l.BytesIn
-		if b == 0 {
-			b = l.Published * uint64(l.SlotSize)
-		}
 		lm := links[pl.Device][pl.Kind]
 		if lm == nil {
 			lm = &LinkMetrics{Kind: pl.Kind.String()}
@@ -146,6 +144,7 @@ func (r *Rates) Take(read func() Reading) Metrics {
 		}
 		out.Stages = append(out.Stages, sm)
 	}
+	out.Pipelines = pipelines(out.Stages, len(devs))
 	for i, d := range devs {
 		dm := &out.Devices[i]
 		for _, lm := range links[i] {
@@ -160,13 +159,63 @@ func (r *Rates) Take(read func() Reading) Metrics {
 		if s.TotalBytes > 0 {
 			dm.UsedBytes, dm.TotalBytes = s.UsedBytes, max(s.TotalBytes, dm.TotalBytes)
 		}
-		switch {
-		case s.UtilizationFrom != "":
+		// The kernels' own busy time where their loops count it; the
+		// backend's sample (NVML's, which reads a spinning ring kernel as
+		// busy) beside it, and in its place where they do not.
+		if s.UtilizationFrom != "" {
+			dm.SampledUtilization, dm.SampledFrom = s.Utilization, s.UtilizationFrom
 			dm.Utilization, dm.UtilizationFrom = s.Utilization, s.UtilizationFrom
-		case d.MeasuresBusy:
+		}
+		if d.MeasuresBusy {
 			dm.Utilization, dm.UtilizationFrom = min(busy[i]/float64(max(d.Cores, 1)), 1), "kernels"
 		}
 	}
 	r.at, r.prev = now, seen
+	return out
+}
+
+// pipelines is each pipeline's imbalance across the devices its stages
+// run on (metrics.PipelineMetrics): of its stages' summed busy fraction
+// per device where every one is measured, else of their processing rates.
+func pipelines(stages []StageMetrics, ndev int) []PipelineMetrics {
+	type acc struct {
+		busy, rate []float64
+		on         []bool
+		measured   bool
+	}
+	var order []string
+	by := map[string]*acc{}
+	for _, s := range stages {
+		if s.Device < 0 || s.Device >= ndev {
+			continue
+		}
+		a := by[s.Pipeline]
+		if a == nil {
+			a = &acc{busy: make([]float64, ndev), rate: make([]float64, ndev), on: make([]bool, ndev), measured: true}
+			by[s.Pipeline] = a
+			order = append(order, s.Pipeline)
+		}
+		a.on[s.Device] = true
+		a.rate[s.Device] += s.Rate
+		a.busy[s.Device] += s.Busy
+		a.measured = a.measured && s.Busy >= 0
+	}
+	out := make([]PipelineMetrics, 0, len(order))
+	for _, name := range order {
+		a := by[name]
+		work, from := a.rate, "processed"
+		if a.measured {
+			work, from = a.busy, "busy"
+		}
+		var on []float64
+		for d, w := range work {
+			if a.on[d] {
+				on = append(on, w)
+			}
+		}
+		pm := PipelineMetrics{Pipeline: name, Devices: len(on), ImbalanceFrom: from}
+		pm.Imbalance, pm.ImbalancePercent = metrics.Imbalance(on)
+		out = append(out, pm)
+	}
 	return out
 }

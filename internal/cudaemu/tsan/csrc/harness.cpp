@@ -17,12 +17,16 @@
 //             released; Close stores closed after the last tail.
 //   egress    p2pqueue.Consumer, one per out-link: tail re-read only when
 //             empty, closed then tail again, slots read plain, bytes-out and
-//             releases, then head released. Every result is checked.
+//             releases, then head released. Every result is checked, and
+//             the kernel's bytes-in and publishes on the link read after
+//             tail count every result below it.
 //   pump      ringkernel's trace pump: a Consumer on the trace ring, 64
 //             records at a time, slowed a little so the ring fills and the
 //             kernel waits in ra_record.
 //   status    ringkernel.Status in a loop: the counters, last_error and
-//             last_error_id, state and heartbeat, the links' head and tail.
+//             last_error_id, state and heartbeat, busy, the links' head and
+//             tail, and the in-link's bytes-out and releases read after head
+//             (every message below head counted).
 //   commander ringkernel.ControlBlock.PostArg (argument, command, then seq
 //             released) and the wait for ack, the clock offset rewritten as
 //             the backend's recalibration does.
@@ -329,6 +333,8 @@ struct run {
     std::vector<int> expect;    // per id (1-based): expected code, 0 delivered
     std::vector<int> port;      // per id: expected out-link (RoutePort), -1 unknown
     std::vector<uint32_t> cnt;  // per id: keyed_count's expected Count
+    std::vector<uint64_t> below;  // per count k of slots: the payload bytes of ids 1..k, as a consumer counts them
+    std::vector<uint64_t> out_bytes;  // per out-link: the payload bytes its consumer counted
     std::vector<std::atomic<int> > delivered;  // per id: out-link + 1
     std::vector<std::atomic<int> > dead;       // per id: dead-letter code (nonzero once dead)
     std::vector<std::atomic<int> > traced;     // per id: trace records
@@ -346,7 +352,8 @@ struct run {
     unsigned char args[RA_ARG_SIZE];
 
     run(const tcase &tc, unsigned n) : c(tc), threads(n), total(tc.messages), expect(tc.messages + 1), port(tc.messages + 1, -1),
-                                       cnt(tc.messages + 1), delivered(tc.messages + 1), dead(tc.messages + 1), traced(tc.messages + 1) {
+                                       cnt(tc.messages + 1), below(tc.messages + 1), out_bytes(tc.nout), delivered(tc.messages + 1),
+                                       dead(tc.messages + 1), traced(tc.messages + 1) {
         for (auto &v : delivered) v.store(0);
         for (auto &v : dead) v.store(0);
         for (auto &v : traced) v.store(0);
@@ -355,6 +362,7 @@ struct run {
         for (int id = 1; id <= total; id++) {
             make_msg(c, id, m);
             expect[id] = m->code;
+            below[id] = below[id - 1] + (m->len < c.in_slot - RA_SLOT_HEADER_SIZE ? m->len : c.in_slot - RA_SLOT_HEADER_SIZE);
             if (!m->code && c.route == RA_ROUTE_PORT) port[id] = m->len > 0 && m->f[0] >= c.param ? 1 : 0;
             if (!m->code && c.keyed) {
                 ra_keyed k;
@@ -482,7 +490,13 @@ struct run {
             }
             for (uint32_t i = 0; i < (uint32_t)n; i++) check_result(d, q.slot(i), m, &last);
             q.release((uint32_t)n);
+            // The kernel stores its counters before the tail we acquired.
+            const uint64_t kb = ld_acq64(q.l.base, RA_Q_OFF_BYTES_IN), kp = ld_acq64(q.l.base, RA_Q_OFF_PUBLISHES);
+            if (kb < q.bytes_out || kp == 0)
+                fail("%s: kernel's bytes-in %llu and publishes %llu after tail; %llu bytes in %llu results consumed", name, (unsigned long long)kb,
+                     (unsigned long long)kp, (unsigned long long)q.bytes_out, (unsigned long long)q.head);
         }
+        out_bytes[d] = q.bytes_out;
         delete m;
     }
 
@@ -596,20 +610,26 @@ struct run {
     // ringkernel.Status in a loop: counters, then the links; and head, then
     // the counters: every message below head is counted.
     void status() {
-        uint64_t pp = 0, pd = 0, pt = 0, pe = 0;
+        uint64_t pp = 0, pd = 0, pt = 0, pe = 0, pb = 0;
         while (!stop_status.load()) {
             const uint64_t head = ld_acq64(in.base, RA_Q_OFF_HEAD);
             const uint64_t processed = ld_acq64(ctrl, RA_CB_OFF_PROCESSED), dropped = ld_acq64(ctrl, RA_CB_OFF_DROPPED);
             const uint64_t errors = ld_acq64(ctrl, RA_CB_OFF_ERRORS), traced_n = ld_acq64(ctrl, RA_CB_OFF_TRACED);
             (void)ld_acq64(ctrl, RA_CB_OFF_STOLEN);
             (void)ld_acq64(ctrl, RA_CB_OFF_HEARTBEAT);
-            (void)ld_acq64(ctrl, RA_CB_OFF_BUSY);
+            const uint64_t busy = ld_acq64(ctrl, RA_CB_OFF_BUSY);
             const int32_t le = ld_seqcst_i32(ctrl, RA_CB_OFF_LAST_ERROR);
             const uint64_t lid = ld_acq64(ctrl, RA_CB_OFF_LAST_ERROR_ID);
             const uint32_t st = ld_acq32(ctrl, RA_CB_OFF_STATE);
             (void)ld_acq32(ctrl, RA_CB_OFF_COMMAND_ACK);
             const uint64_t t = ld_acq64(in.base, RA_Q_OFF_TAIL);
-            (void)ld_acq64(in.base, RA_Q_OFF_HEAD);
+            const uint64_t head2 = ld_acq64(in.base, RA_Q_OFF_HEAD);
+            const uint64_t bytes_out = ld_acq64(in.base, RA_Q_OFF_BYTES_OUT), releases = ld_acq64(in.base, RA_Q_OFF_RELEASES);
+            if (head2 <= (uint64_t)total && (bytes_out < below[head2] || (head2 > 0 && releases == 0)))
+                fail("status: in head %llu, then bytes-out %llu (want at least %llu) and releases %llu", (unsigned long long)head2,
+                     (unsigned long long)bytes_out, (unsigned long long)below[head2], (unsigned long long)releases);
+            if (busy < pb) fail("status: busy went back");
+            pb = busy;
             for (auto &o : outs) {
                 (void)ld_acq64(o.base, RA_Q_OFF_TAIL);
                 (void)ld_acq64(o.base, RA_Q_OFF_HEAD);
@@ -767,9 +787,30 @@ struct run {
         if (c.end == END_NODRAIN && shutdown != queued_after_deactivate)
             fail("shutdown dead letters %lld, want the %d queued while idle", shutdown, queued_after_deactivate);
         if (ld_acq64(in.base, RA_Q_OFF_HEAD) != (uint64_t)s) fail("in head %llu, sent %lld", (unsigned long long)ld_acq64(in.base, RA_Q_OFF_HEAD), s);
+        // The link counters the kernel keeps, as p2pqueue's Producer and
+        // Consumer do: every payload byte it consumed (the producer's
+        // count), every result byte it published (each consumer's count),
+        // one index store per batch; and its busy time.
+        const uint64_t in_bytes = ld_acq64(in.base, RA_Q_OFF_BYTES_OUT), in_rel = ld_acq64(in.base, RA_Q_OFF_RELEASES);
+        if (in_bytes != ld_acq64(in.base, RA_Q_OFF_BYTES_IN) || in_bytes != below[s] || in_rel == 0 || in_rel > (uint64_t)s)
+            fail("in-link: kernel's bytes-out %llu and releases %llu; the producer published %llu bytes (%llu by the messages) in %lld",
+                 (unsigned long long)in_bytes, (unsigned long long)in_rel, (unsigned long long)ld_acq64(in.base, RA_Q_OFF_BYTES_IN),
+                 (unsigned long long)below[s], s);
+        uint64_t all_out = 0;
+        for (uint32_t d = 0; d < outs.size(); d++) {
+            const uint64_t b = ld_acq64(outs[d].base, RA_Q_OFF_BYTES_IN), pubs = ld_acq64(outs[d].base, RA_Q_OFF_PUBLISHES);
+            const uint64_t tail = ld_acq64(outs[d].base, RA_Q_OFF_TAIL);
+            all_out += b;
+            if (b != out_bytes[d] || b != ld_acq64(outs[d].base, RA_Q_OFF_BYTES_OUT) || (tail > 0) != (pubs > 0) || pubs > tail)
+                fail("out-link %u: kernel's bytes-in %llu and publishes %llu for %llu results; its consumer counted %llu bytes", d,
+                     (unsigned long long)b, (unsigned long long)pubs, (unsigned long long)tail, (unsigned long long)out_bytes[d]);
+        }
+        if (n_delivered.load() > 0 && all_out == 0) fail("no result bytes counted for %lld results", n_delivered.load());
+        if (processed > 0 && ld_acq64(ctrl, RA_CB_OFF_BUSY) == 0) fail("busy 0 after %llu messages", (unsigned long long)processed);
         if (failed()) return 1;
-        printf("ok messages=%lld delivered=%lld dead=%lld shutdown=%lld traced=%lld loop=%.2fs\n", s, n_delivered.load(), n_dead.load(),
-               shutdown, n_traced.load(), secs);
+        printf("ok messages=%lld delivered=%lld dead=%lld shutdown=%lld traced=%lld bytes_in=%llu bytes_out=%llu busy=%.3fms loop=%.2fs\n", s,
+               n_delivered.load(), n_dead.load(), shutdown, n_traced.load(), (unsigned long long)in_bytes, (unsigned long long)all_out,
+               (double)ld_acq64(ctrl, RA_CB_OFF_BUSY) / 1e6, secs);
         return 0;
     }
 };
