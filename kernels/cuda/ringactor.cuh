@@ -312,10 +312,12 @@ __device__ __forceinline__ unsigned ra_stage_pitch(unsigned slot_size) { return 
 struct ra_ring_args {
     ra_u64 w[RA_ARG_SIZE / 8];
 };
+#if defined(__cplusplus) && __cplusplus >= 201103L
 static_assert(RA_ARG_SIZE % 8 == 0 && RA_ARG_OFF_STEAL % 8 == 0, "ra_ring_args: u64 words");
 static_assert(RA_ARG_OFF_STEAL + 8 * RA_MAX_STEAL_LINKS <= RA_ARG_OFF_NUM_STEAL && RA_ARG_OFF_STEAL_SYS + 4 <= RA_ARG_SIZE,
               "ra_ring_args: the steal links fit the block");
 static_assert(RA_MAX_STEAL_LINKS <= 32, "ra_ring_args: steal links' scope bits are one u32");
+#endif
 __device__ __forceinline__ unsigned char *ra_arg_ptr(const ra_ring_args &a, unsigned off) {
     return (unsigned char *)a.w[off / 8];
 }
@@ -491,6 +493,7 @@ __device__ __forceinline__ void ra_copy_payload(unsigned char *dst, const unsign
 // wrote (res, t0, t1, ports, otype, staged) only after one too.
 struct ra_loop_shared {
     ra_link_end ins[RA_MAX_IN_LINKS], outs[RA_MAX_OUT_LINKS], tr;
+    ra_link_end steals[RA_MAX_STEAL_LINKS];  // thread 0's alone: Spec.StealTo (ra_loop::steal)
     ra_u32 life, ack, n, stop, cur, next, ocap;
     ra_u32 gaps;  // a dead letter in this batch: set by any thread (ra_block_or)
     bool drain, sink;
@@ -532,9 +535,9 @@ struct ra_loop {
     ra_link_end *in;
     ra_u32 pitch;
     bool stg;
-    // Thread 0's own: the steal links (Spec.StealTo), the kernel their only
-    // producer; closed once stopping (attach_steal, steal, close_steal).
-    ra_link_end steals[RA_MAX_STEAL_LINKS];
+    // Thread 0's own: the steal links' count (the link ends are s.steals,
+    // the kernel their only producer; closed once stopping: attach_steal,
+    // steal, close_steal), and how many messages moved to thieves.
     ra_u32 nsteal;
     ra_u64 stolen;
     bool steal_closed;
@@ -623,11 +626,11 @@ struct ra_loop {
         nsteal = ra_arg_u32(a, RA_ARG_OFF_NUM_STEAL);
         stolen = 0;
         steal_closed = false;
-        for (ra_u32 k = 0; k < RA_MAX_STEAL_LINKS; k++) steals[k].q.base = 0;
+        for (ra_u32 k = 0; k < RA_MAX_STEAL_LINKS; k++) s.steals[k].q.base = 0;
         if (nsteal > RA_MAX_STEAL_LINKS) return false;
         const ra_u32 sys = ra_arg_u32(a, RA_ARG_OFF_STEAL_SYS);
         for (ra_u32 k = 0; k < nsteal; k++)
-            if (!ra_attach(ra_arg_ptr(a, RA_ARG_OFF_STEAL + 8 * k), &steals[k], false, (sys >> k) & 1u)) return false;
+            if (!ra_attach(ra_arg_ptr(a, RA_ARG_OFF_STEAL + 8 * k), &s.steals[k], false, (sys >> k) & 1u)) return false;
         return true;
     }
 
@@ -644,8 +647,8 @@ struct ra_loop {
     __device__ __forceinline__ void steal() {
         const ra_u64 arg = ra_load_relaxed_sys((const ra_u64 *)(ctrl + RA_CB_OFF_COMMAND_ARG));  // after seq's acquire
         const ra_u32 n = (ra_u32)arg, to = (ra_u32)(arg >> 32);
-        if (to >= nsteal || steal_closed || !steals[to].q.base) return;
-        ra_link_end *t = &steals[to];
+        if (to >= nsteal || steal_closed || !s.steals[to].q.base) return;
+        ra_link_end *t = &s.steals[to];
         ra_u32 moved = 0, took = 0;  // took: bit k set, in-link k's head moved
         while (moved < n && !s.stop) {
             const long long fr = ra_free(t, 1);
@@ -709,7 +712,7 @@ struct ra_loop {
         if (steal_closed) return;
         steal_closed = true;
         for (ra_u32 k = 0; k < nsteal && k < RA_MAX_STEAL_LINKS; k++)
-            if (steals[k].q.base) ra_store_release_sys32((ra_u32 *)(steals[k].q.base + RA_Q_OFF_CLOSED), 1);
+            if (s.steals[k].q.base) ra_store_release_sys32((ra_u32 *)(s.steals[k].q.base + RA_Q_OFF_CLOSED), 1);
     }
 
     // deadLetterQueued, thread 0: terminating without drain, everything
