@@ -94,7 +94,6 @@ var Lacks = map[string]map[Capability]string{
 	CUDA: {
 		SimDevices:  "the case sets up simulated GPUs itself (a topology, their sizes, Go stages, panics or stalls on them): the sim pass runs it",
 		SimTopology: "the links follow the GPUs' real topology, not the simulated one the case sets",
-		Steal:       "the CUDA device loop has no steal: the backend refuses CmdSteal (see the issue on GPU coordination)",
 		SimCost:     "simulated service times are a sim backend option",
 		SimMemory:   "the GPUs' memory is what the driver reports, not a size the case sets",
 		ErrorTexts:  "device code reports an ErrorCode, not the stage function's error text",

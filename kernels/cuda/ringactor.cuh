@@ -312,6 +312,12 @@ __device__ __forceinline__ unsigned ra_stage_pitch(unsigned slot_size) { return 
 struct ra_ring_args {
     ra_u64 w[RA_ARG_SIZE / 8];
 };
+#if defined(__cplusplus) && __cplusplus >= 201103L
+static_assert(RA_ARG_SIZE % 8 == 0 && RA_ARG_OFF_STEAL % 8 == 0, "ra_ring_args: u64 words");
+static_assert(RA_ARG_OFF_STEAL + 8 * RA_MAX_STEAL_LINKS <= RA_ARG_OFF_NUM_STEAL && RA_ARG_OFF_STEAL_SYS + 4 <= RA_ARG_SIZE,
+              "ra_ring_args: the steal links fit the block");
+static_assert(RA_MAX_STEAL_LINKS <= 32, "ra_ring_args: steal links' scope bits are one u32");
+#endif
 __device__ __forceinline__ unsigned char *ra_arg_ptr(const ra_ring_args &a, unsigned off) {
     return (unsigned char *)a.w[off / 8];
 }
@@ -386,8 +392,9 @@ __device__ __forceinline__ void ra_write_header(unsigned char *s, ra_u64 id, ra_
 // ra_record writes one trace-ring record, waiting (with backoff) while the
 // host pump catches up: records are never dropped while the host listens.
 // It returns false, writing nothing, on a trace ring no correct pump leaves
-// (a corrupt head) or when the host posts a new command (seq moves past
-// ack) while it waits: a stopped pump must not make the kernel unkillable.
+// (a corrupt head) or when the host posts a terminate (seq moves past ack
+// and the command is one) while it waits: a stopped pump must not make the
+// kernel unkillable.
 // The caller faults.
 __device__ bool ra_record(ra_link_end *tr, const unsigned char *ctrl, ra_u32 ack, ra_u32 kind, const unsigned char *msg,
                           ra_u32 stage, ra_u64 deq, ra_u64 done, int code) {
@@ -397,7 +404,13 @@ __device__ bool ra_record(ra_link_end *tr, const unsigned char *ctrl, ra_u32 ack
         if (fr < 0) return false;
         if (fr >= 1) break;
         ra_store_release(ra_q_word(tr->q, RA_Q_OFF_TAIL), tr->own, true);
-        if (ra_load_acquire_sys32((const ra_u32 *)(ctrl + RA_CB_OFF_COMMAND_SEQ)) != ack) return false;
+        // A terminate posted meanwhile ends the wait (the caller faults); any
+        // other command waits for the record (the coordinator's steals come
+        // every millisecond and must not fault a kernel behind a slow pump).
+        if (ra_load_acquire_sys32((const ra_u32 *)(ctrl + RA_CB_OFF_COMMAND_SEQ)) != ack) {
+            const ra_u32 c = ra_load_relaxed_sys32((const ra_u32 *)(ctrl + RA_CB_OFF_COMMAND));
+            if (c == RA_CMD_TERMINATE || c == RA_CMD_TERMINATE_DRAIN) return false;
+        }
         ra_backoff(&ns);
     }
     unsigned char *s = ra_q_slot(tr->q, tr->own);
@@ -494,6 +507,7 @@ __device__ __forceinline__ void ra_copy_payload(unsigned char *dst, const unsign
 // wrote (res, t0, t1, ports, otype, staged) only after one too.
 struct ra_loop_shared {
     ra_link_end ins[RA_MAX_IN_LINKS], outs[RA_MAX_OUT_LINKS], tr;
+    ra_link_end steals[RA_MAX_STEAL_LINKS];  // thread 0's alone: Spec.StealTo (ra_loop::steal)
     ra_u32 life, ack, n, stop, cur, next, ocap;
     ra_u32 gaps;  // a dead letter in this batch: set by any thread (ra_block_or)
     bool drain, sink;
@@ -536,6 +550,12 @@ struct ra_loop {
     ra_link_end *in;
     ra_u32 pitch;
     bool stg;
+    // Thread 0's own: the steal links' count (the link ends are s.steals,
+    // the kernel their only producer; closed once stopping: attach_steal,
+    // steal, close_steal), and how many messages moved to thieves.
+    ra_u32 nsteal;
+    ra_u64 stolen;
+    bool steal_closed;
 
     __device__ ra_loop(ra_loop_shared &sh, const ra_ring_args &a) : s(sh) {
         ctrl = ra_arg_ptr(a, RA_ARG_OFF_CTRL);
@@ -576,6 +596,7 @@ struct ra_loop {
             if (ok) s.ocap = min(s.ocap, s.outs[k].q.slot_size - RA_SLOT_HEADER_SIZE);
         }
         for (ra_u32 k = 0; ok && k < nin; k++) ok = ra_attach(ra_arg_ptr(a, RA_ARG_OFF_IN + 8 * k), &s.ins[k], true, (in_sys >> k) & 1u);
+        ok = attach_steal(a) && ok;
         if (!ok) {
             s.life = RA_STATE_FAULTED;
             ra_store_relaxed_sys32((ra_u32 *)(ctrl + RA_CB_OFF_LAST_ERROR), (ra_u32)RA_CODE_CORRUPT_QUEUE);
@@ -592,12 +613,16 @@ struct ra_loop {
     __device__ __forceinline__ void commands() {
         const ra_u32 it = iter++;
         const ra_u64 now = ra_globaltimer();
+        bool beat = false;
         if (it == 0 || now - last_beat >= RA_BEAT_NS) {
+            beat = true;
             last_beat = now;
             s.clk = ra_clock_offset(ctrl);
             ra_store_release_sys((ra_u64 *)(ctrl + RA_CB_OFF_HEARTBEAT), now + s.clk);
         }
-        const ra_u32 q = (it & 7u) == 0 ? ra_load_acquire_sys32((const ra_u32 *)(ctrl + RA_CB_OFF_COMMAND_SEQ)) : s.ack;
+        // Every 8th iteration, or at a beat: a loop whose batches take longer
+        // than RA_BEAT_NS reads it every step (a steal waits one batch, not 8).
+        const ra_u32 q = ((it & 7u) == 0 || beat) ? ra_load_acquire_sys32((const ra_u32 *)(ctrl + RA_CB_OFF_COMMAND_SEQ)) : s.ack;
         if (q == s.ack) return;
         const ra_u32 c = ra_load_relaxed_sys32((const ra_u32 *)(ctrl + RA_CB_OFF_COMMAND));  // after seq's acquire
         ra_u32 &life = s.life;
@@ -606,11 +631,113 @@ struct ra_loop {
         else if (c == RA_CMD_TERMINATE) { life = RA_STATE_TERMINATING; s.drain = false; }
         else if (c == RA_CMD_TERMINATE_DRAIN) { life = RA_STATE_TERMINATING; s.drain = true; }
         s.ack = q;
+        if (c == RA_CMD_STEAL && (life == RA_STATE_LAUNCHED || life == RA_STATE_ACTIVE || life == RA_STATE_IDLE)) steal();
+        if (life == RA_STATE_TERMINATING) close_steal();  // no steals once stopping: thieves that drain need not wait for us
         ra_store_release_sys32((ra_u32 *)(ctrl + RA_CB_OFF_STATE), life);
         ra_store_release_sys32((ra_u32 *)(ctrl + RA_CB_OFF_COMMAND_ACK), q);
     }
 
     __device__ __forceinline__ void fault() { ra_fault(ctrl, &s.tr, stage, s.clk, &s.life); }
+
+    // attach_steal, thread 0: the steal links, as their producer; false on
+    // one no correct consumer leaves as it is (the kernel faults).
+    __device__ __forceinline__ bool attach_steal(const ra_ring_args &a) {
+        nsteal = ra_arg_u32(a, RA_ARG_OFF_NUM_STEAL);
+        stolen = 0;
+        steal_closed = false;
+        for (ra_u32 k = 0; k < RA_MAX_STEAL_LINKS; k++) s.steals[k].q.base = 0;
+        if (nsteal > RA_MAX_STEAL_LINKS) return false;
+        const ra_u32 sys = ra_arg_u32(a, RA_ARG_OFF_STEAL_SYS);
+        for (ra_u32 k = 0; k < nsteal; k++)
+            if (!ra_attach(ra_arg_ptr(a, RA_ARG_OFF_STEAL + 8 * k), &s.steals[k], false, (sys >> k) & 1u)) return false;
+        return true;
+    }
+
+    // steal, thread 0, on RA_CMD_STEAL (arg: count | link << 32), between
+    // batches (every head published): up to count queued messages, each
+    // taken from the first in-link that has one, copied whole (header and
+    // payload, as they are) into the thief's steal link, until the count,
+    // a full steal link or nothing queued. A message the thief's slots
+    // cannot hold is dead-lettered (RA_CODE_BAD_RESULT), a corrupt one
+    // (RA_CODE_CORRUPT_SLOT). Then, as in flush: the counters (stolen
+    // among them), one fence, the steal link's tail and the in-links'
+    // heads; the caller acknowledges after, so the host's Steal, reading
+    // stolen after its ack, finds the count.
+    __device__ __forceinline__ void steal() {
+        const ra_u64 arg = ra_load_relaxed_sys((const ra_u64 *)(ctrl + RA_CB_OFF_COMMAND_ARG));  // after seq's acquire
+        const ra_u32 n = (ra_u32)arg, to = (ra_u32)(arg >> 32);
+        if (to >= nsteal || steal_closed || !s.steals[to].q.base) return;
+        ra_link_end *t = &s.steals[to];
+        ra_u32 moved = 0, took = 0;  // took: bit k set, in-link k's head moved
+        while (moved < n && !s.stop) {
+            const long long fr = ra_free(t, 1);
+            if (fr < 0) { fault(); s.stop = 1; break; }
+            if (fr == 0) break;  // the thief's link is full: it has enough
+            ra_u32 k = 0;
+            long long av = 0;
+            for (; k < nin; k++) {
+                av = ra_avail(&s.ins[k]);
+                if (av != 0) break;
+            }
+            if (k == nin) break;  // nothing queued
+            if (av < 0) { fault(); s.stop = 1; break; }
+            ra_link_end *src = &s.ins[k];
+            const unsigned char *m = ra_q_slot(src->q, src->own);
+            const ra_u32 len = ra_slot_len(m);
+            int code = 0;
+            if (len > src->q.slot_size - RA_SLOT_HEADER_SIZE) code = RA_CODE_CORRUPT_SLOT;
+            else if (len > t->q.slot_size - RA_SLOT_HEADER_SIZE) code = RA_CODE_BAD_RESULT;
+            if (code) {
+                const ra_u64 now = ra_globaltimer() + s.clk;
+                if (!ra_record(&s.tr, ctrl, s.ack, RA_REC_DEAD_LETTER, m, stage, now, now, code)) { s.life = RA_STATE_FAULTED; s.stop = 1; break; }
+                dropped++;
+                if (!ra_not_stage_error(code)) errors++;
+                ra_store_relaxed_sys((ra_u64 *)(ctrl + RA_CB_OFF_LAST_ERROR_ID), ra_slot_id(m));
+                ra_store_relaxed_sys32((ra_u32 *)(ctrl + RA_CB_OFF_LAST_ERROR), (ra_u32)code);
+            } else {
+                // Whole words: payloads are 8-byte aligned and slot sizes multiples of 64.
+                ra_u64 *d = (ra_u64 *)ra_q_slot(t->q, t->own);
+                const ra_u64 *w = (const ra_u64 *)m;
+                for (ra_u32 x = 0; x < (RA_SLOT_HEADER_SIZE + len + 7) / 8; x++) d[x] = w[x];
+                t->bytes += len;
+                t->own++;
+                moved++;
+                stolen++;
+            }
+            src->bytes += payload_len(*src, m);
+            src->own++;
+            took |= 1u << k;
+        }
+        if (!took) return;
+        for (ra_u32 k = 0; k < nin; k++)
+            if (took & (1u << k)) store_consumer(&s.ins[k]);
+        if (moved) store_producer(t);
+        store_counters();
+        ra_store_relaxed_sys((ra_u64 *)(ctrl + RA_CB_OFF_STOLEN), stolen);
+        bool sys = t->sys;
+        for (ra_u32 k = 0; k < nin; k++)
+            if (took & (1u << k)) sys |= s.ins[k].sys;
+        ra_fence_acq_rel(sys);
+        if (moved) ra_store_fenced(ra_q_word(t->q, RA_Q_OFF_TAIL), t->own, t->sys);
+        for (ra_u32 k = 0; k < nin; k++) {
+            if (!(took & (1u << k))) continue;
+            ra_store_fenced(ra_q_word(s.ins[k].q, RA_Q_OFF_HEAD), s.ins[k].own, s.ins[k].sys);
+            s.ins[k].pub = s.ins[k].own;
+        }
+        if (s.tr.own != published_tr) {  // the dead letters' records
+            ra_store_release_sys(ra_q_word(s.tr.q, RA_Q_OFF_TAIL), s.tr.own);
+            published_tr = s.tr.own;
+        }
+    }
+
+    // close_steal, thread 0: each steal link closed after its last tail
+    // publish (a release), once.
+    __device__ __forceinline__ void close_steal() {
+        if (steal_closed) return;
+        steal_closed = true;
+        for (ra_u32 k = 0; k < nsteal && k < RA_MAX_STEAL_LINKS; k++)
+            if (s.steals[k].q.base) ra_store_release_sys32((ra_u32 *)(s.steals[k].q.base + RA_Q_OFF_CLOSED), 1);
+    }
 
     // deadLetterQueued, thread 0: terminating without drain, everything
     // queued on every in-link becomes a dead letter (RA_CODE_SHUTDOWN),
@@ -973,6 +1100,7 @@ struct ra_loop {
         store_counters();
         for (ra_u32 d = 0; d < nout && d < RA_MAX_OUT_LINKS; d++)
             if (s.outs[d].q.base) ra_store_release_sys32((ra_u32 *)(s.outs[d].q.base + RA_Q_OFF_CLOSED), 1);
+        close_steal();
         if (s.tr.q.base) ra_store_release_sys(ra_q_word(s.tr.q, RA_Q_OFF_TAIL), s.tr.own);
         ra_store_release_sys32((ra_u32 *)(ctrl + RA_CB_OFF_STATE), s.life);
         if (s.tr.q.base) ra_store_release_sys32((ra_u32 *)(s.tr.q.base + RA_Q_OFF_CLOSED), 1);

@@ -75,7 +75,7 @@
 #define RA_CMD_DEACTIVATE          2u
 #define RA_CMD_TERMINATE           3u        // stop now, dead-letter the queue
 #define RA_CMD_TERMINATE_DRAIN     4u        // stop once in-links close and drain
-#define RA_CMD_STEAL               5u        // forward queued messages to a thief (sim only so far)
+#define RA_CMD_STEAL               5u        // forward queued messages to a thief (arg: count | link << 32)
 #define RA_REC_TRACE               1u        // trace ring slot type
 #define RA_REC_DEAD_LETTER         2u
 #define RA_REC_FAULT               3u
@@ -88,6 +88,7 @@
 #define RA_TRACE_SLOT_SIZE         0xc0u     // slot size of trace rings
 #define RA_MAX_IN_LINKS            0x10u     // in-links of one device loop
 #define RA_MAX_OUT_LINKS           8u        // out-links of one device loop
+#define RA_MAX_STEAL_LINKS         0xfu      // steal links of one device loop
 #define RA_ROUTE_ONE               0u        // route: the one out-link
 #define RA_ROUTE_ALL               1u        // route: a copy to every out-link
 #define RA_ROUTE_ROUND_ROBIN       2u        // route: out-links in turn
@@ -107,7 +108,10 @@
 #define RA_ARG_OFF_NUM_OUT         0xf4u     // ra_ring_args: out-links used
 #define RA_ARG_OFF_ROUTE           0xf8u     // ra_ring_args: route
 #define RA_ARG_OFF_KEY_OFFSET      0xfcu     // ra_ring_args: RouteKey's key offset
-#define RA_ARG_SIZE                0x100u    // ra_ring_args: bytes
+#define RA_ARG_OFF_STEAL           0x100u    // ra_ring_args: steal-link regions
+#define RA_ARG_OFF_NUM_STEAL       0x178u    // ra_ring_args: steal links used
+#define RA_ARG_OFF_STEAL_SYS       0x17cu    // ra_ring_args: sys-scope steal links, bit mask
+#define RA_ARG_SIZE                0x180u    // ra_ring_args: bytes
 
 // Dead-letter codes (negative: a stage function may return them).
 #define RA_CODE_OUTPUT_TOO_SMALL   (-1) // result larger than the out slot

@@ -12,6 +12,7 @@ import (
 	"github.com/ringactor/ringactor/cuda/cudatest"
 	"github.com/ringactor/ringactor/kernels"
 	"github.com/ringactor/ringactor/p2pqueue"
+	rk "github.com/ringactor/ringactor/ringkernel"
 )
 
 // Under CUDA_LAUNCH_BLOCKING=1 the first persistent kernel would never
@@ -140,5 +141,16 @@ func TestCloseFreesThePortableArena(t *testing.T) {
 	}
 	if err := b.Close(); err != nil {
 		t.Fatalf("Close after a portable allocation: %v", err)
+	}
+}
+
+// A stage with more steal links than the device loop forwards into is
+// refused at Start, before the driver is touched, with the limit named.
+func TestTooManyStealLinksRefused(t *testing.T) {
+	job := &rk.Job{Spec: rk.Spec{Stage: rk.Stage{Name: "victim", Op: "identity"}},
+		In: make([]*p2pqueue.Consumer, 1), StealTo: make([]*p2pqueue.Producer, rk.MaxDeviceStealLinks+1)}
+	_, err := (&Backend{}).Start(job)
+	if err == nil || !strings.Contains(err.Error(), fmt.Sprintf("has %d steal links; a device loop forwards stolen work into at most %d", rk.MaxDeviceStealLinks+1, rk.MaxDeviceStealLinks)) {
+		t.Fatalf("%d steal links: %v", rk.MaxDeviceStealLinks+1, err)
 	}
 }

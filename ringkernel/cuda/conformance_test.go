@@ -24,7 +24,6 @@ func options() ringkerneltest.Options {
 	o := ringkerneltest.Options{Name: "cuda", Devices: 1, StressMessages: 1_000_000, Lacks: map[ringkerneltest.Capability]string{
 		ringkerneltest.GoStageFunctions: "the device loop runs CUDA device functions: an op with a Go side only runs on the CPU device, and a device function that hangs cannot be cut off (docs/ARCHITECTURE.md §3.1)",
 		ringkerneltest.Workers:          "on a GPU the workers are the block's threads, not Stage.Workers goroutines",
-		ringkerneltest.Steal:            "the CUDA device loop has no steal: the backend refuses CmdSteal (see the issue on GPU coordination)",
 		ringkerneltest.ErrorTexts:       "device code reports an ErrorCode, not an error's text",
 	}}
 	switch {

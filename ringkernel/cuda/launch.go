@@ -26,8 +26,9 @@ func (b *Backend) Start(job *rk.Job) (rk.Loop, error) {
 	if n := len(job.In); n < 1 || n > rk.MaxDeviceInLinks {
 		return nil, fmt.Errorf("ringkernel/cuda: stage %q has %d in-links; a device loop reads 1 to %d", spec.Stage.Name, n, rk.MaxDeviceInLinks)
 	}
-	if len(job.StealTo) > 0 {
-		return nil, fmt.Errorf("ringkernel/cuda: stage %q has steal links: forwarding stolen work is not in the device loop yet; run stage groups with stealing on the sim backend, or without stealing", spec.Stage.Name)
+	if n := len(job.StealTo); n > rk.MaxDeviceStealLinks {
+		return nil, fmt.Errorf("ringkernel/cuda: stage %q has %d steal links; a device loop forwards stolen work into at most %d (a stage group of at most %d instances)",
+			spec.Stage.Name, n, rk.MaxDeviceStealLinks, rk.MaxDeviceStealLinks+1)
 	}
 	d, err := b.device(spec.Device)
 	if err != nil {
@@ -218,6 +219,16 @@ func (l *loop) args(job *rk.Job) ([]byte, error) {
 	}
 	put32(rk.ArgOffOutSys, outSys)
 	put32(rk.ArgOffNumOut, uint32(len(job.Out)))
+	// Steal links are ordered at system scope: a Spec does not say that a
+	// thief runs on this same device (no StealLocal), and system scope is
+	// always correct.
+	var stealSys uint32
+	for i, pr := range job.StealTo {
+		put(rk.ArgOffSteal+8*i, pr.Link().Region().DeviceAddr)
+		stealSys |= 1 << i
+	}
+	put32(rk.ArgOffNumSteal, uint32(len(job.StealTo)))
+	put32(rk.ArgOffStealSys, stealSys)
 	put32(rk.ArgOffRoute, uint32(spec.Route))
 	put32(rk.ArgOffKeyOffset, uint32(spec.KeyOffset))
 	floats := func(vs []float32, n int) (uint64, error) {

@@ -14,5 +14,6 @@
 // not kept across a group; Stats balances over the whole group (an
 // instance's own account does not when work is stolen from or by it).
 //
-// The CUDA backend does not run stealing yet: New returns its error.
+// Stealing runs on every backend: on CUDA the victim's device loop forwards
+// the messages itself.
 package group

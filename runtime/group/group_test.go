@@ -205,10 +205,12 @@ func TestGroupStealsFromTheSlowDevice(t *testing.T) {
 }
 
 // Steal is an actor message to an instance's PID, answered with Stolen.
+// Instance 0 is deactivated, so its share stays queued: exactly the 20
+// asked for move.
 func TestGroupStealThroughThePID(t *testing.T) {
 	rttest.Need(t, rttest.Steal)
-	rt := groupEnv(t, map[int]time.Duration{0: time.Millisecond}, nil)
-	g, err := group.New(ctxT(t), rt, group.Spec{Name: "pid", Devices: []int{0, 1}, Policy: group.Static, Steal: true, StealEvery: time.Hour,
+	rt := groupEnv(t, nil, nil)
+	g, err := group.New(ctxT(t), rt, group.Spec{Name: "pid", Devices: devices(t, 2), Policy: group.Static, Steal: true, StealEvery: time.Hour,
 		Stage: ra.StageSpec{Name: "x3", Op: "scale", Params: []float32{3}}})
 	if err != nil {
 		t.Fatal(err)
@@ -216,6 +218,9 @@ func TestGroupStealThroughThePID(t *testing.T) {
 	defer g.Close(context.Background(), false)
 	pid, err := g.InstancePID(0)
 	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := rt.System().Root.RequestFuture(pid, ra.Deactivate{}, 5*time.Second).Result(); err != nil {
 		t.Fatal(err)
 	}
 	ds := make([]ra.Data, 200)
@@ -229,8 +234,8 @@ func TestGroupStealThroughThePID(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if s, ok := res.(ra.Stolen); !ok || s.Err != nil || s.Moved == 0 {
-		t.Fatalf("answer %#v", res)
+	if s, ok := res.(ra.Stolen); !ok || s.Err != nil || s.Moved != 20 {
+		t.Fatalf("answer %#v, want 20 moved", res)
 	}
 	res, _ = rt.System().Root.RequestFuture(pid, ra.Steal{N: 5, To: 7}, 5*time.Second).Result()
 	if s, ok := res.(ra.Stolen); !ok || s.Err == nil {
@@ -303,7 +308,7 @@ func (b *noStealing) Start(job *rk.Job) (rk.Loop, error) {
 	return b.Backend.Start(job)
 }
 
-// A backend that cannot run stealing groups (CUDA's, today) makes Group
+// A backend that cannot run stealing groups makes Group
 // fail at once with its error, not hang.
 func TestGroupStealingRefusalSurfaces(t *testing.T) {
 	b := &noStealing{Backend: sim.New(2)}

@@ -73,8 +73,8 @@
 //
 // Scope and placement (counted and reported the same way):
 //   - at the launch of a *_ring kernel, every non-null pointer of its
-//     ra_ring_args (control block, in-links, out-links, trace ring, params,
-//     state, sink; offsets RA_ARG_OFF_* of ringactor_layout.h) must lie in
+//     ra_ring_args (control block, in-links, out-links, steal links, trace
+//     ring, params, state, sink; offsets RA_ARG_OFF_* of ringactor_layout.h) must lie in
 //     an allocation the launching context may touch: its own device's
 //     memory, another device's memory only with peer access to it enabled
 //     in the launching context, pinned host memory of the launching
@@ -1250,9 +1250,10 @@ static CUresult check_ring_args(const char *call, const Launch *l) {
         {"params", u64(RA_ARG_OFF_PARAMS)},      {"state", u64(RA_ARG_OFF_STATE)},
         {"sink", u64(RA_ARG_OFF_SINK)},
     };
-    unsigned nin = u32(RA_ARG_OFF_NUM_IN), nout = u32(RA_ARG_OFF_NUM_OUT);
+    unsigned nin = u32(RA_ARG_OFF_NUM_IN), nout = u32(RA_ARG_OFF_NUM_OUT), nsteal = u32(RA_ARG_OFF_NUM_STEAL);
     for (unsigned i = 0; i < nin && i < RA_MAX_IN_LINKS; i++) ptrs.push_back({"in-link " + std::to_string(i), u64(RA_ARG_OFF_IN + 8 * i)});
     for (unsigned i = 0; i < nout && i < RA_MAX_OUT_LINKS; i++) ptrs.push_back({"out-link " + std::to_string(i), u64(RA_ARG_OFF_OUT + 8 * i)});
+    for (unsigned i = 0; i < nsteal && i < RA_MAX_STEAL_LINKS; i++) ptrs.push_back({"steal link " + std::to_string(i), u64(RA_ARG_OFF_STEAL + 8 * i)});
     Context *c = l->ctx;
     CUresult res = SUCCESS;
     char buf[512];

@@ -93,7 +93,7 @@ func defs() []def {
 		{"RA_CMD_DEACTIVATE", uint64(rk.CmdDeactivate), ""},
 		{"RA_CMD_TERMINATE", uint64(rk.CmdTerminate), "stop now, dead-letter the queue"},
 		{"RA_CMD_TERMINATE_DRAIN", uint64(rk.CmdTerminateDrain), "stop once in-links close and drain"},
-		{"RA_CMD_STEAL", uint64(rk.CmdSteal), "forward queued messages to a thief (sim only so far)"},
+		{"RA_CMD_STEAL", uint64(rk.CmdSteal), "forward queued messages to a thief (arg: count | link << 32)"},
 
 		{"RA_REC_TRACE", rk.RecordTrace, "trace ring slot type"},
 		{"RA_REC_DEAD_LETTER", rk.RecordDeadLetter, ""},
@@ -108,6 +108,7 @@ func defs() []def {
 
 		{"RA_MAX_IN_LINKS", rk.MaxDeviceInLinks, "in-links of one device loop"},
 		{"RA_MAX_OUT_LINKS", rk.MaxDeviceOutLinks, "out-links of one device loop"},
+		{"RA_MAX_STEAL_LINKS", rk.MaxDeviceStealLinks, "steal links of one device loop"},
 		{"RA_ROUTE_ONE", uint64(rk.RouteOne), "route: the one out-link"},
 		{"RA_ROUTE_ALL", uint64(rk.RouteAll), "route: a copy to every out-link"},
 		{"RA_ROUTE_ROUND_ROBIN", uint64(rk.RouteRoundRobin), "route: out-links in turn"},
@@ -127,6 +128,9 @@ func defs() []def {
 		{"RA_ARG_OFF_NUM_OUT", rk.ArgOffNumOut, "ra_ring_args: out-links used"},
 		{"RA_ARG_OFF_ROUTE", rk.ArgOffRoute, "ra_ring_args: route"},
 		{"RA_ARG_OFF_KEY_OFFSET", rk.ArgOffKeyOffset, "ra_ring_args: RouteKey's key offset"},
+		{"RA_ARG_OFF_STEAL", rk.ArgOffSteal, "ra_ring_args: steal-link regions"},
+		{"RA_ARG_OFF_NUM_STEAL", rk.ArgOffNumSteal, "ra_ring_args: steal links used"},
+		{"RA_ARG_OFF_STEAL_SYS", rk.ArgOffStealSys, "ra_ring_args: sys-scope steal links, bit mask"},
 		{"RA_ARG_SIZE", rk.ArgSize, "ra_ring_args: bytes"},
 	}
 }

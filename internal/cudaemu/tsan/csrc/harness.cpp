@@ -29,7 +29,10 @@
 //             (every message below head counted).
 //   commander ringkernel.ControlBlock.PostArg (argument, command, then seq
 //             released) and the wait for ack, the clock offset rewritten as
-//             the backend's recalibration does.
+//             the backend's recalibration does; in the steal case,
+//             Kernel.Steal (CmdSteal, then stolen read after the ack).
+//   thief     the steal case's consumer of the victim's steal link: every
+//             stolen slot checked against what was sent.
 //
 // Stdout gets one line, "ok ..." with the counts; a failed check prints
 // "FAIL ..." lines to stderr and exits 1; ThreadSanitizer's reports exit
@@ -237,7 +240,7 @@ struct consumer {
 };
 
 // ---- cases -----------------------------------------------------------------------
-enum end_mode { END_CLOSE, END_DRAIN, END_NODRAIN };
+enum end_mode { END_CLOSE, END_DRAIN, END_NODRAIN, END_STEAL };
 
 struct tcase {
     const char *name, *op, *what;
@@ -251,6 +254,7 @@ struct tcase {
     float param;
     int state_floats;
     bool keyed;
+    uint32_t steal_slot, steal_cap;  // END_STEAL: the steal link (0: none)
 };
 
 static const tcase cases[] = {
@@ -270,6 +274,8 @@ static const tcase cases[] = {
      128, 128, 64, 64, 1024, 3000, 7, 37, 0, END_DRAIN, 1.5f, 0, false},
     {"no-drain", "scale", "Deactivate, more queued, ingress closed, Terminate: shutdown dead letters", 1, RA_ROUTE_ONE,
      128, 128, 256, 64, 32, 1200, 3, 41, 0, END_NODRAIN, 4.0f, 0, false},
+    {"steal", "scale", "CmdSteal (some while idle) as ingress feeds the victim and a thief drains the steal link, whose smaller slots make dead letters",
+     1, RA_ROUTE_ONE, 128, 128, 64, 64, 4096, 3000, 7, 23, 0, END_STEAL, 2.0f, 0, false, 64, 16},
 };
 
 static const uint32_t STAGE_ID = 7;
@@ -338,7 +344,8 @@ struct run {
     std::vector<std::atomic<int> > delivered;  // per id: out-link + 1
     std::vector<std::atomic<int> > dead;       // per id: dead-letter code (nonzero once dead)
     std::vector<std::atomic<int> > traced;     // per id: trace records
-    std::atomic<long long> n_delivered{0}, n_dead{0}, n_traced{0}, n_stage_errors{0};
+    std::vector<std::atomic<int> > stolen;     // per id: seen on the steal link
+    std::atomic<long long> n_delivered{0}, n_dead{0}, n_traced{0}, n_stage_errors{0}, n_stolen{0}, n_steals{0};
     std::atomic<long long> sent{0};
     std::atomic<bool> stop_status{false}, kernel_done{false};
     std::atomic<int> phase{0};  // producer/commander handshake
@@ -346,14 +353,15 @@ struct run {
     int last_err_code = 0;
 
     unsigned char *ctrl = nullptr;
-    region in, tr;
+    region in, tr, steal;
     std::vector<region> outs;
     std::vector<float> params, state;
     unsigned char args[RA_ARG_SIZE];
 
     run(const tcase &tc, unsigned n) : c(tc), threads(n), total(tc.messages), expect(tc.messages + 1), port(tc.messages + 1, -1),
                                        cnt(tc.messages + 1), below(tc.messages + 1), out_bytes(tc.nout), delivered(tc.messages + 1),
-                                       dead(tc.messages + 1), traced(tc.messages + 1) {
+                                       dead(tc.messages + 1), traced(tc.messages + 1), stolen(tc.messages + 1) {
+        for (auto &v : stolen) v.store(0);
         for (auto &v : delivered) v.store(0);
         for (auto &v : dead) v.store(0);
         for (auto &v : traced) v.store(0);
@@ -408,12 +416,17 @@ struct run {
             state.assign(c.state_floats, 0.0f);
             put(RA_ARG_OFF_STATE, (uint64_t)(uintptr_t)state.data());
         }
+        if (c.steal_slot) {
+            put(RA_ARG_OFF_STEAL, (uint64_t)(uintptr_t)steal.base);
+            put_u32(RA_ARG_OFF_NUM_STEAL, 1);
+            put_u32(RA_ARG_OFF_STEAL_SYS, 1);
+        }
     }
 
     // ControlBlock.PostArg, then the wait for its ack (backoff 1 µs to 1 ms).
-    bool post(uint32_t cmd, uint32_t want_state) {
+    bool post(uint32_t cmd, uint32_t want_state, uint64_t arg = 0) {
         uint32_t seq = ld_acq32(ctrl, RA_CB_OFF_COMMAND_SEQ) + 1;
-        st_rel64(ctrl, RA_CB_OFF_COMMAND_ARG, 0);
+        st_rel64(ctrl, RA_CB_OFF_COMMAND_ARG, arg);
         st_rel32(ctrl, RA_CB_OFF_COMMAND, cmd);
         st_rel32(ctrl, RA_CB_OFF_COMMAND_SEQ, seq);  // after the command: the kernel reads seq first
         unsigned us = 1;
@@ -470,6 +483,77 @@ struct run {
             if ((rnd >> 40) % 8 == 0) sleep_us(50);
         }
         delete m;
+    }
+
+    // The thief: the steal link's consumer, each stolen slot as it was sent
+    // (in order: the victim takes them in order), a little slow now and
+    // then so the link fills and a steal stops at a full link.
+    void thief() {
+        consumer q;
+        q.l = steal;
+        q.name = "steal link";
+        msg *m = new msg;
+        uint64_t last = 0;
+        unsigned polls = 0;
+        for (;;) {
+            long long n = q.peek(8);
+            if (n < 0) break;
+            if (n == 0) {
+                std::this_thread::yield();
+                continue;
+            }
+            for (uint32_t i = 0; i < (uint32_t)n; i++) {
+                const unsigned char *s = q.slot(i);
+                const uint64_t id = get64(s + RA_SLOT_OFF_ID);
+                if (id == 0 || id > (uint64_t)total || id <= last) {
+                    fail("steal link: id %llu after %llu (sent 1..%d)", (unsigned long long)id, (unsigned long long)last, total);
+                    continue;
+                }
+                last = id;
+                if (stolen[id].exchange(1)) fail("message %llu stolen twice", (unsigned long long)id);
+                n_stolen.fetch_add(1);
+                make_msg(c, id, m);
+                const uint32_t len = get32(s + RA_SLOT_OFF_LEN), flags = get32(s + RA_SLOT_OFF_FLAGS);
+                const uint64_t enq = get64(s + RA_SLOT_OFF_ENQUEUED);
+                if (get32(s + RA_SLOT_OFF_TYPE) != m->type || len != m->len || flags != m->flags || get32(s + RA_SLOT_OFF_ORIGIN) != 0 ||
+                    ((flags & RA_FLAG_SAMPLED) ? enq == 0 : enq != 0) || len > steal.payload_cap() ||
+                    memcmp(s + RA_SLOT_HEADER_SIZE, m->f, len & ~3u) != 0)  // the bytes past whole floats are not set
+                    fail("stolen message %llu is not the message sent (len %u, flags %#x)", (unsigned long long)id, len, flags);
+            }
+            q.release((uint32_t)n);
+            if (++polls % 8 == 0) sleep_us(200);
+        }
+        delete m;
+    }
+
+    // Kernel.Steal: CmdSteal for 1 to 40, then stolen read after the ack;
+    // the trace ring holds a record of every message, so no command comes
+    // while the kernel waits in ra_record (which would fault it, docs §4.1);
+    // every other one with the kernel made idle first and something queued.
+    // The steal link's tail (its only producer is the victim's steal)
+    // must equal stolen after each ack.
+    void steals() {
+        uint64_t rnd = 12345, before = 0;
+        while (phase.load() != 1 && !failed()) {
+            rnd = rnd * 6364136223846793005ull + 1442695040888963407ull;
+            const uint32_t n = 1 + (uint32_t)((rnd >> 33) % 40);
+            const bool idle = (rnd >> 45) & 1;
+            if (idle) {
+                if (!post(RA_CMD_DEACTIVATE, RA_STATE_IDLE)) return;
+                const uint64_t deadline = now_ns() + 20000000000ull;
+                while (ld_acq64(in.base, RA_Q_OFF_TAIL) - ld_acq64(in.base, RA_Q_OFF_HEAD) < 8 && phase.load() != 1 && now_ns() < deadline) sleep_us(20);
+            }
+            if (!post(RA_CMD_STEAL, 0, n)) return;
+            const uint64_t after = ld_acq64(ctrl, RA_CB_OFF_STOLEN), tail = ld_acq64(steal.base, RA_Q_OFF_TAIL);
+            if (after < before || after - before > n) fail("steal of %u: stolen %llu -> %llu", n, (unsigned long long)before, (unsigned long long)after);
+            if (tail != after) fail("steal of %u: stolen %llu, the steal link's tail %llu", n, (unsigned long long)after, (unsigned long long)tail);
+            before = after;
+            n_steals.fetch_add(1);
+            if (idle && !post(RA_CMD_ACTIVATE, RA_STATE_ACTIVE)) return;
+            sleep_us(100);
+        }
+        // A steal to a link it does not have moves nothing.
+        if (post(RA_CMD_STEAL, 0, 5ull | 1ull << 32) && ld_acq64(ctrl, RA_CB_OFF_STOLEN) != before) fail("a steal to link 1 of 1 moved messages");
     }
 
     // One out-link's consumer: every result checked against the op.
@@ -566,6 +650,14 @@ struct run {
         }
     }
 
+    uint32_t make_len(uint64_t id) {
+        msg *m = new msg;
+        make_msg(c, id, m);
+        const uint32_t n = m->len;
+        delete m;
+        return n;
+    }
+
     void check_record(const unsigned char *s) {
         const uint64_t id = get64(s + RA_SLOT_OFF_ID);
         const uint32_t kind = get32(s + RA_SLOT_OFF_TYPE), len = get32(s + RA_SLOT_OFF_LEN), flags = get32(s + RA_SLOT_OFF_FLAGS);
@@ -596,11 +688,13 @@ struct run {
             return;
         }
         const bool shutdown = code == RA_CODE_SHUTDOWN;
-        if (shutdown ? c.end != END_NODRAIN : code != expect[id])
+        // A stolen message the thief's slots cannot hold: RA_CODE_BAD_RESULT.
+        const bool too_big = code == RA_CODE_BAD_RESULT && c.steal_slot && make_len(id) > c.steal_slot - RA_SLOT_HEADER_SIZE;
+        if (shutdown ? c.end != END_NODRAIN : code != expect[id] && !too_big)
             fail("dead letter %llu: code %d, want %d", (unsigned long long)id, code, expect[id]);
         if (dead[id].exchange(code ? code : -100)) fail("message %llu dead-lettered twice", (unsigned long long)id);
         n_dead.fetch_add(1);
-        if (code == RA_CODE_OUTPUT_TOO_SMALL) n_stage_errors.fetch_add(1);
+        if (code == RA_CODE_OUTPUT_TOO_SMALL || code == RA_CODE_BAD_RESULT) n_stage_errors.fetch_add(1);
         if (!shutdown) {
             last_err_id = id;
             last_err_code = code;
@@ -615,7 +709,7 @@ struct run {
             const uint64_t head = ld_acq64(in.base, RA_Q_OFF_HEAD);
             const uint64_t processed = ld_acq64(ctrl, RA_CB_OFF_PROCESSED), dropped = ld_acq64(ctrl, RA_CB_OFF_DROPPED);
             const uint64_t errors = ld_acq64(ctrl, RA_CB_OFF_ERRORS), traced_n = ld_acq64(ctrl, RA_CB_OFF_TRACED);
-            (void)ld_acq64(ctrl, RA_CB_OFF_STOLEN);
+            const uint64_t stolen_n = ld_acq64(ctrl, RA_CB_OFF_STOLEN);
             (void)ld_acq64(ctrl, RA_CB_OFF_HEARTBEAT);
             const uint64_t busy = ld_acq64(ctrl, RA_CB_OFF_BUSY);
             const int32_t le = ld_seqcst_i32(ctrl, RA_CB_OFF_LAST_ERROR);
@@ -637,9 +731,12 @@ struct run {
             (void)ld_acq64(tr.base, RA_Q_OFF_TAIL);
             if (processed < pp || dropped < pd || traced_n < pt || errors < pe) fail("status: a counter went back");
             pp = processed, pd = dropped, pt = traced_n, pe = errors;
-            if (processed + dropped > (uint64_t)total || processed + dropped > t) fail("status: processed %llu + dropped %llu > sent %llu", (unsigned long long)processed, (unsigned long long)dropped, (unsigned long long)t);
-            if (processed + dropped < head)
-                fail("status: head %llu read before the counters, processed %llu + dropped %llu below it", (unsigned long long)head, (unsigned long long)processed, (unsigned long long)dropped);
+            if (processed + dropped + stolen_n > (uint64_t)total || processed + dropped + stolen_n > t)
+                fail("status: processed %llu + dropped %llu + stolen %llu > sent %llu", (unsigned long long)processed, (unsigned long long)dropped,
+                     (unsigned long long)stolen_n, (unsigned long long)t);
+            if (processed + dropped + stolen_n < head)
+                fail("status: head %llu read before the counters, processed %llu + dropped %llu + stolen %llu below it", (unsigned long long)head,
+                     (unsigned long long)processed, (unsigned long long)dropped, (unsigned long long)stolen_n);
             if (errors > dropped) fail("status: errors %llu > dropped %llu", (unsigned long long)errors, (unsigned long long)dropped);
             if (le != 0 && (le > 0 || le < RA_CODE_WRONG_TYPE)) fail("status: last error %d", le);
             if (lid > (uint64_t)total) fail("status: last error id %llu", (unsigned long long)lid);
@@ -656,6 +753,7 @@ struct run {
         in = init_link(c.in_cap, c.in_slot, 1);
         for (uint32_t d = 0; d < c.nout; d++) outs.push_back(init_link(c.out_cap, c.out_slot, 10 + d));
         tr = init_link(c.trace_cap, RA_TRACE_SLOT_SIZE, 100);
+        if (c.steal_slot) steal = init_link(c.steal_cap, c.steal_slot, 200);
         fill_args();
         const tsan_op *op = nullptr;
         for (const tsan_op *o = tsan_ops; o->name; o++)
@@ -675,6 +773,7 @@ struct run {
         std::vector<std::thread> hosts;
         for (uint32_t d = 0; d < c.nout; d++) hosts.emplace_back([this, d] { egress(d); });
         hosts.emplace_back([this] { pump(); });
+        if (c.steal_slot) hosts.emplace_back([this] { thief(); });
         std::thread st([this] { status(); });
 
         producer p;
@@ -685,6 +784,14 @@ struct run {
             switch (c.end) {
             case END_CLOSE:
                 prod = std::thread([&] { produce(p, 1, total); p.close(); });
+                break;
+            case END_STEAL:
+                // Ingress closed only after the last steal is acked: the
+                // kernel then ends by itself and closes the steal link.
+                prod = std::thread([&] { produce(p, 1, total); phase.store(1); });
+                steals();
+                prod.join();
+                p.close();
                 break;
             case END_DRAIN:
                 prod = std::thread([&] {
@@ -752,6 +859,7 @@ struct run {
         const uint32_t state_now = ld_acq32(ctrl, RA_CB_OFF_STATE);
         const uint64_t processed = ld_acq64(ctrl, RA_CB_OFF_PROCESSED), dropped = ld_acq64(ctrl, RA_CB_OFF_DROPPED);
         const uint64_t errors = ld_acq64(ctrl, RA_CB_OFF_ERRORS), traced_n = ld_acq64(ctrl, RA_CB_OFF_TRACED);
+        const uint64_t stolen_n = ld_acq64(ctrl, RA_CB_OFF_STOLEN);
         const int32_t le = ld_seqcst_i32(ctrl, RA_CB_OFF_LAST_ERROR);
         const uint64_t lid = ld_acq64(ctrl, RA_CB_OFF_LAST_ERROR_ID);
         const long long s = sent.load();
@@ -759,11 +867,10 @@ struct run {
         if (s != total) fail("sent %lld of %d", s, total);
         long long shutdown = 0, want_traces = 0;
         for (int id = 1; id <= s; id++) {
-            const int d = delivered[id].load(), code = dead[id].load();
-            if (!d && !code) fail("message %d neither delivered nor dead-lettered", id);
-            if (d && code) fail("message %d delivered and dead-lettered (%d)", id, code);
+            const int d = delivered[id].load(), code = dead[id].load(), st = stolen[id].load();
+            if ((d != 0) + (code != 0) + st != 1) fail("message %d: delivered %d, dead-lettered %d, stolen %d: want exactly one", id, d, code, st);
             if (code == RA_CODE_SHUTDOWN) shutdown++;
-            if (!expect[id] && code && code != RA_CODE_SHUTDOWN) fail("message %d dead-lettered (%d), want delivered", id, code);
+            if (!expect[id] && code && code != RA_CODE_SHUTDOWN && code != RA_CODE_BAD_RESULT) fail("message %d dead-lettered (%d), want delivered", id, code);
             if (d && c.sample_every && id % c.sample_every == 0) want_traces++;
             if (traced[id].load() && !d) fail("trace record of %d, not delivered", id);
         }
@@ -778,7 +885,11 @@ struct run {
         }
         if (processed != (uint64_t)n_delivered.load()) fail("processed %llu, delivered %lld", (unsigned long long)processed, n_delivered.load());
         if (dropped != (uint64_t)n_dead.load()) fail("dropped %llu, dead letters %lld", (unsigned long long)dropped, n_dead.load());
-        if (processed + dropped != (uint64_t)s) fail("processed %llu + dropped %llu != sent %lld", (unsigned long long)processed, (unsigned long long)dropped, s);
+        if (processed + dropped + stolen_n != (uint64_t)s)
+            fail("processed %llu + dropped %llu + stolen %llu != sent %lld", (unsigned long long)processed, (unsigned long long)dropped, (unsigned long long)stolen_n, s);
+        if (stolen_n != (uint64_t)n_stolen.load()) fail("stolen %llu, on the steal link %lld", (unsigned long long)stolen_n, n_stolen.load());
+        if (c.steal_slot && (n_stolen.load() == 0 || n_steals.load() == 0)) fail("nothing stolen in %lld steals", n_steals.load());
+        if (c.steal_slot && ld_acq32(steal.base, RA_Q_OFF_CLOSED) != 1) fail("the steal link was not closed");
         if (errors != (uint64_t)n_stage_errors.load()) fail("errors %llu, stage-error dead letters %lld", (unsigned long long)errors, n_stage_errors.load());
         if (traced_n != (uint64_t)n_traced.load() || n_traced.load() != want_traces)
             fail("traced %llu, trace records %lld, sampled and delivered %lld", (unsigned long long)traced_n, n_traced.load(), want_traces);
@@ -808,9 +919,9 @@ struct run {
         if (n_delivered.load() > 0 && all_out == 0) fail("no result bytes counted for %lld results", n_delivered.load());
         if (processed > 0 && ld_acq64(ctrl, RA_CB_OFF_BUSY) == 0) fail("busy 0 after %llu messages", (unsigned long long)processed);
         if (failed()) return 1;
-        printf("ok messages=%lld delivered=%lld dead=%lld shutdown=%lld traced=%lld bytes_in=%llu bytes_out=%llu busy=%.3fms loop=%.2fs\n", s,
-               n_delivered.load(), n_dead.load(), shutdown, n_traced.load(), (unsigned long long)in_bytes, (unsigned long long)all_out,
-               (double)ld_acq64(ctrl, RA_CB_OFF_BUSY) / 1e6, secs);
+        printf("ok messages=%lld delivered=%lld dead=%lld shutdown=%lld traced=%lld stolen=%lld steals=%lld bytes_in=%llu bytes_out=%llu busy=%.3fms loop=%.2fs\n", s,
+               n_delivered.load(), n_dead.load(), shutdown, n_traced.load(), n_stolen.load(), n_steals.load(), (unsigned long long)in_bytes,
+               (unsigned long long)all_out, (double)ld_acq64(ctrl, RA_CB_OFF_BUSY) / 1e6, secs);
         return 0;
     }
 };
