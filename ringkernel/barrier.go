@@ -4,8 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 
 	"github.com/ringactor/ringactor/barrier"
+	"github.com/ringactor/ringactor/p2pqueue"
 )
 
 // ErrBadBarrier: a barrier request the kernel cannot carry out (no such
@@ -30,11 +32,12 @@ type kernelBarrier struct {
 }
 
 // ArriveAt makes the kernel a participant of the flag-array barrier f
-// (package barrier) at index, and posts CmdBarrier: once in-link 0's
-// consumed count (its head, the link's raw index, as p2pqueue.Stats's
-// Consumed) reaches at, the kernel arrives at generation gen, after
-// publishing the batch that got it there, and takes no message past at
-// meanwhile; then it waits, taking no message from any in-link, until
+// (package barrier) at index, and posts CmdBarrier: once the consumed
+// count of in-link on (its head, the link's raw index, as p2pqueue.Stats's
+// Consumed; nil: in-link 0) reaches at, the kernel arrives at generation
+// gen, after publishing the batch that got it there, taking no message
+// from on past at meanwhile; then it waits, taking no message from any
+// in-link, until
 // every participant of f has reached gen. It keeps beating and reading
 // commands while it waits: a terminate ends the wait. ArriveAt returns
 // once the kernel has taken the command, not when it arrives (watch f).
@@ -45,9 +48,16 @@ type kernelBarrier struct {
 // portable pinned memory on a GPU (its DeviceAddr), any memory on sim.
 // gen must grow from one call to the next, and the last barrier posted
 // must have been reached by the kernel first (ErrBadBarrier otherwise).
-func (k *Kernel) ArriveAt(ctx context.Context, f *barrier.Flags, index int, gen, at uint64) error {
+func (k *Kernel) ArriveAt(ctx context.Context, f *barrier.Flags, index int, gen uint64, on *p2pqueue.Link, at uint64) error {
 	if f == nil || index < 0 || index >= f.N() {
 		return fmt.Errorf("%w: stage %q: no participant %d", ErrBadBarrier, k.spec.Stage.Name, index)
+	}
+	link := 0
+	if on != nil {
+		link = slices.Index(k.spec.In, on)
+		if link < 0 {
+			return fmt.Errorf("%w: stage %q does not read link %s", ErrBadBarrier, k.spec.Stage.Name, on.Config().LinkID)
+		}
 	}
 	hb, host := k.loop.(HostBarrier)
 	if !host && f.Region().DeviceAddr == 0 {
@@ -88,7 +98,7 @@ func (k *Kernel) ArriveAt(ctx context.Context, f *barrier.Flags, index int, gen,
 	if host {
 		hb.BarrierParticipant(kb.p)
 	}
-	seq, ok := k.postBarrier(BarrierParams{Flags: f.Region().DeviceAddr, Index: uint32(index), Count: uint32(f.N()), Gen: gen, At: at})
+	seq, ok := k.postBarrier(BarrierParams{Flags: f.Region().DeviceAddr, Index: uint32(index), Count: uint32(f.N()), Gen: gen, At: at, Link: uint32(link)})
 	if !ok {
 		return fmt.Errorf("stage %q: %s: %w: the loop ended %s", k.spec.Stage.Name, CmdBarrier, ErrTransition, k.state())
 	}

@@ -37,13 +37,14 @@ const (
 	// CmdBarrier's parameters (ringkernel.Kernel.ArriveAt), written
 	// before CommandSeq like CommandArg: the flag array's device address
 	// (package barrier's layout), this kernel's participant index and the
-	// participant count, the generation to arrive at, and the in-link 0
-	// consumed count (head) at which to arrive.
+	// participant count, the generation to arrive at, and the consumed
+	// count (head) of in-link BarrierLink at which to arrive.
 	CtrlOffBarrierFlags = 64 // u64, device address of the flag array
 	CtrlOffBarrierIndex = 72 // u32, this kernel's participant index
 	CtrlOffBarrierCount = 76 // u32, participants
 	CtrlOffBarrierGen   = 80 // u64, generation to arrive at
-	CtrlOffBarrierAt    = 88 // u64, arrive once in-link 0's head reaches this
+	CtrlOffBarrierAt    = 88 // u64, arrive once in-link BarrierLink's head reaches this
+	CtrlOffBarrierLink  = 96 // u32, the in-link whose head At counts
 
 	// Device line: written by the kernel only.
 	CtrlOffDeviceLine = 128
@@ -161,7 +162,8 @@ type BarrierParams struct {
 	Flags        uint64 // device address of the flag array
 	Index, Count uint32 // this kernel's participant index; participants
 	Gen          uint64 // generation to arrive at
-	At           uint64 // in-link 0's consumed count (head) to arrive at
+	At           uint64 // in-link Link's consumed count (head) to arrive at
+	Link         uint32 // the in-link At counts
 }
 
 // PostBarrier writes CmdBarrier's parameters, then the command.
@@ -172,6 +174,7 @@ func (cb *ControlBlock) PostBarrier(p BarrierParams) uint32 {
 	order.StoreRelease32(order.Word32(b, CtrlOffBarrierCount), p.Count)
 	order.StoreRelease64(order.Word64(b, CtrlOffBarrierGen), p.Gen)
 	order.StoreRelease64(order.Word64(b, CtrlOffBarrierAt), p.At)
+	order.StoreRelease32(order.Word32(b, CtrlOffBarrierLink), p.Link)
 	return cb.PostArg(CmdBarrier, 0)
 }
 
@@ -184,6 +187,7 @@ func (cb *ControlBlock) Barrier() BarrierParams {
 		Count: order.LoadAcquire32(order.Word32(b, CtrlOffBarrierCount)),
 		Gen:   order.LoadAcquire64(order.Word64(b, CtrlOffBarrierGen)),
 		At:    order.LoadAcquire64(order.Word64(b, CtrlOffBarrierAt)),
+		Link:  order.LoadAcquire32(order.Word32(b, CtrlOffBarrierLink)),
 	}
 }
 

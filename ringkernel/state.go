@@ -58,7 +58,7 @@ const (
 	// (argument n | i<<32); the kernel stays its queue's only consumer.
 	CmdSteal
 	// CmdBarrier: arrive at a flag-array barrier (package barrier) once
-	// in-link 0's consumed count reaches a mark, taking no message past
+	// an in-link's consumed count reaches a mark, taking no message past
 	// it, then wait there, taking no message, until every participant
 	// has arrived; parameters at CtrlOffBarrier* (Kernel.ArriveAt).
 	CmdBarrier

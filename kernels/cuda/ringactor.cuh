@@ -565,9 +565,9 @@ struct ra_loop {
     ra_u32 dirty;         // out-links given results this step, to publish
     unsigned ns;
     // CmdBarrier (barrier_*): the pending barrier (bp_*: arrive once
-    // in-link 0's head reaches bp_at) and the one waited at (bw_*).
+    // in-link bp_link's head reaches bp_at) and the one waited at (bw_*).
     unsigned char *bp_flags, *bw_flags;
-    ra_u32 bp_me, bp_n, bw_n, bw_seen;
+    ra_u32 bp_me, bp_n, bp_link, bw_n, bw_seen;
     ra_u64 bp_gen, bp_at, bw_gen;
     bool bar_pending, bar_waiting;
     // This step's batch, every thread (from s.cur after the barrier).
@@ -662,12 +662,13 @@ struct ra_loop {
         bp_n = ra_load_relaxed_sys32((const ra_u32 *)(ctrl + RA_CB_OFF_BARRIER_COUNT));
         bp_gen = ra_load_relaxed_sys((const ra_u64 *)(ctrl + RA_CB_OFF_BARRIER_GEN));
         bp_at = ra_load_relaxed_sys((const ra_u64 *)(ctrl + RA_CB_OFF_BARRIER_AT));
-        bar_pending = bp_flags != 0 && bp_me < bp_n && ra_barrier_check(bp_flags, bp_n);
+        bp_link = ra_load_relaxed_sys32((const ra_u32 *)(ctrl + RA_CB_OFF_BARRIER_LINK));
+        bar_pending = bp_flags != 0 && bp_me < bp_n && bp_link < nin && ra_barrier_check(bp_flags, bp_n);
     }
 
     // barrier_held, thread 0, each round of top: waiting at a barrier, one
     // poll of the flag array, and whether to take no message this round;
-    // else, a pending barrier whose mark in-link 0's head has reached
+    // else, a pending barrier whose mark its in-link's head has reached
     // (the batch that reached it is published: bottom ran first) is
     // arrived at (a .sys store-release of its generation) and waited at.
     // Commands and the heartbeat go on meanwhile; a terminate leaves the
@@ -679,7 +680,7 @@ struct ra_loop {
             if (!ra_barrier_poll(bw_flags, bw_n, bw_gen, &bw_seen)) return true;
             bar_waiting = false;
         }
-        if (bar_pending && s.ins[0].own >= bp_at) {
+        if (bar_pending && s.ins[bp_link].own >= bp_at) {
             ra_barrier_arrive(bp_flags, bp_me, bp_gen);
             bar_pending = false;
             bar_waiting = true;
@@ -690,10 +691,10 @@ struct ra_loop {
     }
 
     // barrier_room, thread 0: how many messages a batch from in-link k may
-    // take: none past a pending barrier's mark on in-link 0.
+    // take: none past a pending barrier's mark on its in-link.
     __device__ __forceinline__ long long barrier_room(ra_u32 k) const {
-        if (!bar_pending || k != 0) return RA_BATCH;
-        return s.ins[0].own >= bp_at ? 0 : (long long)min((ra_u64)RA_BATCH, bp_at - s.ins[0].own);
+        if (!bar_pending || k != bp_link) return RA_BATCH;
+        return s.ins[k].own >= bp_at ? 0 : (long long)min((ra_u64)RA_BATCH, bp_at - s.ins[k].own);
     }
 
     // deadLetterQueued, thread 0: terminating without drain, everything

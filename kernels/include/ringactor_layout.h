@@ -56,7 +56,8 @@
 #define RA_CB_OFF_BARRIER_INDEX    0x48u     // u32, host: CmdBarrier's participant index
 #define RA_CB_OFF_BARRIER_COUNT    0x4cu     // u32, host: CmdBarrier's participants
 #define RA_CB_OFF_BARRIER_GEN      0x50u     // u64, host: CmdBarrier's generation
-#define RA_CB_OFF_BARRIER_AT       0x58u     // u64, host: arrive once in-link 0's head reaches it
+#define RA_CB_OFF_BARRIER_AT       0x58u     // u64, host: arrive once in-link BARRIER_LINK's head reaches it
+#define RA_CB_OFF_BARRIER_LINK     0x60u     // u32, host: the in-link BARRIER_AT counts
 #define RA_CB_OFF_DEVICE_LINE      0x80u     // written by the kernel only
 #define RA_CB_OFF_STATE            0x80u     // u32, kernel: the state
 #define RA_CB_OFF_COMMAND_ACK      0x84u     // u32, kernel: seq applied, after state

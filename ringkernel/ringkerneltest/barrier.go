@@ -46,17 +46,20 @@ func (s *suite) testBarrierArriveAndWait(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := r.k.ArriveAt(ctx, f, 2, 1, 0); !errors.Is(err, rk.ErrBadBarrier) {
+	if err := r.k.ArriveAt(ctx, f, 2, 1, r.in, 0); !errors.Is(err, rk.ErrBadBarrier) {
 		t.Fatalf("ArriveAt participant 2 of 2: %v, want ErrBadBarrier", err)
 	}
-	if err := r.k.ArriveAt(ctx, f, 1, 1, 0); !errors.Is(err, rk.ErrBadBarrier) || !errors.Is(err, barrier.ErrClaimed) {
+	if err := r.k.ArriveAt(ctx, f, 1, 1, r.in, 0); !errors.Is(err, rk.ErrBadBarrier) || !errors.Is(err, barrier.ErrClaimed) {
 		t.Fatalf("ArriveAt as the host's claimed participant: %v, want ErrBadBarrier wrapping ErrClaimed", err)
+	}
+	if err := r.k.ArriveAt(ctx, f, 0, 1, r.out, 0); !errors.Is(err, rk.ErrBadBarrier) {
+		t.Fatalf("ArriveAt counting a link the kernel does not read: %v, want ErrBadBarrier", err)
 	}
 	for i := range 3 { // phase 1
 		r.sendFloats(uint64(i), []float32{float32(i)}, 0)
 	}
 	at := r.in.Stats().Published
-	if err := r.k.ArriveAt(ctx, f, 0, 1, at); err != nil {
+	if err := r.k.ArriveAt(ctx, f, 0, 1, r.in, at); err != nil {
 		t.Fatal(err)
 	}
 	for i := 3; i < 7; i++ { // phase 2, queued behind the mark
@@ -73,7 +76,7 @@ func (s *suite) testBarrierArriveAndWait(t *testing.T) {
 		}
 	}
 	eventually(t, "the kernel's arrival", func() bool { g, _ := f.Generation(0); return g == 1 })
-	if err := r.k.ArriveAt(ctx, f, 0, 1, at); !errors.Is(err, rk.ErrBadBarrier) {
+	if err := r.k.ArriveAt(ctx, f, 0, 1, r.in, at); !errors.Is(err, rk.ErrBadBarrier) {
 		t.Fatalf("ArriveAt at the same generation again: %v, want ErrBadBarrier", err)
 	}
 	// Waiting: the loop beats on (three fresh heartbeats) and takes nothing.
@@ -96,7 +99,7 @@ func (s *suite) testBarrierArriveAndWait(t *testing.T) {
 	// once and waits; a terminate without drain ends the wait, and what
 	// was sent meanwhile is dead-lettered.
 	at = r.in.Stats().Published
-	if err := r.k.ArriveAt(ctx, f, 0, 2, at); err != nil {
+	if err := r.k.ArriveAt(ctx, f, 0, 2, r.in, at); err != nil {
 		t.Fatal(err)
 	}
 	eventually(t, "the kernel's second arrival", func() bool { g, _ := f.Generation(0); return g == 2 })

@@ -9,11 +9,12 @@ import (
 )
 
 // barrierState is a kernel's part in a flag-array barrier (CmdBarrier),
-// as the device loop's barrier_* methods: pending until in-link 0's head
-// reaches at (no batch from in-link 0 crosses it), then arrived and
+// as the device loop's barrier_* methods: pending until its in-link's
+// head reaches at (no batch from that link crosses it), then arrived and
 // waiting, taking no message, until every participant has arrived.
 type barrierState struct {
-	in0 *p2pqueue.Consumer
+	ins []*p2pqueue.Consumer // every in-link, closed or not
+	in  *p2pqueue.Consumer   // the pending barrier's
 
 	mu   sync.Mutex           // next is the host's hand-over (ArriveAt)
 	next *barrier.Participant // the participant handle of the command about to come
@@ -41,16 +42,16 @@ func (k *kernel) barrierPost() {
 	p := b.next
 	b.mu.Unlock()
 	bp := k.cb.Barrier()
-	if p == nil || uint32(p.Index()) != bp.Index || bp.Gen <= p.Last() {
+	if p == nil || uint32(p.Index()) != bp.Index || bp.Gen <= p.Last() || int(bp.Link) >= len(b.ins) {
 		return // a command no ArriveAt posted: ignored, as the device loop ignores one it cannot check
 	}
-	b.pending, b.p, b.gen, b.at = true, p, bp.Gen, bp.At
+	b.pending, b.p, b.gen, b.at, b.in = true, p, bp.Gen, bp.At, b.ins[bp.Link]
 }
 
-// head is in-link 0's consumed count (the link's raw head index).
-func (b *barrierState) head() uint64 { return b.in0.Link().Stats().Consumed }
+// head is the barrier's in-link's consumed count (its raw head index).
+func (b *barrierState) head() uint64 { return b.in.Link().Stats().Consumed }
 
-// barrierHeld arrives once in-link 0's head has reached the mark, and
+// barrierHeld arrives once its in-link's head has reached the mark, and
 // reports whether the kernel is waiting for the others: it takes no
 // message then. A terminating kernel leaves the barrier.
 func (k *kernel) barrierHeld() bool {
@@ -85,10 +86,10 @@ func (k *kernel) barrierHeld() bool {
 }
 
 // barrierRoom is how many messages a batch from c may take: up to max,
-// but none past a pending barrier's mark on in-link 0.
+// but none past a pending barrier's mark on its in-link.
 func (k *kernel) barrierRoom(c *p2pqueue.Consumer, max int) int {
 	b := &k.bar
-	if !b.pending || c != b.in0 {
+	if !b.pending || c != b.in {
 		return max
 	}
 	h := b.head()

@@ -117,7 +117,7 @@ func newKernel(job *rk.Job) (*kernel, error) {
 		params:   append([]float32(nil), job.Spec.Stage.Params...),
 		state:    make([]float32, job.Op.StateFloats),
 		live:     append([]*p2pqueue.Consumer(nil), job.In...),
-		bar:      barrierState{in0: job.In[0]},
+		bar:      barrierState{ins: job.In},
 		outLinks: job.Out, route: job.Spec.Route, keyOff: job.Spec.KeyOffset,
 		stealTo: job.StealTo, trace: tp, bell: p2pqueue.NewDoorbell(), done: make(chan struct{}),
 		life: rk.Launched,

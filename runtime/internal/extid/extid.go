@@ -2,6 +2,9 @@ package extid
 
 import (
 	"errors"
+	"sync"
+
+	"github.com/asynkron/protoactor-go/actor"
 
 	"github.com/asynkron/protoactor-go/extensions"
 )
@@ -25,3 +28,16 @@ const (
 // ErrNotALink: a link given back (ext.Host.FreeLink) that the runtime did
 // not make, or one already given back.
 var ErrNotALink = errors.New("ringactor: not a live link of this runtime")
+
+// registerMu orders the one Register of each actor system before any
+// lookup: Extensions is a plain slice.
+var registerMu sync.Mutex
+
+// Register registers e, runtime's extension, on system under ID once.
+func Register(system *actor.ActorSystem, e extensions.Extension) {
+	registerMu.Lock()
+	defer registerMu.Unlock()
+	if system.Extensions.Get(ID) == nil {
+		system.Extensions.Register(e)
+	}
+}
