@@ -4,8 +4,6 @@ import (
 	"errors"
 	"sync"
 
-	"github.com/asynkron/protoactor-go/actor"
-
 	"github.com/asynkron/protoactor-go/extensions"
 )
 
@@ -33,11 +31,12 @@ var ErrNotALink = errors.New("ringactor: not a live link of this runtime")
 // lookup: Extensions is a plain slice.
 var registerMu sync.Mutex
 
-// Register registers e, runtime's extension, on system under ID once.
-func Register(system *actor.ActorSystem, e extensions.Extension) {
+// Register registers e, runtime's extension, in an actor system's
+// extensions (its Extensions) under ID once.
+func Register(set *extensions.Extensions, e extensions.Extension) {
 	registerMu.Lock()
 	defer registerMu.Unlock()
-	if system.Extensions.Get(ID) == nil {
-		system.Extensions.Register(e)
+	if set.Get(ID) == nil {
+		set.Register(e)
 	}
 }
