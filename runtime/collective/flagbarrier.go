@@ -232,26 +232,44 @@ func (fb *flagBarrier) await(ctx context.Context, name string, phase uint64) err
 	if err := ctx.Err(); err != nil {
 		return fmt.Errorf("ringactor: barrier %q: %s did not arrive at phase %d: %w", fb.b.spec.Name, name, phase, err)
 	}
+	if !fb.enter() {
+		return fmt.Errorf("%w: %q", ErrBarrierClosed, fb.b.spec.Name)
+	}
+	defer fb.waiters.Done()
 	hp.mu.Lock()
 	err := hp.p.Arrive(phase)
 	hp.mu.Unlock()
 	if err != nil {
 		return fmt.Errorf("%w: barrier %q: %w", ErrBadArrival, fb.b.spec.Name, err)
 	}
-	return fb.wait(ctx, name, phase)
+	return fb.waitIn(ctx, name, phase)
 }
 
-// wait waits for every participant to reach phase, bounded by ctx and
-// the spec's Timeout from the phase's first sight here.
-func (fb *flagBarrier) wait(ctx context.Context, who string, phase uint64) error {
+// enter counts a host goroutine in among those that may touch the flag
+// array, unless the barrier is closed; leave with waiters.Done.
+func (fb *flagBarrier) enter() bool {
 	fb.mu.Lock()
+	defer fb.mu.Unlock()
 	if fb.closed.Err() != nil {
-		fb.mu.Unlock()
-		return fmt.Errorf("%w: %q", ErrBarrierClosed, fb.b.spec.Name)
+		return false
 	}
 	fb.waiters.Add(1)
-	fb.mu.Unlock()
+	return true
+}
+
+// wait is waitIn for an observer.
+func (fb *flagBarrier) wait(ctx context.Context, who string, phase uint64) error {
+	if !fb.enter() {
+		return fmt.Errorf("%w: %q", ErrBarrierClosed, fb.b.spec.Name)
+	}
 	defer fb.waiters.Done()
+	return fb.waitIn(ctx, who, phase)
+}
+
+// waitIn waits for every participant to reach phase, bounded by ctx and
+// the spec's Timeout from the phase's first sight here; the caller has
+// entered.
+func (fb *flagBarrier) waitIn(ctx context.Context, who string, phase uint64) error {
 	ph := fb.open(phase)
 	wctx, cancel := context.WithCancel(ctx)
 	defer cancel()
