@@ -56,6 +56,15 @@ func buildPhased(t *testing.T, rt *ra.Runtime, name string, dev int, start bool)
 	return x
 }
 
+// kernelName is a stage participant's name: "<pipeline>/work@gpu<d>", or
+// "@cpu" on the CPU device.
+func kernelName(rt *ra.Runtime, pipeline string, dev int) string {
+	if dev == rt.Registry().CPUDevice().ID {
+		return pipeline + "/work@cpu"
+	}
+	return fmt.Sprintf("%s/work@gpu%d", pipeline, dev)
+}
+
 func send(t *testing.T, x *phased, from, to int) {
 	t.Helper()
 	for i := from; i < to; i++ {
@@ -162,7 +171,7 @@ func TestBarrierWithKernels(t *testing.T) {
 			}
 		}
 	}
-	want := []string{"host", fmt.Sprintf("phase0/work@gpu%d", devs[0]), fmt.Sprintf("phase1/work@gpu%d", devs[1]), fmt.Sprintf("phase2/work@gpu%d", devs[2])}
+	want := []string{"host", kernelName(rt, "phase0", devs[0]), kernelName(rt, "phase1", devs[1]), kernelName(rt, "phase2", devs[2])}
 	for _, w := range want {
 		if !who[w] {
 			t.Errorf("no wait span of %s (have %v)", w, who)
@@ -201,7 +210,7 @@ func TestBarrierTimeoutNamesMissingKernel(t *testing.T) {
 	if !errors.As(err, &te) || !errors.Is(err, collective.ErrBarrierTimeout) {
 		t.Fatalf("await: %v, want a BarrierTimeoutError", err)
 	}
-	if want := fmt.Sprintf("stuck/work@gpu%d", devs[1]); len(te.Missing) != 1 || te.Missing[0] != want {
+	if want := kernelName(env.RT, "stuck", devs[1]); len(te.Missing) != 1 || te.Missing[0] != want {
 		t.Fatalf("missing %v, want [%s]", te.Missing, want)
 	}
 	// A barrier of no host participant: Wait observes.
