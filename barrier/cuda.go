@@ -2,8 +2,6 @@ package barrier
 
 import (
 	_ "embed"
-	"fmt"
-	"strings"
 )
 
 // CUDAHeaderName is the include name of the device-side barrier:
@@ -14,23 +12,10 @@ const CUDAHeaderName = "ra_barrier.cuh"
 //go:embed cuda/ra_barrier.cuh
 var cudaBody string
 
-// CUDAHeader is the device-side barrier's source: the layout #defines
-// (RA_BAR_*) generated from this package's constants, then
-// cuda/ra_barrier.cuh, which refuses to compile without them.
-var CUDAHeader = cudaPrelude() + cudaBody
-
-func cudaPrelude() string {
-	var b strings.Builder
-	b.WriteString("// Generated from package barrier's layout constants; do not edit.\n")
-	def := func(name string, v any) { fmt.Fprintf(&b, "#define %s %v\n", name, v) }
-	def("RA_BAR_MAGIC", fmt.Sprintf("0x%08xu", Magic))
-	def("RA_BAR_VERSION", fmt.Sprintf("%du", Version))
-	def("RA_BAR_OFF_MAGIC", OffMagic)
-	def("RA_BAR_OFF_VERSION", OffVersion)
-	def("RA_BAR_OFF_PARTICIPANTS", OffParticipants)
-	def("RA_BAR_HEADER_SIZE", HeaderSize)
-	def("RA_BAR_LINE_SIZE", LineSize)
-	def("RA_BAR_OFF_GENERATION", OffGeneration)
-	def("RA_BAR_MAX_PARTICIPANTS", fmt.Sprintf("%du", MaxParticipants))
-	return b.String()
-}
+// CUDAHeader is the device-side barrier's source, cuda/ra_barrier.cuh.
+// The layout #defines it uses (RA_BAR_*) are this package's constants,
+// generated into kernels/include/ringactor_layout.h with the rest of the
+// layout (`go generate ./kernels/...`), and the arrive and the one-round
+// poll it builds on are ringactor.cuh's, which the ring kernels' loop
+// uses for CmdBarrier: one definition of each.
+var CUDAHeader = cudaBody

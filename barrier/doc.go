@@ -41,16 +41,23 @@
 //
 // # Device side
 //
-// CUDAHeader (include name CUDAHeaderName) holds ra_barrier_arrive,
-// ra_barrier_wait and ra_barrier_sync_block, built on ringactor.cuh's
-// .sys-scope ra_store_release_sys / ra_load_acquire_sys (volatile accesses
-// fenced with __threadfence_system before sm_70). Its layout #defines are
-// generated from this package's constants and prepended, so Go and CUDA
-// cannot disagree. One thread per block does the loads and sleeps with
+// ringactor.cuh (package kernels) holds ra_barrier_word, ra_barrier_check,
+// ra_barrier_arrive and ra_barrier_poll, built on its .sys-scope
+// ra_store_release_sys / ra_load_acquire_sys (volatile accesses fenced with
+// __threadfence_system before sm_70), and its layout #defines (RA_BAR_*)
+// are generated from this package's constants into ringactor_layout.h, so
+// Go and CUDA cannot disagree. Ring kernels use them for CmdBarrier
+// (ringkernel.Kernel.ArriveAt): a kernel arrives once it has taken the
+// messages before a mark in its stream and waits in its loop, polling the
+// array each round, beating and reading commands. CUDAHeader (include name
+// CUDAHeaderName) adds ra_barrier_wait and ra_barrier_sync_block for
+// kernels of your own: one thread per block does the loads and sleeps with
 // __nanosleep between rounds; the block brackets it with __syncthreads.
 // The wait also reads a stop flag so that a stopped kernel never hangs in
 // it.
 //
 // The actor-level protocol (Arrive and Release messages to a barrier actor)
-// is in package runtime/collective (NewBarrier), on the runtime's actor system.
+// is in package runtime/collective (NewBarrier), on the runtime's actor
+// system; a collective barrier with ring kernels among its participants
+// (BarrierSpec.Stages) is a flag array of this package.
 package barrier

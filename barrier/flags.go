@@ -234,6 +234,9 @@ type Participant struct {
 // Index is the participant's index.
 func (p *Participant) Index() int { return p.i }
 
+// Flags is the flag array the participant belongs to.
+func (p *Participant) Flags() *Flags { return p.f }
+
 // Last is the last generation the participant arrived at.
 func (p *Participant) Last() uint64 { return p.last }
 

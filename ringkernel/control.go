@@ -34,6 +34,17 @@ const (
 	// slot stamps), so the wire carries host time only; the host may
 	// update it (recalibration) and the kernel re-reads it now and then.
 	CtrlOffClockOffset = 32
+	// CmdBarrier's parameters (ringkernel.Kernel.ArriveAt), written
+	// before CommandSeq like CommandArg: the flag array's device address
+	// (package barrier's layout), this kernel's participant index and the
+	// participant count, the generation to arrive at, and the consumed
+	// count (head) of in-link BarrierLink at which to arrive.
+	CtrlOffBarrierFlags = 64 // u64, device address of the flag array
+	CtrlOffBarrierIndex = 72 // u32, this kernel's participant index
+	CtrlOffBarrierCount = 76 // u32, participants
+	CtrlOffBarrierGen   = 80 // u64, generation to arrive at
+	CtrlOffBarrierAt    = 88 // u64, arrive once in-link BarrierLink's head reaches this
+	CtrlOffBarrierLink  = 96 // u32, the in-link whose head At counts
 
 	// Device line: written by the kernel only.
 	CtrlOffDeviceLine = 128
@@ -144,6 +155,40 @@ func (cb *ControlBlock) PostArg(c Command, arg uint64) uint32 {
 	order.StoreRelease32(cb.command, uint32(c))
 	order.StoreRelease32(cb.seq, seq) // after the command: the kernel reads seq first
 	return seq
+}
+
+// BarrierParams are CmdBarrier's parameters (the control block's host line).
+type BarrierParams struct {
+	Flags        uint64 // device address of the flag array
+	Index, Count uint32 // this kernel's participant index; participants
+	Gen          uint64 // generation to arrive at
+	At           uint64 // in-link Link's consumed count (head) to arrive at
+	Link         uint32 // the in-link At counts
+}
+
+// PostBarrier writes CmdBarrier's parameters, then the command.
+func (cb *ControlBlock) PostBarrier(p BarrierParams) uint32 {
+	b := cb.r.Bytes
+	order.StoreRelease64(order.Word64(b, CtrlOffBarrierFlags), p.Flags)
+	order.StoreRelease32(order.Word32(b, CtrlOffBarrierIndex), p.Index)
+	order.StoreRelease32(order.Word32(b, CtrlOffBarrierCount), p.Count)
+	order.StoreRelease64(order.Word64(b, CtrlOffBarrierGen), p.Gen)
+	order.StoreRelease64(order.Word64(b, CtrlOffBarrierAt), p.At)
+	order.StoreRelease32(order.Word32(b, CtrlOffBarrierLink), p.Link)
+	return cb.PostArg(CmdBarrier, 0)
+}
+
+// Barrier reads the pending CmdBarrier's parameters (after Pending).
+func (cb *ControlBlock) Barrier() BarrierParams {
+	b := cb.r.Bytes
+	return BarrierParams{
+		Flags: order.LoadAcquire64(order.Word64(b, CtrlOffBarrierFlags)),
+		Index: order.LoadAcquire32(order.Word32(b, CtrlOffBarrierIndex)),
+		Count: order.LoadAcquire32(order.Word32(b, CtrlOffBarrierCount)),
+		Gen:   order.LoadAcquire64(order.Word64(b, CtrlOffBarrierGen)),
+		At:    order.LoadAcquire64(order.Word64(b, CtrlOffBarrierAt)),
+		Link:  order.LoadAcquire32(order.Word32(b, CtrlOffBarrierLink)),
+	}
 }
 
 // SetClockOffset tells a device kernel the host-minus-device clock offset

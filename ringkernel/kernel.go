@@ -43,6 +43,8 @@ type Kernel struct {
 	// cut is set once Fault has cut an Abandoner loop off: the records in
 	// the trace ring are all from before the cut, and are delivered.
 	cut atomic.Bool
+
+	bar *kernelBarrier // under cmdMu: the barrier ArriveAt last posted
 }
 
 // ErrLaunch: the kernel could not be launched.

@@ -57,6 +57,11 @@ const (
 	// CmdSteal forwards up to n queued messages to the thief at StealTo[i]
 	// (argument n | i<<32); the kernel stays its queue's only consumer.
 	CmdSteal
+	// CmdBarrier: arrive at a flag-array barrier (package barrier) once
+	// an in-link's consumed count reaches a mark, taking no message past
+	// it, then wait there, taking no message, until every participant
+	// has arrived; parameters at CtrlOffBarrier* (Kernel.ArriveAt).
+	CmdBarrier
 )
 
 func (c Command) String() string {
@@ -73,6 +78,8 @@ func (c Command) String() string {
 		return "terminate (drain)"
 	case CmdSteal:
 		return "steal"
+	case CmdBarrier:
+		return "barrier"
 	}
 	return fmt.Sprintf("Command(%d)", uint32(c))
 }
@@ -100,6 +107,10 @@ func Next(s State, c Command) (State, error) {
 	case CmdSteal:
 		if s == Launched || s == Active || s == Idle {
 			return s, nil // work moves; the state does not
+		}
+	case CmdBarrier:
+		if s == Launched || s == Active || s == Idle {
+			return s, nil // a phase boundary: the state does not move
 		}
 	}
 	return s, fmt.Errorf("%w: cannot %s a kernel that is %s", ErrTransition, c, s)

@@ -2,12 +2,12 @@ package runtime
 
 import (
 	"context"
-	"sync"
+	"fmt"
 
-	"github.com/asynkron/protoactor-go/actor"
 	"github.com/asynkron/protoactor-go/extensions"
 
 	"github.com/ringactor/ringactor/p2pqueue"
+	rk "github.com/ringactor/ringactor/ringkernel"
 	"github.com/ringactor/ringactor/runtime/internal/extid"
 )
 
@@ -29,19 +29,6 @@ func (extension) ExtensionID() extensions.ExtensionID { return extid.ID }
 
 // Host returns rt's hooks.
 func (extension) Host(rt *Runtime) any { return host{rt} }
-
-// registerMu orders the one Register of each actor system before any
-// lookup: Extensions is a plain slice.
-var registerMu sync.Mutex
-
-// registerExtension registers extension on system once.
-func registerExtension(system *actor.ActorSystem) {
-	registerMu.Lock()
-	defer registerMu.Unlock()
-	if _, ok := system.Extensions.Get(extid.ID).(extension); !ok {
-		system.Extensions.Register(extension{})
-	}
-}
 
 // host is one runtime's hooks; ext.Host documents each.
 type host struct{ rt *Runtime }
@@ -65,6 +52,13 @@ func (h host) Claim(role extid.Role) (release func(), ok bool) { return h.rt.cla
 func (host) WithSteal(spec PipelineSpec, in, to []*p2pqueue.Link) PipelineSpec {
 	spec.stealIn, spec.stealTo = in, to
 	return spec
+}
+
+func (host) StageKernel(p *Pipeline, name string) (*rk.Kernel, *p2pqueue.Link, int, error) {
+	if s := p.byName[name]; s != nil && s.kernel != nil {
+		return s.kernel, s.ingressLink, s.dev.ID, nil
+	}
+	return nil, nil, 0, fmt.Errorf("%w: pipeline %q has no built stage %q", ErrBadPipeline, p.spec.Name, name)
 }
 
 func (host) WithSlots(sink Sink, slots func(ctx context.Context, hs []p2pqueue.Header, payloads [][]byte)) Sink {

@@ -120,7 +120,7 @@ func newRuntime(cfg Config, kinds []rk.Kind) (*Runtime, error) {
 		rt.system = actor.NewActorSystem(actor.WithLoggerFactory(func(*actor.ActorSystem) *slog.Logger { return plog }))
 		rt.own = true
 	}
-	registerExtension(rt.system)
+	extid.Register(rt.system.Extensions, extension{}) // once per actor system
 	if rt.tp == nil {
 		rt.tp = otel.GetTracerProvider()
 	}

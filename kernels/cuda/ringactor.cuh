@@ -185,6 +185,46 @@ __device__ __forceinline__ void ra_backoff(unsigned *ns) {
     *ns = *ns < 512u ? (*ns ? *ns * 2u : 32u) : 512u;
 }
 
+// ---- barrier ------------------------------------------------------------
+// The flag-array barrier of package barrier (layout RA_BAR_*): each
+// participant owns one u64 generation word on its own line; arriving at
+// generation g is a .sys-scope store-release of g into that word, and
+// waiting is .sys-scope load-acquires of every word until all are >= g.
+// Stores and loads only, no read-modify-write, so one flag array spans
+// GPUs and the host (portable pinned memory). The ring loop's CmdBarrier
+// (ra_loop::barrier_*) and ra_barrier.cuh's blocking wait use these.
+
+// ra_barrier_word is participant i's generation word in the flag array at
+// flags (the region's base, RA_Q_REGION_ALIGN aligned).
+__device__ __forceinline__ ra_u64 *ra_barrier_word(unsigned char *flags, ra_u32 i) {
+    return (ra_u64 *)(flags + RA_BAR_HEADER_SIZE + (size_t)i * RA_BAR_LINE_SIZE + RA_BAR_OFF_GENERATION);
+}
+
+// ra_barrier_check reports whether flags holds a barrier of this layout for
+// n participants. Check once per use; a kernel must not trust memory.
+__device__ __forceinline__ bool ra_barrier_check(const unsigned char *flags, ra_u32 n) {
+    return ra_load_acquire_sys32((const ra_u32 *)(flags + RA_BAR_OFF_MAGIC)) == RA_BAR_MAGIC &&
+           (ra_load_relaxed_sys32((const ra_u32 *)(flags + (RA_BAR_OFF_VERSION & ~3u))) >> (8 * (RA_BAR_OFF_VERSION & 3u)) & 0xffffu) == RA_BAR_VERSION &&
+           ra_load_relaxed_sys32((const ra_u32 *)(flags + RA_BAR_OFF_PARTICIPANTS)) == n &&
+           n >= 1 && n <= RA_BAR_MAX_PARTICIPANTS;
+}
+
+// ra_barrier_arrive: participant me reached generation gen. A store-release
+// at system scope: every write the calling thread made (or observed, e.g.
+// through a __syncthreads before the call) is visible to whoever sees gen.
+// gen must be greater than me's last generation.
+__device__ __forceinline__ void ra_barrier_arrive(unsigned char *flags, ra_u32 me, ra_u64 gen) {
+    ra_store_release_sys(ra_barrier_word(flags, me), gen);
+}
+
+// ra_barrier_poll: one round of a wait for all n participants to reach
+// gen. Words below *seen have reached it (words only grow); it advances
+// *seen over the words that have now and reports whether all have.
+__device__ __forceinline__ bool ra_barrier_poll(unsigned char *flags, ra_u32 n, ra_u64 gen, ra_u32 *seen) {
+    while (*seen < n && ra_load_acquire_sys(ra_barrier_word(flags, *seen)) >= gen) (*seen)++;
+    return *seen >= n;
+}
+
 // ---- queue --------------------------------------------------------------
 struct ra_queue {
     unsigned char *base;   // region start, RA_Q_REGION_ALIGN aligned
@@ -546,6 +586,12 @@ struct ra_loop {
     ra_u32 iter;
     ra_u32 dirty;         // out-links given results this step, to publish
     unsigned ns;
+    // CmdBarrier (barrier_*): the pending barrier (bp_*: arrive once
+    // in-link bp_link's head reaches bp_at) and the one waited at (bw_*).
+    unsigned char *bp_flags, *bw_flags;
+    ra_u32 bp_me, bp_n, bp_link, bw_n, bw_seen;
+    ra_u64 bp_gen, bp_at, bw_gen;
+    bool bar_pending, bar_waiting;
     // This step's batch, every thread (from s.cur after the barrier).
     ra_link_end *in;
     ra_u32 pitch;
@@ -572,6 +618,7 @@ struct ra_loop {
         iter = 0;
         dirty = 0;
         ns = 0;
+        bar_pending = bar_waiting = false;
         in = 0;
         pitch = 0;
         stg = true;
@@ -630,6 +677,7 @@ struct ra_loop {
         else if (c == RA_CMD_DEACTIVATE && life == RA_STATE_ACTIVE) life = RA_STATE_IDLE;
         else if (c == RA_CMD_TERMINATE) { life = RA_STATE_TERMINATING; s.drain = false; }
         else if (c == RA_CMD_TERMINATE_DRAIN) { life = RA_STATE_TERMINATING; s.drain = true; }
+        else if (c == RA_CMD_BARRIER && life != RA_STATE_TERMINATING) barrier_post();
         s.ack = q;
         if (c == RA_CMD_STEAL && (life == RA_STATE_LAUNCHED || life == RA_STATE_ACTIVE || life == RA_STATE_IDLE)) steal();
         if (life == RA_STATE_TERMINATING) close_steal();  // no steals once stopping: thieves that drain need not wait for us
@@ -667,6 +715,7 @@ struct ra_loop {
         const ra_u64 arg = ra_load_relaxed_sys((const ra_u64 *)(ctrl + RA_CB_OFF_COMMAND_ARG));  // after seq's acquire
         const ra_u32 n = (ra_u32)arg, to = (ra_u32)(arg >> 32);
         if (to >= nsteal || steal_closed || !s.steals[to].q.base) return;
+        if (bar_pending || bar_waiting) return;  // a phase boundary's messages stay with their kernel
         ra_link_end *t = &s.steals[to];
         ra_u32 moved = 0, took = 0;  // took: bit k set, in-link k's head moved
         while (moved < n && !s.stop) {
@@ -739,6 +788,51 @@ struct ra_loop {
             if (s.steals[k].q.base) ra_store_release_sys32((ra_u32 *)(s.steals[k].q.base + RA_Q_OFF_CLOSED), 1);
     }
 
+    // barrier_post, thread 0: CmdBarrier's parameters (read after seq's
+    // acquire, as the command word), checked: a flag array this kernel
+    // cannot trust, or a participant it is not, is ignored (the host
+    // checks before posting). Sim: ringkernel/sim/barrier.go.
+    __device__ __forceinline__ void barrier_post() {
+        bp_flags = (unsigned char *)ra_load_relaxed_sys((const ra_u64 *)(ctrl + RA_CB_OFF_BARRIER_FLAGS));
+        bp_me = ra_load_relaxed_sys32((const ra_u32 *)(ctrl + RA_CB_OFF_BARRIER_INDEX));
+        bp_n = ra_load_relaxed_sys32((const ra_u32 *)(ctrl + RA_CB_OFF_BARRIER_COUNT));
+        bp_gen = ra_load_relaxed_sys((const ra_u64 *)(ctrl + RA_CB_OFF_BARRIER_GEN));
+        bp_at = ra_load_relaxed_sys((const ra_u64 *)(ctrl + RA_CB_OFF_BARRIER_AT));
+        bp_link = ra_load_relaxed_sys32((const ra_u32 *)(ctrl + RA_CB_OFF_BARRIER_LINK));
+        bar_pending = bp_flags != 0 && bp_me < bp_n && bp_link < nin && ra_barrier_check(bp_flags, bp_n);
+    }
+
+    // barrier_held, thread 0, each round of top: waiting at a barrier, one
+    // poll of the flag array, and whether to take no message this round;
+    // else, a pending barrier whose mark its in-link's head has reached
+    // (the batch that reached it is published: bottom ran first) is
+    // arrived at (a .sys store-release of its generation) and waited at.
+    // Commands and the heartbeat go on meanwhile; a terminate leaves the
+    // barrier (a kernel that had not arrived never does).
+    __device__ __forceinline__ bool barrier_held() {
+        if (!bar_pending && !bar_waiting) return false;
+        if (s.life == RA_STATE_TERMINATING || s.life == RA_STATE_FAULTED) { bar_pending = bar_waiting = false; return false; }
+        if (bar_waiting) {
+            if (!ra_barrier_poll(bw_flags, bw_n, bw_gen, &bw_seen)) return true;
+            bar_waiting = false;
+        }
+        if (bar_pending && s.ins[bp_link].own >= bp_at) {
+            ra_barrier_arrive(bp_flags, bp_me, bp_gen);
+            bar_pending = false;
+            bar_waiting = true;
+            bw_flags = bp_flags; bw_n = bp_n; bw_gen = bp_gen; bw_seen = 0;
+            return true;
+        }
+        return false;
+    }
+
+    // barrier_room, thread 0: how many messages a batch from in-link k may
+    // take: none past a pending barrier's mark on its in-link.
+    __device__ __forceinline__ long long barrier_room(ra_u32 k) const {
+        if (!bar_pending || k != bp_link) return RA_BATCH;
+        return s.ins[k].own >= bp_at ? 0 : (long long)min((ra_u64)RA_BATCH, bp_at - s.ins[k].own);
+    }
+
     // deadLetterQueued, thread 0: terminating without drain, everything
     // queued on every in-link becomes a dead letter (RA_CODE_SHUTDOWN),
     // until each link is empty as its tail now reads (the host closes
@@ -786,7 +880,7 @@ struct ra_loop {
                 continue;
             }
             done = false;
-            long long fr = RA_BATCH;
+            long long fr = barrier_room(k);
             for (ra_u32 o = 0; o < nout && fr > 0; o++) fr = min(fr, ra_free(&s.outs[o], 1));
             if (fr < 0) { fault(); s.stop = 1; break; }
             s.n = (ra_u32)min(min(av, fr), (long long)RA_BATCH);
@@ -814,6 +908,7 @@ struct ra_loop {
         for (;;) {
             commands();
             s.n = 0;
+            if (barrier_held()) { ra_backoff(&ns); continue; }  // at a barrier: no message until all arrive
             const bool take = s.life == RA_STATE_ACTIVE || (s.life == RA_STATE_TERMINATING && s.drain);
             if (s.life == RA_STATE_TERMINATING && !s.drain) dead_letter_queued();
             else if (take) pick();

@@ -52,6 +52,12 @@
 #define RA_CB_OFF_STAGE_ID         0x10u     // u32, host: stamped on output
 #define RA_CB_OFF_COMMAND_ARG      0x18u     // u64, host: the command's argument
 #define RA_CB_OFF_CLOCK_OFFSET     0x20u     // i64, host: host ns minus device clock ns
+#define RA_CB_OFF_BARRIER_FLAGS    0x40u     // u64, host: CmdBarrier's flag array (device address)
+#define RA_CB_OFF_BARRIER_INDEX    0x48u     // u32, host: CmdBarrier's participant index
+#define RA_CB_OFF_BARRIER_COUNT    0x4cu     // u32, host: CmdBarrier's participants
+#define RA_CB_OFF_BARRIER_GEN      0x50u     // u64, host: CmdBarrier's generation
+#define RA_CB_OFF_BARRIER_AT       0x58u     // u64, host: arrive once in-link BARRIER_LINK's head reaches it
+#define RA_CB_OFF_BARRIER_LINK     0x60u     // u32, host: the in-link BARRIER_AT counts
 #define RA_CB_OFF_DEVICE_LINE      0x80u     // written by the kernel only
 #define RA_CB_OFF_STATE            0x80u     // u32, kernel: the state
 #define RA_CB_OFF_COMMAND_ACK      0x84u     // u32, kernel: seq applied, after state
@@ -76,6 +82,16 @@
 #define RA_CMD_TERMINATE           3u        // stop now, dead-letter the queue
 #define RA_CMD_TERMINATE_DRAIN     4u        // stop once in-links close and drain
 #define RA_CMD_STEAL               5u        // forward queued messages to a thief (arg: count | link << 32)
+#define RA_CMD_BARRIER             6u        // arrive at a flag-array barrier at a mark, then wait
+#define RA_BAR_MAGIC               0x52424152u // identifies a flag-array barrier (package barrier)
+#define RA_BAR_VERSION             1u        // flag-array layout version
+#define RA_BAR_OFF_MAGIC           0u        // u32
+#define RA_BAR_OFF_VERSION         4u        // u16
+#define RA_BAR_OFF_PARTICIPANTS    8u        // u32, n
+#define RA_BAR_HEADER_SIZE         0x80u     // participant 0's line follows
+#define RA_BAR_LINE_SIZE           0x80u     // one line per participant
+#define RA_BAR_OFF_GENERATION      0u        // u64 within a line: the participant's generation
+#define RA_BAR_MAX_PARTICIPANTS    0x1000u
 #define RA_REC_TRACE               1u        // trace ring slot type
 #define RA_REC_DEAD_LETTER         2u
 #define RA_REC_FAULT               3u

@@ -184,6 +184,9 @@ func (b *Backend) Free(r p2pqueue.Region) error {
 	case p2pqueue.DeviceMemory:
 		return a.dev.devArena.a.release(a.off)
 	case p2pqueue.PortablePinnedMemory:
+		if port == nil { // closed: the arena went with it
+			return fmt.Errorf("ringkernel/cuda: free of portable memory at %#x after the backend closed", r.DeviceAddr)
+		}
 		return port.release(a.off)
 	default:
 		return a.dev.pinArena.release(a.off)

@@ -101,6 +101,7 @@ var cases = []Case{
 	{"FaultAbandonsAHungKernel", []Capability{GoStageFunctions}, (*suite).testFaultAbandonsAHungKernel},
 	{"StealForwardsQueuedMessages", []Capability{Steal}, (*suite).testStealForwardsQueuedMessages},
 	{"UserDefinedStage", []Capability{UserStages}, (*suite).testUserDefinedStage},
+	{"BarrierArriveAndWait", nil, (*suite).testBarrierArriveAndWait},
 }
 
 // Run runs every conformance case on the backend newBackend returns, each

@@ -68,6 +68,8 @@ type kernel struct {
 	// (Backend.Freeze: a stall of the whole process, for tests).
 	gate *gate.Gate
 
+	bar barrierState // CmdBarrier's (barrier.go)
+
 	processed, dropped, errs, traced, stolen uint64
 	busy                                     uint64 // ns spent in process
 
@@ -115,6 +117,7 @@ func newKernel(job *rk.Job) (*kernel, error) {
 		params:   append([]float32(nil), job.Spec.Stage.Params...),
 		state:    make([]float32, job.Op.StateFloats),
 		live:     append([]*p2pqueue.Consumer(nil), job.In...),
+		bar:      barrierState{ins: job.In},
 		outLinks: job.Out, route: job.Spec.Route, keyOff: job.Spec.KeyOffset,
 		stealTo: job.StealTo, trace: tp, bell: p2pqueue.NewDoorbell(), done: make(chan struct{}),
 		life: rk.Launched,
@@ -227,6 +230,9 @@ func (k *kernel) iterate() (worked, end bool) {
 	}
 	k.cb.Beat(nowNanos())
 	k.commands()
+	if k.barrierHeld() {
+		return false, false // at a barrier: no message until every participant arrives
+	}
 	switch k.life {
 	case rk.Active:
 		worked = k.step()
@@ -276,6 +282,8 @@ func (k *kernel) commands() {
 		case rk.CmdSteal:
 			arg := k.cb.Arg()
 			k.steal(int(uint32(arg)), int(arg>>32))
+		case rk.CmdBarrier:
+			k.barrierPost()
 		}
 	}
 	k.cb.Apply(k.life, seq)
@@ -285,8 +293,8 @@ func (k *kernel) commands() {
 // thief behind stealTo[to]; stolen counts them before the command is
 // acknowledged, so the host's Steal sees the count.
 func (k *kernel) steal(n, to int) {
-	if to < 0 || to >= len(k.stealTo) {
-		return
+	if to < 0 || to >= len(k.stealTo) || k.bar.pending || k.bar.waiting {
+		return // no steals across a barrier's mark: a phase's messages stay with their kernel
 	}
 	p := k.stealTo[to]
 	var m p2pqueue.Message
@@ -337,12 +345,12 @@ func (k *kernel) wait(idle *int) {
 		runtime.Gosched()
 		return
 	}
-	if k.outFull || k.polled {
+	if polled := k.polled || k.bar.waiting; k.outFull || polled {
 		// Our in-links have messages and the consumer downstream must free
 		// room, or a device may publish to us without ringing: sleep a
 		// little, waking early for a command.
 		d := min(time.Duration(*idle-spinSteps)*20*time.Microsecond, fullMax)
-		if k.polled && !k.outFull {
+		if polled && !k.outFull {
 			d = min(d, pollMax)
 		}
 		p2pqueue.ParkAll(context.Background(), k.bell, d)
@@ -363,7 +371,11 @@ func (k *kernel) step() bool {
 	for tries := range len(k.live) {
 		i := (k.next + tries) % len(k.live)
 		c := k.live[i]
-		n, err := c.Peek(len(k.hdr))
+		want := k.barrierRoom(c, len(k.hdr))
+		if want == 0 {
+			continue
+		}
+		n, err := c.Peek(want)
 		switch {
 		case err == nil:
 		case errors.Is(err, p2pqueue.ErrEmpty):

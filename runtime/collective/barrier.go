@@ -22,15 +22,23 @@ import (
 // The actor-level barrier: participants (goroutines, actors, stage
 // drivers) send Arrive{Participant, Phase} to the barrier actor, which
 // answers Release{Phase} to every participant of a phase once all have
-// arrived. Device-side barriers between ring kernels use package barrier's
-// flag array instead; a later BarrierSpec may carry one.
+// arrived. A barrier with ring kernels among its participants
+// (BarrierSpec.Stages) is package barrier's flag array instead, which the
+// host participants join through Await (flagbarrier.go).
 
 // BarrierSpec describes a barrier.
 type BarrierSpec struct {
 	// Name names the barrier's actor ("barrier/<Name>") and its spans.
 	Name string
-	// Participants are the names that may arrive, each once per phase.
+	// Participants are the names that may arrive, each once per phase:
+	// host participants (goroutines, actors).
 	Participants []string
+	// Stages are ring kernels taking part (StageParticipant): with any,
+	// the barrier is a flag array the kernels arrive at and wait on, on
+	// their devices, and the host participants with them (Await); Mark
+	// sets each kernel's phase boundary in its stream of messages. Such a
+	// barrier has no actor (PID is nil), and its phases must grow.
+	Stages []StageParticipant
 	// Timeout bounds a phase from its first arrival: a phase not complete
 	// by then is abandoned and its waiters get a *BarrierTimeoutError
 	// naming who is missing. 0 waits for ever (Await's context still
@@ -96,6 +104,7 @@ type Barrier struct {
 	pid    *actor.PID
 	tracer trace.Tracer
 	closed atomic.Bool
+	fb     *flagBarrier // with Stages: the flag array; no actor
 }
 
 // NewBarrier spawns a barrier actor for spec in the runtime's actor system.
@@ -105,7 +114,7 @@ func NewBarrier(rt *ra.Runtime, spec BarrierSpec) (*Barrier, error) {
 	if spec.Name == "" {
 		return nil, fmt.Errorf("%w: no name", ErrBadBarrier)
 	}
-	if len(spec.Participants) == 0 {
+	if len(spec.Participants)+len(spec.Stages) == 0 {
 		return nil, fmt.Errorf("%w: %q has no participants", ErrBadBarrier, spec.Name)
 	}
 	if spec.Timeout < 0 {
@@ -121,8 +130,16 @@ func NewBarrier(rt *ra.Runtime, spec BarrierSpec) (*Barrier, error) {
 		}
 		index[p] = i
 	}
-	spec.Participants = slices.Clone(spec.Participants)
+	spec.Participants, spec.Stages = slices.Clone(spec.Participants), slices.Clone(spec.Stages)
 	b := &Barrier{rt: rt, spec: spec, tracer: telemetry.Tracer(rt.TracerProvider(), scope)}
+	if len(spec.Stages) > 0 {
+		fb, err := newFlagBarrier(rt, b)
+		if err != nil {
+			return nil, err
+		}
+		b.fb = fb
+		return b, nil
+	}
 	props := actor.PropsFromProducer(func() actor.Actor {
 		return &barrierActor{b: b, index: index, phases: map[uint64]*barrierPhase{}, waiting: map[int]uint64{}}
 	})
@@ -134,13 +151,14 @@ func NewBarrier(rt *ra.Runtime, spec BarrierSpec) (*Barrier, error) {
 	return b, nil
 }
 
-// PID is the barrier actor's: send it Arrive.
+// PID is the barrier actor's: send it Arrive (nil for a barrier with
+// Stages, which has no actor: use Await).
 func (b *Barrier) PID() *actor.PID { return b.pid }
 
 // Spec is the barrier's spec.
 func (b *Barrier) Spec() BarrierSpec {
 	s := b.spec
-	s.Participants = slices.Clone(s.Participants)
+	s.Participants, s.Stages = slices.Clone(s.Participants), slices.Clone(s.Stages)
 	return s
 }
 
@@ -152,6 +170,12 @@ func (b *Barrier) Spec() BarrierSpec {
 // messaging attributes (message id: the phase), the participant, the
 // phase and the wait; the barrier's actor records "process
 // barrier/<name>" (kind consumer) per phase, linked to the waits.
+//
+// With Stages (a flag array), phases must grow for each participant, an
+// arrival cannot be withdrawn (after ctx ends it stands), the Timeout
+// runs from the phase's first sight on the host (Mark, Await or Wait),
+// and "process barrier/<name>" ends with the phase's first observed end;
+// each kernel's wait is an "arrive barrier/<name>" span from Mark to then.
 func (b *Barrier) Await(ctx context.Context, participant string, phase uint64) error {
 	if err := ctxcheck.NotNil(ctx, "Barrier.Await"); err != nil {
 		return err
@@ -159,12 +183,13 @@ func (b *Barrier) Await(ctx context.Context, participant string, phase uint64) e
 	start := time.Now()
 	dest := msgconv.Barrier(b.spec.Name)
 	ctx, span := b.tracer.Start(ctx, msgconv.SpanName(msgconv.OpArrive, dest), trace.WithSpanKind(trace.SpanKindProducer),
-		trace.WithAttributes(msgconv.Send(msgconv.OpArrive, dest, msgconv.ID(phase),
-			attribute.String("ringactor.barrier", b.spec.Name),
-			attribute.String("ringactor.barrier.participant", participant),
-			attribute.Int64("ringactor.barrier.phase", int64(phase)),
-		)...))
-	err := b.await(ctx, participant, phase, span.SpanContext())
+		trace.WithAttributes(b.arriveAttrs(participant, phase)...))
+	var err error
+	if b.fb != nil {
+		err = b.fb.await(ctx, participant, phase)
+	} else {
+		err = b.await(ctx, participant, phase, span.SpanContext())
+	}
 	span.SetAttributes(attribute.Int64("ringactor.barrier.wait_ns", time.Since(start).Nanoseconds()))
 	if err != nil {
 		span.RecordError(err)
@@ -172,6 +197,15 @@ func (b *Barrier) Await(ctx context.Context, participant string, phase uint64) e
 	}
 	span.End()
 	return err
+}
+
+// arriveAttrs are an "arrive barrier/<name>" span's attributes.
+func (b *Barrier) arriveAttrs(participant string, phase uint64) []attribute.KeyValue {
+	return msgconv.Send(msgconv.OpArrive, msgconv.Barrier(b.spec.Name), msgconv.ID(phase),
+		attribute.String("ringactor.barrier", b.spec.Name),
+		attribute.String("ringactor.barrier.participant", participant),
+		attribute.Int64("ringactor.barrier.phase", int64(phase)),
+	)
 }
 
 func (b *Barrier) await(ctx context.Context, participant string, phase uint64, sc trace.SpanContext) error {
@@ -209,11 +243,18 @@ func (b *Barrier) await(ctx context.Context, participant string, phase uint64, s
 }
 
 // Close stops the barrier actor; waits in progress end with
-// ErrBarrierClosed. Close the barrier before its runtime.
+// ErrBarrierClosed. Close the barrier before its runtime. A flag array
+// (Stages) is given back once its kernels have ended: close their
+// pipelines too.
 func (b *Barrier) Close() {
-	if b.closed.CompareAndSwap(false, true) {
-		b.rt.System().Root.StopFuture(b.pid).Wait()
+	if !b.closed.CompareAndSwap(false, true) {
+		return
 	}
+	if b.fb != nil {
+		b.fb.close()
+		return
+	}
+	b.rt.System().Root.StopFuture(b.pid).Wait()
 }
 
 // barrierTimeout is the phase timer's message to the actor.

@@ -8,8 +8,11 @@
 // stage drivers) send Arrive to its PID, or call Await; every participant
 // of a phase is answered Release once all have arrived, or with a
 // *BarrierTimeoutError naming who is missing once the phase's Timeout has
-// passed. Each wait and each phase is a span. Package barrier (at the top
-// of the module) is the device-side flag-array barrier between kernels.
+// passed. Each wait and each phase is a span. With ring kernels among the
+// participants (BarrierSpec.Stages) the barrier is package barrier's flag
+// array instead: Mark sets each kernel's phase boundary in the stream of
+// messages sent to its stage, the kernel arrives and waits on its device,
+// and host participants Await with it (examples/phases).
 //
 // # Collectives
 //

@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"os"
 
+	"github.com/ringactor/ringactor/barrier"
 	"github.com/ringactor/ringactor/kernels"
 	q "github.com/ringactor/ringactor/p2pqueue"
 	rk "github.com/ringactor/ringactor/ringkernel"
@@ -69,6 +70,12 @@ func defs() []def {
 		{"RA_CB_OFF_STAGE_ID", rk.CtrlOffStageID, "u32, host: stamped on output"},
 		{"RA_CB_OFF_COMMAND_ARG", rk.CtrlOffCommandArg, "u64, host: the command's argument"},
 		{"RA_CB_OFF_CLOCK_OFFSET", rk.CtrlOffClockOffset, "i64, host: host ns minus device clock ns"},
+		{"RA_CB_OFF_BARRIER_FLAGS", rk.CtrlOffBarrierFlags, "u64, host: CmdBarrier's flag array (device address)"},
+		{"RA_CB_OFF_BARRIER_INDEX", rk.CtrlOffBarrierIndex, "u32, host: CmdBarrier's participant index"},
+		{"RA_CB_OFF_BARRIER_COUNT", rk.CtrlOffBarrierCount, "u32, host: CmdBarrier's participants"},
+		{"RA_CB_OFF_BARRIER_GEN", rk.CtrlOffBarrierGen, "u64, host: CmdBarrier's generation"},
+		{"RA_CB_OFF_BARRIER_AT", rk.CtrlOffBarrierAt, "u64, host: arrive once in-link BARRIER_LINK's head reaches it"},
+		{"RA_CB_OFF_BARRIER_LINK", rk.CtrlOffBarrierLink, "u32, host: the in-link BARRIER_AT counts"},
 		{"RA_CB_OFF_DEVICE_LINE", rk.CtrlOffDeviceLine, "written by the kernel only"},
 		{"RA_CB_OFF_STATE", rk.CtrlOffState, "u32, kernel: the state"},
 		{"RA_CB_OFF_COMMAND_ACK", rk.CtrlOffCommandAck, "u32, kernel: seq applied, after state"},
@@ -94,6 +101,17 @@ func defs() []def {
 		{"RA_CMD_TERMINATE", uint64(rk.CmdTerminate), "stop now, dead-letter the queue"},
 		{"RA_CMD_TERMINATE_DRAIN", uint64(rk.CmdTerminateDrain), "stop once in-links close and drain"},
 		{"RA_CMD_STEAL", uint64(rk.CmdSteal), "forward queued messages to a thief (arg: count | link << 32)"},
+		{"RA_CMD_BARRIER", uint64(rk.CmdBarrier), "arrive at a flag-array barrier at a mark, then wait"},
+
+		{"RA_BAR_MAGIC", uint64(barrier.Magic), "identifies a flag-array barrier (package barrier)"},
+		{"RA_BAR_VERSION", uint64(barrier.Version), "flag-array layout version"},
+		{"RA_BAR_OFF_MAGIC", barrier.OffMagic, "u32"},
+		{"RA_BAR_OFF_VERSION", barrier.OffVersion, "u16"},
+		{"RA_BAR_OFF_PARTICIPANTS", barrier.OffParticipants, "u32, n"},
+		{"RA_BAR_HEADER_SIZE", barrier.HeaderSize, "participant 0's line follows"},
+		{"RA_BAR_LINE_SIZE", barrier.LineSize, "one line per participant"},
+		{"RA_BAR_OFF_GENERATION", barrier.OffGeneration, "u64 within a line: the participant's generation"},
+		{"RA_BAR_MAX_PARTICIPANTS", barrier.MaxParticipants, ""},
 
 		{"RA_REC_TRACE", rk.RecordTrace, "trace ring slot type"},
 		{"RA_REC_DEAD_LETTER", rk.RecordDeadLetter, ""},

@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	"github.com/ringactor/ringactor/p2pqueue"
+	rk "github.com/ringactor/ringactor/ringkernel"
 	ra "github.com/ringactor/ringactor/runtime"
 	"github.com/ringactor/ringactor/runtime/internal/extid"
 )
@@ -54,6 +55,10 @@ type Host interface {
 	// into them), to its links to thieves, in thief order (ra.Steal.To
 	// indexes them). Make them with NewLink.
 	WithSteal(spec ra.PipelineSpec, in, to []*p2pqueue.Link) ra.PipelineSpec
+	// StageKernel returns the ring kernel of p's stage name, its
+	// ingress link (the one the pipeline's sends to it go into: its
+	// Stats().Published counts them) and its device id, once p is built.
+	StageKernel(p *ra.Pipeline, name string) (*rk.Kernel, *p2pqueue.Link, int, error)
 	// WithSlots returns sink taking each batch of results undecoded,
 	// straight from the egress link's slots (the payloads are valid
 	// until slots returns), for a cluster segment that forwards them to

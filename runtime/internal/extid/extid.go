@@ -2,6 +2,7 @@ package extid
 
 import (
 	"errors"
+	"sync"
 
 	"github.com/asynkron/protoactor-go/extensions"
 )
@@ -25,3 +26,17 @@ const (
 // ErrNotALink: a link given back (ext.Host.FreeLink) that the runtime did
 // not make, or one already given back.
 var ErrNotALink = errors.New("ringactor: not a live link of this runtime")
+
+// registerMu orders the one Register of each actor system before any
+// lookup: Extensions is a plain slice.
+var registerMu sync.Mutex
+
+// Register registers e, runtime's extension, in an actor system's
+// extensions (its Extensions) under ID once.
+func Register(set *extensions.Extensions, e extensions.Extension) {
+	registerMu.Lock()
+	defer registerMu.Unlock()
+	if set.Get(ID) == nil {
+		set.Register(e)
+	}
+}

@@ -240,7 +240,7 @@ struct consumer {
 };
 
 // ---- cases -----------------------------------------------------------------------
-enum end_mode { END_CLOSE, END_DRAIN, END_NODRAIN, END_STEAL };
+enum end_mode { END_CLOSE, END_DRAIN, END_NODRAIN, END_STEAL, END_BARRIER };
 
 struct tcase {
     const char *name, *op, *what;
@@ -276,6 +276,8 @@ static const tcase cases[] = {
      128, 128, 256, 64, 32, 1200, 3, 41, 0, END_NODRAIN, 4.0f, 0, false},
     {"steal", "scale", "CmdSteal (some while idle) as ingress feeds the victim and a thief drains the steal link, whose smaller slots make dead letters",
      1, RA_ROUTE_ONE, 128, 128, 64, 64, 4096, 3000, 7, 23, 0, END_STEAL, 2.0f, 0, false, 64, 16},
+    {"barrier", "scale", "CmdBarrier: the kernel arrives once head reaches P, a host thread plays the other participant; phase 2 held till then", 1,
+     RA_ROUTE_ONE, 128, 128, 512, 64, 32, 800, 7, 23, 0, END_BARRIER, 2.0f, 0, false},
 };
 
 static const uint32_t STAGE_ID = 7;
@@ -421,6 +423,53 @@ struct run {
             put_u32(RA_ARG_OFF_NUM_STEAL, 1);
             put_u32(RA_ARG_OFF_STEAL_SYS, 1);
         }
+    }
+
+    // ControlBlock.PostBarrier: CmdBarrier's words, then the command.
+    bool post_barrier(unsigned char *bar, uint32_t me, uint32_t n, uint64_t gen, uint64_t at) {
+        st_rel64(ctrl, RA_CB_OFF_BARRIER_FLAGS, (uint64_t)(uintptr_t)bar);
+        st_rel32(ctrl, RA_CB_OFF_BARRIER_INDEX, me);
+        st_rel32(ctrl, RA_CB_OFF_BARRIER_COUNT, n);
+        st_rel64(ctrl, RA_CB_OFF_BARRIER_GEN, gen);
+        st_rel64(ctrl, RA_CB_OFF_BARRIER_AT, at);
+        st_rel32(ctrl, RA_CB_OFF_BARRIER_LINK, 0);
+        return post(RA_CMD_BARRIER, RA_STATE_ACTIVE);
+    }
+
+    // The barrier case: phase 1 (ids 1..P), CmdBarrier at P, phase 2 sent at
+    // once; the kernel must arrive (its word, a release) with head exactly P
+    // and then take nothing, beating, until this thread arrives as the
+    // other participant (package barrier's Init and Arrive).
+    void barrier_case(producer &p, std::thread &prod) {
+        const size_t size = RA_BAR_HEADER_SIZE + 2 * RA_BAR_LINE_SIZE;
+        unsigned char *bar = alloc_region(size);
+        memset(bar, 0, size);
+        st_rel32(bar, RA_BAR_OFF_VERSION, RA_BAR_VERSION);
+        st_rel32(bar, RA_BAR_OFF_PARTICIPANTS, 2);
+        st_rel32(bar, RA_BAR_OFF_MAGIC, RA_BAR_MAGIC);
+        const int P = total / 2;
+        produce(p, 1, P);
+        if (!post_barrier(bar, 0, 2, 1, P)) return;
+        prod = std::thread([&p, this, P] { produce(p, P + 1, total); phase.store(1); });
+        const uint64_t deadline = now_ns() + 20000000000ull;
+        while (ld_acq64(bar, RA_BAR_HEADER_SIZE) != 1 && now_ns() < deadline && !failed()) sleep_us(20);
+        if (ld_acq64(bar, RA_BAR_HEADER_SIZE) != 1) {
+            fail("barrier: the kernel never arrived (head %llu, P %d)", (unsigned long long)ld_acq64(in.base, RA_Q_OFF_HEAD), P);
+            return;
+        }
+        for (int beats = 0; beats < 3 && now_ns() < deadline && !failed();) {  // waiting, it beats
+            const uint64_t hb = ld_acq64(ctrl, RA_CB_OFF_HEARTBEAT);
+            while (ld_acq64(ctrl, RA_CB_OFF_HEARTBEAT) == hb && now_ns() < deadline) sleep_us(20);
+            beats++;
+        }
+        while (phase.load() != 1 && now_ns() < deadline && !failed()) sleep_us(20);
+        const uint64_t head = ld_acq64(in.base, RA_Q_OFF_HEAD);
+        const uint64_t done = ld_acq64(ctrl, RA_CB_OFF_PROCESSED) + ld_acq64(ctrl, RA_CB_OFF_DROPPED);
+        if (head != (uint64_t)P || done != (uint64_t)P)
+            fail("barrier: at the barrier head %llu, processed + dropped %llu; want %d (phase 2 held back)", (unsigned long long)head, (unsigned long long)done, P);
+        st_rel64(bar, RA_BAR_HEADER_SIZE + RA_BAR_LINE_SIZE, 1);  // the host arrives: the kernel goes on
+        prod.join();
+        p.close();
     }
 
     // ControlBlock.PostArg, then the wait for its ack (backoff 1 µs to 1 ms).
@@ -804,6 +853,9 @@ struct run {
                 while (phase.load() != 1 && !failed()) sleep_us(10);
                 post(RA_CMD_TERMINATE_DRAIN, RA_STATE_TERMINATING);
                 phase.store(2);
+                break;
+            case END_BARRIER:
+                barrier_case(p, prod);
                 break;
             case END_NODRAIN: {
                 // The first part processed, the kernel made idle, the rest
