@@ -204,6 +204,68 @@ func TestGroupStealsFromTheSlowDevice(t *testing.T) {
 	t.Logf("slow device: assigned %d, processed %d, stolen %d", st.Instances[3].Assigned, st.Instances[3].Processed, st.Instances[3].Stolen)
 }
 
+// On every backend: the last device's stage sleeps 10 ms a message (the
+// delay op, its DeviceParams), the others not at all, so its static share
+// queues behind its sleeps (at least 625/32 × 10 ms ≈ 200 ms even with 32
+// messages asleep at once) while the others finish theirs: the coordinator
+// steals from it, and every message ends once, unchanged.
+func TestGroupStealsFromADelayedDevice(t *testing.T) {
+	rttest.Need(t, rttest.Steal)
+	rt := groupEnv(t, nil, nil)
+	devs := devices(t, 4)
+	var got sync.Map
+	var dead, count atomic.Int64
+	const n = 2500
+	all := make(chan struct{})
+	g, err := group.New(ctxT(t), rt, group.Spec{Name: "delayed", Devices: devs, Policy: group.Static, Steal: true,
+		Stage:        ra.StageSpec{Name: "work", Op: "delay", Params: []float32{0, 0}, Capacity: 1024},
+		DeviceParams: map[int][]float32{devs[3]: {1e7, 0}},
+		Deliver: ra.Sink{Func: func(r ra.Result) {
+			if _, again := got.LoadOrStore(r.ID, r.Floats); again {
+				t.Errorf("message %d delivered twice", r.ID)
+			}
+			if count.Add(1) == n {
+				close(all)
+			}
+		}},
+		OnDeadLetter: func(ra.DeadLetter) { dead.Add(1) },
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ds := make([]ra.Data, n)
+	for i := range ds {
+		ds[i] = ra.Data{ID: uint64(i + 1), Floats: []float32{float32(i + 1)}}
+	}
+	if _, err := g.SendBatch(ctxT(t), ds); err != nil {
+		t.Fatal(err)
+	}
+	// The coordinator steals while the group runs (Close stops it first).
+	select {
+	case <-all:
+	case <-ctxT(t).Done():
+		t.Fatalf("%d of %d delivered: %+v", count.Load(), n, g.Stats().Instances)
+	}
+	if err := g.Close(ctxT(t), true); err != nil {
+		t.Fatal(err)
+	}
+	st := g.Stats()
+	slow := st.Instances[3]
+	if slow.Stolen == 0 || st.Steals == 0 || slow.Processed >= slow.Assigned {
+		t.Fatalf("no work stolen from the delayed device: %+v", st.Instances)
+	}
+	if st.Delivered != n || st.DeadLettered != 0 || dead.Load() != 0 {
+		t.Fatalf("account: %+v, %d dead letters", st, dead.Load())
+	}
+	for i := 1; i <= n; i++ {
+		v, ok := got.Load(uint64(i))
+		if f, _ := v.([]float32); !ok || len(f) != 1 || f[0] != float32(i) {
+			t.Fatalf("message %d: got %v", i, v)
+		}
+	}
+	t.Logf("delayed device: assigned %d, processed %d, stolen %d (%d steals)", slow.Assigned, slow.Processed, slow.Stolen, st.Steals)
+}
+
 // Steal is an actor message to an instance's PID, answered with Stolen.
 // Instance 0 is deactivated, so its share stays queued: exactly the 20
 // asked for move.
