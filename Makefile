@@ -177,6 +177,7 @@ gpu-bundle:
 	CGO_ENABLED=1 $(GO) test -c -ldflags="-s -w" -o .gpu/ringkernel-cuda.test ./ringkernel/cuda
 	CGO_ENABLED=1 $(GO) test -c -ldflags="-s -w" -o .gpu/runtime.test ./runtime
 	CGO_ENABLED=1 $(GO) test -c -ldflags="-s -w" -o .gpu/collective.test ./runtime/collective
+	CGO_ENABLED=1 $(GO) test -c -ldflags="-s -w" -o .gpu/group.test ./runtime/group
 	CGO_ENABLED=1 $(GO) build -ldflags="-s -w" -o .gpu/ringactor ./cmd/ringactor
 	CGO_ENABLED=1 $(GO) build -ldflags="-s -w" -o .gpu/pipeline ./examples/pipeline
 	gzip -9 .gpu/*   # the device machine takes 64 MiB of files; run.sh unpacks

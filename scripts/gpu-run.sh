@@ -91,7 +91,10 @@ check bench-rows   200 "$here/ringactor" bench -quick -only gpu/
 check bench-p2p    120 "$here/ringactor" bench -quick -only p2p/ -backend cuda
 # the all-reduce over device links (peer links between GPUs where they have
 # them) against the host-hop one, and their tests on the GPUs
-check collective   120 env RINGACTOR_TEST_BACKEND=cuda "$here/collective.test" -test.v -test.run 'AllReduce' -test.timeout 110s
+check collective   120 env RINGACTOR_TEST_BACKEND=cuda "$here/collective.test" -test.v -test.run 'AllReduce|Barrier' -test.timeout 110s
+# stage groups on the GPUs: work stealing in the device loop (issue 36), the
+# policies (a case needing more GPUs than there are skips, saying so)
+check group        120 env RINGACTOR_TEST_BACKEND=cuda "$here/group.test" -test.v -test.timeout 110s
 check bench-allreduce 120 "$here/ringactor" bench -quick -only allreduce/cuda -backend cuda
 echo >> "$summary"
 for f in devices main-job bench-gpu bench-rows bench-p2p bench-allreduce; do [ -f "$out/$f.log" ] && { echo "-- $f"; tail -40 "$out/$f.log"; } >> "$summary"; done
