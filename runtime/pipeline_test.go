@@ -439,7 +439,7 @@ func TestBuildRefusesBadSpecs(t *testing.T) {
 		{mod(func(s *ra.PipelineSpec) { s.Stages[1].Name = "double" }), "unique"},
 		{mod(func(s *ra.PipelineSpec) { s.Stages[1].Device = 9 }), "no such device 9"},
 		{mod(func(s *ra.PipelineSpec) { s.Stages[1].Op = "cube" }), "unknown op"},
-		{mod(func(s *ra.PipelineSpec) { s.Stages[1].Op = "" }), "no op; set Op to a registered one: [branch identity keyed_count"},
+		{mod(func(s *ra.PipelineSpec) { s.Stages[1].Op = "" }), "no op; set Op to a registered one: [branch delay identity keyed_count"},
 		{mod(func(s *ra.PipelineSpec) { s.Stages[1].Capacity = 1000 }), "power of two"},
 		{mod(func(s *ra.PipelineSpec) { s.Stages[1].SlotSize = 100 }), "64"},
 		{mod(func(s *ra.PipelineSpec) { s.Stages = nil }), "no stages"},
