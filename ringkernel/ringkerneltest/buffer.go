@@ -143,6 +143,36 @@ func (s *suite) testBuffers(t *testing.T) {
 		}
 	}
 
+	// Under a running ring kernel: a buffer is allocated, filled, copied
+	// and freed on its device, and the kernel goes on (a CUDA backend must
+	// not free device memory under it: cuMemFree waits for the device).
+	r := s.launch(t, rk.Stage{Name: "id", Op: "identity"}, 16, 4, true)
+	kd := s.device(1)
+	live, err := bb.AllocBuffer(ctx, kd, 4096, devmem.DeviceMemory)
+	if err != nil {
+		t.Fatalf("a buffer on device %d while a ring kernel runs there: %v", kd, err)
+	}
+	if err := bb.Write(ctx, live, 0, pattern(9, 4096)); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := bb.Copy(ctx, dst[kd], 0, live, 0, 4096); err != nil {
+		t.Fatal(err)
+	}
+	if err := bb.FreeBuffer(live); err != nil {
+		t.Fatalf("freeing a buffer on device %d while a ring kernel runs there: %v", kd, err)
+	}
+	r.sendFloats(1, []float32{42}, 0)
+	if _, v := r.recvFloats(); len(v) != 1 || v[0] != 42 {
+		t.Fatalf("the kernel beside the buffers answered %v, want [42]", v)
+	}
+	if err := r.k.Terminate(ctx, false); err != nil {
+		t.Fatal(err)
+	}
+	got = make([]byte, 4096)
+	if err := bb.Read(ctx, dst[kd], 0, got); err != nil || !bytes.Equal(got, pattern(9, 4096)) {
+		t.Fatalf("a copy made while a kernel ran: the bytes differ (err %v)", err)
+	}
+
 	for d := range devs {
 		for _, b := range []devmem.Buffer{src[d], dst[d]} {
 			if err := bb.FreeBuffer(b); err != nil {
