@@ -120,14 +120,14 @@ func (b *Backend) staged(ctx context.Context, d *device, p drv.DevicePtr, n int,
 	if err != nil {
 		return err
 	}
+	d.buf.copyMu.Lock() // before the staging: one chunk per device at a time
+	defer d.buf.copyMu.Unlock()
 	chunk := min(n, stagingChunk)
 	m, off, err := pa.alloc(chunk)
 	if err != nil {
 		return fmt.Errorf("ringkernel/cuda: staging for a buffer copy: %w", err)
 	}
 	defer pa.release(off)
-	d.buf.copyMu.Lock()
-	defer d.buf.copyMu.Unlock()
 	for done := 0; done < n; done += chunk {
 		if err := ctx.Err(); err != nil {
 			return err
