@@ -29,7 +29,10 @@ func pattern(d, n int) []byte {
 // memory where a device reports it, free, out of memory refused naming the
 // device, its free memory and the size, and a cancelled ctx honoured.
 func (s *suite) testBuffers(t *testing.T) {
-	bb := s.b.(devmem.Backend)
+	bb, ok := s.b.(devmem.Backend)
+	if !ok {
+		t.Fatalf("%s backend (%T) has no buffers: implement devmem.Backend, or list Buffers in Options.Lacks with the reason", s.opts.Name, s.b)
+	}
 	lister, ok := s.b.(rk.DeviceLister)
 	if !ok {
 		t.Fatalf("%s: a buffer backend must list its devices (ringkernel.DeviceLister)", s.opts.Name)
