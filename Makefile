@@ -107,6 +107,7 @@ test: vet emu relacy tsan
 	$(EMU_ENV) $(GO) test -race -count=1 -timeout $(TEST_TIMEOUT) $(EMU_PKGS)
 	$(EMU_ENV) RINGACTOR_EMU_DEVICES=4 $(GO) test -race -count=1 -timeout $(TEST_TIMEOUT) $(EMU_WIDE_PKGS)
 	$(EMU_ENV) $(GO) test -race -count=1 -timeout $(TEST_TIMEOUT) -run '$(EMU_BENCH_TESTS)' $(EMU_BENCH_PKGS)
+	$(EMU_ENV) RINGACTOR_EMU_PEERS=0-1 $(GO) test -race -count=1 -timeout $(TEST_TIMEOUT) -run 'TestConformance$$/Buffers' ./ringkernel/cuda
 	$(EMU_ENV) RINGACTOR_EMU_COPY_LAG_US=$(EMU_LAG_US) $(GO) test -race -count=1 -timeout $(TEST_TIMEOUT) $(EMU_LAG_PKGS)
 	$(EMU_ENV) RINGACTOR_EMU_COPY_LAG_US=$(EMU_LAG_US) $(GO) test -race -count=1 -timeout $(TEST_TIMEOUT) -run '$(EMU_LAG_BENCH)' $(EMU_BENCH_PKGS)
 

@@ -57,6 +57,12 @@ static int drv_memcpyHtoDAsync(void *f, drv_dptr dst, const void *src, size_t n,
 static int drv_memcpyDtoHAsync(void *f, void *dst, drv_dptr src, size_t n, uintptr_t s) {
 	return ((int (*)(void *, drv_dptr, size_t, void *))f)(dst, src, n, (void *)s);
 }
+static int drv_memcpyDtoDAsync(void *f, drv_dptr dst, drv_dptr src, size_t n, uintptr_t s) {
+	return ((int (*)(drv_dptr, drv_dptr, size_t, void *))f)(dst, src, n, (void *)s);
+}
+static int drv_memcpyPeerAsync(void *f, drv_dptr dst, uintptr_t dctx, drv_dptr src, uintptr_t sctx, size_t n, uintptr_t s) {
+	return ((int (*)(drv_dptr, void *, drv_dptr, void *, size_t, void *))f)(dst, (void *)dctx, src, (void *)sctx, n, (void *)s);
+}
 static int drv_memHostAlloc(void *f, void **p, size_t n, unsigned flags) { return ((int (*)(void **, size_t, unsigned))f)(p, n, flags); }
 static int drv_memFreeHost(void *f, void *p) { return ((int (*)(void *))f)(p); }
 static int drv_memHostGetDevicePointer(void *f, drv_dptr *d, void *p) { return ((int (*)(drv_dptr *, void *, unsigned))f)(d, p, 0); }
@@ -170,6 +176,14 @@ type driverFuncs struct {
 	// Optional: nil when the driver lacks them (see optionalSymbols).
 	streamBeginCapture, streamEndCapture, graphLaunch, graphExecDestroy, graphDestroy unsafe.Pointer
 	graphInstantiateWithFlags, graphInstantiateV2                                     unsafe.Pointer
+	// Optional copies between device memories (copySymbols).
+	memcpyDtoDAsync, memcpyPeerAsync unsafe.Pointer
+}
+
+// copySymbols are the device-to-device copies, resolved when present: a
+// driver without them loads, and only the copies fail.
+func (f *driverFuncs) copySymbols() []symbol {
+	return []symbol{{"cuMemcpyDtoDAsync_v2", &f.memcpyDtoDAsync}, {"cuMemcpyPeerAsync", &f.memcpyPeerAsync}}
 }
 
 // symbols pairs each exported name (with its _v2 suffix where the driver
@@ -230,6 +244,7 @@ func loadDriverFrom(candidates []string) (*Driver, error) {
 			continue
 		}
 		dlsymOptional(h, d.fn.optionalSymbols())
+		dlsymOptional(h, d.fn.copySymbols())
 		if err := d.err("cuInit", Result(C.drv_u(d.fn.init, 0))); err != nil {
 			return nil, fmt.Errorf("cuda: %s loaded, but the driver cannot start: %w", name, err)
 		}
@@ -355,6 +370,20 @@ func (d *Driver) memcpyHtoDAsync(dst uint64, src unsafe.Pointer, n uint64, strea
 
 func (d *Driver) memcpyDtoHAsync(dst unsafe.Pointer, src uint64, n uint64, stream uintptr) Result {
 	return Result(C.drv_memcpyDtoHAsync(d.fn.memcpyDtoHAsync, dst, C.drv_dptr(src), C.size_t(n), C.uintptr_t(stream)))
+}
+
+func (d *Driver) memcpyDtoDAsync(dst, src, n uint64, stream uintptr) Result {
+	if d.fn.memcpyDtoDAsync == nil {
+		return ErrorNotSupported
+	}
+	return Result(C.drv_memcpyDtoDAsync(d.fn.memcpyDtoDAsync, C.drv_dptr(dst), C.drv_dptr(src), C.size_t(n), C.uintptr_t(stream)))
+}
+
+func (d *Driver) memcpyPeerAsync(dst uint64, dctx uintptr, src uint64, sctx uintptr, n uint64, stream uintptr) Result {
+	if d.fn.memcpyPeerAsync == nil {
+		return ErrorNotSupported
+	}
+	return Result(C.drv_memcpyPeerAsync(d.fn.memcpyPeerAsync, C.drv_dptr(dst), C.uintptr_t(dctx), C.drv_dptr(src), C.uintptr_t(sctx), C.size_t(n), C.uintptr_t(stream)))
 }
 
 func (d *Driver) memHostAlloc(n uint64, flags uint32) (unsafe.Pointer, Result) {

@@ -42,6 +42,10 @@ func (d *Driver) memcpyHtoDAsync(dst uint64, src unsafe.Pointer, n uint64, strea
 func (d *Driver) memcpyDtoHAsync(dst unsafe.Pointer, src uint64, n uint64, stream uintptr) Result {
 	return noCgo
 }
+func (d *Driver) memcpyDtoDAsync(dst, src, n uint64, stream uintptr) Result { return noCgo }
+func (d *Driver) memcpyPeerAsync(dst uint64, dctx uintptr, src uint64, sctx uintptr, n uint64, stream uintptr) Result {
+	return noCgo
+}
 func (d *Driver) memFreeHost(p unsafe.Pointer) Result                       { return noCgo }
 func (d *Driver) memHostGetDevicePointer(p unsafe.Pointer) (uint64, Result) { return 0, noCgo }
 func (d *Driver) moduleLoad(image []byte) (uintptr, string, string, Result) {

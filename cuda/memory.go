@@ -267,3 +267,56 @@ func (c *Context) copyAsync(call, what string, p DevicePtr, m *HostMemory, off, 
 		return c.driver().memcpyDtoHAsync(h, uint64(p), uint64(n), sh)
 	})
 }
+
+// CopyDeviceAsync queues a copy of n bytes of this context's device memory
+// from src to dst in stream s (nil: the default stream) and returns
+// (cuMemcpyDtoDAsync_v2; ErrorNotSupported where the driver lacks it).
+func (c *Context) CopyDeviceAsync(dst, src DevicePtr, n int, s *Stream) error {
+	return c.copyDevice("cuMemcpyDtoDAsync_v2", dst, nil, src, n, s)
+}
+
+// CopyPeerAsync queues a copy of n bytes from src, device memory of
+// srcCtx, to dst, device memory of this context, in stream s (of this
+// context; nil: the default stream) and returns (cuMemcpyPeerAsync).
+func (c *Context) CopyPeerAsync(dst DevicePtr, srcCtx *Context, src DevicePtr, n int, s *Stream) error {
+	if srcCtx == nil {
+		return errNilContext
+	}
+	return c.copyDevice("cuMemcpyPeerAsync", dst, srcCtx, src, n, s)
+}
+
+func (c *Context) copyDevice(call string, dst DevicePtr, srcCtx *Context, src DevicePtr, n int, s *Stream) error {
+	if c == nil {
+		return errNilContext
+	}
+	if n <= 0 {
+		return c.do(call, func() Result { return ResultSuccess })
+	}
+	if err := c.checkRange(call+" destination", dst, n); err != nil {
+		return err
+	}
+	if err := c.checkRange(call+" source", src, n); err != nil {
+		return err
+	}
+	var sctx uintptr
+	if srcCtx != nil {
+		srcCtx.mu.RLock()
+		h, gone := srcCtx.handle, srcCtx.released
+		srcCtx.mu.RUnlock()
+		if gone {
+			return fmt.Errorf("cuda: %s: the source context (device %d) was released: %w", call, srcCtx.dev.ordinal, ErrReleased)
+		}
+		sctx = h
+	}
+	defer s.rlock()()
+	sh, err := c.streamHandle(s)
+	if err != nil {
+		return fmt.Errorf("cuda: %s: %w", call, err)
+	}
+	return c.do(call, func() Result {
+		if srcCtx == nil {
+			return c.driver().memcpyDtoDAsync(uint64(dst), uint64(src), uint64(n), sh)
+		}
+		return c.driver().memcpyPeerAsync(uint64(dst), c.handle, uint64(src), sctx, uint64(n), sh)
+	})
+}

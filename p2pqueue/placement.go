@@ -107,10 +107,65 @@ func Place(producer, consumer int, t Topology) (Placement, error) {
 		return Placement{Kind: LinkIngress, Memory: MappedPinnedMemory, Device: consumer}, nil
 	case consumer == Host || cpu(consumer):
 		return Placement{Kind: LinkEgress, Memory: MappedPinnedMemory, Device: producer}, nil
-	case producer == consumer:
+	}
+	switch PathOf(producer, consumer, t) {
+	case PathLocal:
 		return Placement{Kind: LinkLocal, Memory: DeviceMemory, Device: consumer}, nil
-	case t.Peer(producer, consumer):
+	case PathPeer:
 		return Placement{Kind: LinkPeer, Memory: DeviceMemory, Device: consumer}, nil
 	}
 	return Placement{Kind: LinkStaged, Memory: PortablePinnedMemory, Device: consumer}, nil
+}
+
+// Path is how bytes get from one device's memory to another's.
+type Path uint8
+
+const (
+	// PathLocal: both ends are one device.
+	PathLocal Path = 1 + iota
+	// PathPeer: two GPUs, and the first can write the second's memory
+	// (a peer copy, a peer link).
+	PathPeer
+	// PathStaged: two GPUs without peer access: through pinned host
+	// memory (a copy out and a copy in, a link in portable memory).
+	PathStaged
+	// PathHost: one end is host memory (the host, or the CPU device):
+	// a copy to or from the host.
+	PathHost
+)
+
+func (p Path) String() string {
+	switch p {
+	case PathLocal:
+		return "local"
+	case PathPeer:
+		return "peer"
+	case PathStaged:
+		return "staged"
+	case PathHost:
+		return "host"
+	}
+	return fmt.Sprintf("Path(%d)", uint8(p))
+}
+
+// PathOf decides how from reaches to's memory (device ids, or Host) given
+// the topology (nil: GPUs without peer access). It is the one place the
+// peer-or-staged decision is made: Place uses it for links between two
+// GPUs, and the backends' buffer copies (ringkernel/devmem) for copies.
+func PathOf(from, to int, t Topology) Path {
+	if t == nil {
+		t = PeerFunc(nil)
+	}
+	switch {
+	case from == Host || to == Host || t.CPU(from) || t.CPU(to):
+		if from == to {
+			return PathLocal
+		}
+		return PathHost
+	case from == to:
+		return PathLocal
+	case t.Peer(from, to):
+		return PathPeer
+	}
+	return PathStaged
 }

@@ -57,3 +57,37 @@ type cpuTopo struct {
 }
 
 func (t cpuTopo) CPU(d int) bool { return d == t.cpu }
+
+// PathOf is the one peer-or-staged decision, shared by Place (links) and
+// buffer copies: every ordered pair of a matrix with both kinds, and the
+// CPU's and the host's pairs, and Place agrees with it for every GPU pair.
+func TestPathOf(t *testing.T) {
+	// 0-1 peer both ways, 1 → 2 one way only, 3 reaches nobody; 4 is the CPU.
+	peer := PeerFunc(func(a, b int) bool { return a/2 == b/2 && a < 2 || a == 1 && b == 2 })
+	topo := cpuTopo{peer, 4}
+	want := map[[2]int]Path{
+		{0, 0}: PathLocal, {0, 1}: PathPeer, {1, 0}: PathPeer, {1, 2}: PathPeer, {2, 1}: PathStaged,
+		{0, 2}: PathStaged, {2, 3}: PathStaged, {3, 0}: PathStaged, {3, 3}: PathLocal,
+		{4, 4}: PathLocal, {0, 4}: PathHost, {4, 3}: PathHost, {Host, 2}: PathHost, {1, Host}: PathHost,
+	}
+	for pair, w := range want {
+		if got := PathOf(pair[0], pair[1], topo); got != w {
+			t.Errorf("PathOf(%d, %d) = %v, want %v", pair[0], pair[1], got, w)
+		}
+	}
+	if got := PathOf(0, 1, nil); got != PathStaged {
+		t.Errorf("no topology: PathOf(0, 1) = %v, want staged", got)
+	}
+	kinds := map[Path]LinkKind{PathLocal: LinkLocal, PathPeer: LinkPeer, PathStaged: LinkStaged}
+	for a := range 4 {
+		for b := range 4 {
+			p, err := Place(a, b, topo)
+			if err != nil || p.Kind != kinds[PathOf(a, b, topo)] {
+				t.Errorf("Place(%d, %d) = %v, %v; PathOf says %v", a, b, p, err, PathOf(a, b, topo))
+			}
+		}
+	}
+	if s := PathStaged.String() + Path(9).String(); s != "stagedPath(9)" {
+		t.Errorf("strings: %q", s)
+	}
+}

@@ -65,6 +65,8 @@ type Device struct {
 	// (Status.Busy), so a device's utilization is derived from its
 	// kernels' (sim, the CPU and the CUDA device loop all count it).
 	MeasuresBusy bool `json:"-"`
+	// Managed: it has managed (unified) memory for buffers (devmem.Managed).
+	Managed bool `json:"managed"`
 }
 
 // DeviceLister is a Backend that lists its devices, by the ids Alloc and

@@ -44,6 +44,7 @@ type device struct {
 	live       map[*loop]struct{} // their loops, for clock offset updates
 	streams    []*drv.Stream      // free streams, made at open (see Options.MaxKernels)
 	all        []*drv.Stream
+	buf        bufferState // its buffers (buffer.go)
 }
 
 func openDevice(octx context.Context, b *Backend, id int) (*device, error) {
@@ -87,16 +88,16 @@ func openDevice(octx context.Context, b *Backend, id int) (*device, error) {
 		return fail(err)
 	}
 	// Every driver object a running device needs is made now, while no
-	// ring kernel runs: streams (one per kernel, one for the clock) and
-	// the setup fence's event.
-	for range b.opts.MaxKernels + 1 {
+	// ring kernel runs: streams (one per kernel, one for the clock, one for
+	// buffer copies) and the setup fence's event.
+	for range b.opts.MaxKernels + 2 {
 		st, err := ctx.NewStream()
 		if err != nil {
-			return fail(fmt.Errorf("stream %d of %d: %w", len(d.all)+1, b.opts.MaxKernels+1, err))
+			return fail(fmt.Errorf("stream %d of %d: %w", len(d.all)+1, b.opts.MaxKernels+2, err))
 		}
 		d.all = append(d.all, st)
 	}
-	d.clockStream, d.streams = d.all[0], append([]*drv.Stream(nil), d.all[1:]...)
+	d.clockStream, d.buf.stream, d.streams = d.all[0], d.all[1], append([]*drv.Stream(nil), d.all[2:]...)
 	if d.fence, err = ctx.NewEvent(); err != nil {
 		return fail(err)
 	}
@@ -233,6 +234,7 @@ func (d *device) close() error {
 		errs = append(errs, m.mod.Unload())
 	}
 	d.modules = nil
+	errs = append(errs, d.freeBuffers())
 	if d.devArena != nil {
 		errs = append(errs, d.devArena.close())
 	}

@@ -14,11 +14,12 @@ func _() {
 	_ = x[UserStages-4]
 	_ = x[ErrorTexts-5]
 	_ = x[CountsBeforeHead-6]
+	_ = x[Buffers-7]
 }
 
-const _Capability_name = "Go stage functionsparallel workerswork stealinguser stagesstage error textscounters stored before the head"
+const _Capability_name = "Go stage functionsparallel workerswork stealinguser stagesstage error textscounters stored before the headbuffers"
 
-var _Capability_index = [...]uint8{0, 18, 34, 47, 58, 75, 106}
+var _Capability_index = [...]uint8{0, 18, 34, 47, 58, 75, 106, 113}
 
 func (i Capability) String() string {
 	idx := int(i) - 1

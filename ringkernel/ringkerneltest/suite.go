@@ -41,6 +41,8 @@ const (
 	// snapshot finds every message below the head it read counted.
 	// Without it the cases check the counters against what was sent only.
 	CountsBeforeHead // counters stored before the head
+	// Buffers: the backend is a devmem.Backend (buffers on its devices).
+	Buffers // buffers
 )
 
 // Options describes the backend under test.
@@ -102,6 +104,7 @@ var cases = []Case{
 	{"StealForwardsQueuedMessages", []Capability{Steal}, (*suite).testStealForwardsQueuedMessages},
 	{"UserDefinedStage", []Capability{UserStages}, (*suite).testUserDefinedStage},
 	{"BarrierArriveAndWait", nil, (*suite).testBarrierArriveAndWait},
+	{"Buffers", []Capability{Buffers}, (*suite).testBuffers},
 }
 
 // Run runs every conformance case on the backend newBackend returns, each

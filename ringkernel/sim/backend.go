@@ -28,6 +28,7 @@ type Backend struct {
 	MemoryOf map[int]uint64
 
 	gate gate.Gate
+	bufs buffers
 }
 
 // Freeze holds every loop of the backend at the top of its next

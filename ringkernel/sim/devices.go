@@ -98,7 +98,7 @@ func hostCPU() rk.Device {
 	total, free := hostMemory()
 	return rk.Device{ID: 0, Name: rk.KindCPU, Kind: rk.KindCPU, Backend: rk.KindCPU, Source: "host",
 		MemoryBytes: total, FreeBytes: free, ComputeCapability: "cpu", Cores: goruntime.NumCPU(),
-		P2P: make([]bool, 1), MeasuresBusy: true}
+		P2P: make([]bool, 1), MeasuresBusy: true, Managed: true}
 }
 
 // Supports reports whether device can run op: the CPU runs any op with a
@@ -172,7 +172,7 @@ func listDevices(o rk.OpenOptions) ([]rk.Device, error) {
 			m = v
 		}
 		devs[i] = rk.Device{ID: i, Name: fmt.Sprintf("sim-%d", i), Kind: rk.KindGPU, Backend: "sim", Source: "sim",
-			MemoryBytes: m, FreeBytes: m, ComputeCapability: "sim", P2P: p2p[i], Topology: conn[i], MeasuresBusy: true}
+			MemoryBytes: m, FreeBytes: m, ComputeCapability: "sim", P2P: p2p[i], Topology: conn[i], MeasuresBusy: true, Managed: true}
 	}
 	return devs, nil
 }

@@ -18,9 +18,11 @@ func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 // does not do and why.
 var Options = ringkerneltest.Options{Name: "sim", Devices: 4, Lacks: map[ringkerneltest.Capability]string{}}
 
-// The conformance suite on the sim backend, a fresh one per case.
+// The conformance suite on the sim backend, a fresh one per case: four
+// devices in two peer pairs (0-1, 2-3) that reach each other staged, so
+// the buffer case copies on both paths.
 func TestConformance(t *testing.T) {
-	ringkerneltest.Run(t, func(testing.TB) rk.Backend { return sim.New(4) }, Options)
+	ringkerneltest.Run(t, func(testing.TB) rk.Backend { return &sim.Backend{Devices: 4, Topology: "0-1,2-3:nv2,*:sys"} }, Options)
 }
 
 // CPUOptions is the CPU engine's entry (sim.NewCPU: the host's CPU as the

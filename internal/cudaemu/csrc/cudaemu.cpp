@@ -1103,6 +1103,62 @@ CUresult cuMemcpyDtoHAsync_v2(void *dst, CUdeviceptr src, size_t n, void *stream
     return copy_async("cuMemcpyDtoHAsync", dst, (const void *)(uintptr_t)src, n, stream, (uintptr_t)src);
 }
 
+// copy_device: cuMemcpyDtoDAsync and cuMemcpyPeerAsync. Both ranges
+// must be device memory (of the current context for a DtoD; dst of the
+// current context and src of sctx for a peer copy), and a peer copy needs
+// peer access enabled between the two contexts, one way or the other (the
+// driver would stage a copy without it; the backend decides staging
+// itself, by p2pqueue.PathOf, so an unplanned one is a bug). Like the other
+// async copies it runs at once, after the lagging copies queued before it
+// on its stream and those of the source's context (device memory the
+// source's context filled, late).
+static CUresult copy_device(const char *call, uintptr_t dst, uintptr_t src, Context *sctx, size_t n, void *stream) {
+    if (CUresult r = need_ctx(call)) return r;
+    unsigned long long ticket = 0;
+    {
+        std::lock_guard<std::mutex> g(mu);
+        Stream *st = stream_of(stream);
+        if (st == nullptr) return INVALID_HANDLE;
+        if (st->capture != nullptr) return violate(call, "captured into a graph (the emulator captures host copies only)", current->dev);
+        reap();
+        for (auto &l : pending_on(st))
+            if (is_ring(l->k)) return violate(call, "queued behind a running ring kernel on its stream", current->dev);
+        auto d = dev_alloc_of(dst), s = dev_alloc_of(src);
+        if (d == dev_allocs.end() || s == dev_allocs.end() || dst + n > d->first + d->second.size || src + n > s->first + s->second.size)
+            return INVALID_VALUE;
+        int sdev = sctx ? sctx->dev : current->dev;
+        if (d->second.dev != current->dev || s->second.dev != sdev) return INVALID_VALUE;
+        if (sctx != nullptr && sctx != current && !(current->peers & (1u << sdev)) && !(sctx->peers & (1u << current->dev))) {
+            std::string why = "a peer copy from device " + std::to_string(sdev) + " without peer access enabled between the two";
+            return violate(call, why.c_str(), current->dev);
+        }
+        rec.async_copies++;
+        ticket = copy_ticket(st);
+    }
+    wait_copies(current, ticket);
+    if (sctx != nullptr && sctx != current) wait_all_copies(sctx);
+    memmove((void *)dst, (const void *)src, n);
+    return SUCCESS;
+}
+
+CUresult cuMemcpyDtoDAsync_v2(CUdeviceptr dst, CUdeviceptr src, size_t n, void *stream) {
+    return copy_device("cuMemcpyDtoDAsync", (uintptr_t)dst, (uintptr_t)src, nullptr, n, stream);
+}
+
+CUresult cuMemcpyPeerAsync(CUdeviceptr dst, void *dctx, CUdeviceptr src, void *sctx, size_t n, void *stream) {
+    Context *dc = nullptr, *sc = nullptr;
+    {
+        std::lock_guard<std::mutex> g(mu);
+        for (auto &x : ctxs) {
+            if (x.get() == dctx) dc = x.get();
+            if (x.get() == sctx) sc = x.get();
+        }
+    }
+    if (dc == nullptr || sc == nullptr) return INVALID_CONTEXT;
+    if (dc != current) return violate("cuMemcpyPeerAsync", "the destination context is not the current one (the backend issues a peer copy from the destination's context)", dc->dev);
+    return copy_device("cuMemcpyPeerAsync", (uintptr_t)dst, (uintptr_t)src, sc, n, stream);
+}
+
 CUresult cuMemHostAlloc(void **pp, size_t n, unsigned flags) {
     if (CUresult r = need_ctx("cuMemHostAlloc")) return r;
     if (pp == nullptr || n == 0 || (flags & ~7u)) return INVALID_VALUE;

@@ -1,0 +1,50 @@
+package cuda
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	drv "github.com/ringactor/ringactor/cuda"
+	"github.com/ringactor/ringactor/ringkernel/devmem"
+)
+
+// A buffer freed while a ring kernel runs on its device is parked, not
+// given to cuMemFree (which would wait for the kernel), and is given back
+// to the driver by the first buffer call once no ring kernel runs.
+func TestBufferFreedOnceKernelsEnd(t *testing.T) {
+	b := gpuBackend(t, Options{})
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	k := spin(t, b, 1)
+	buf, err := b.AllocBuffer(ctx, 0, 1<<20, devmem.DeviceMemory)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := b.FreeBuffer(buf); err != nil {
+		t.Fatalf("free under a running kernel: %v", err)
+	}
+	d, err := b.device(0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := drv.DevicePtr(buf.Addr)
+	if err := d.ctx.Memset(p, 0, 1); err != nil {
+		t.Fatalf("the parked buffer is already gone from the driver while the kernel runs: %v", err)
+	}
+	if err := b.FreeBuffer(buf); err == nil {
+		t.Fatal("a second free of the buffer succeeded")
+	}
+	if err := k.Terminate(ctx, false); err != nil {
+		t.Fatal(err)
+	}
+	next, err := b.AllocBuffer(ctx, 0, 4096, devmem.DeviceMemory)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.FreeBuffer(next)
+	if err := d.ctx.Memset(p, 0, 1); !errors.Is(err, drv.ErrReleased) && next.Addr != buf.Addr {
+		t.Fatalf("the parked buffer was not freed once the kernel ended: Memset says %v", err)
+	}
+}
