@@ -175,7 +175,29 @@ func (d *device) kernel(op kernels.Op, ptx []byte) (*drv.Function, error) {
 			ErrModuleWhileRunning, op.Name, d.id, running, LiveModuleLoadEnv)
 	}
 	sym := kernels.Symbol(op.Name)
+	if err := d.hostBuild(op, ptx); err != nil {
+		return nil, err
+	}
 	return d.load(sym+".ptx", ptx, sym+"_ring")
+}
+
+// hostBuild hands the emulated driver (internal/cudaemu) op's ring-kernel
+// program, the source ptx was compiled from, which it builds for the CPU
+// and runs when ptx is loaded; a real driver runs the PTX, and this does
+// nothing there.
+func (d *device) hostBuild(op kernels.Op, ptx []byte) error {
+	if !d.ctx.HostBuilds() {
+		return nil
+	}
+	src := kernels.RingSource(op)
+	if err := d.ctx.BuildForHost(ptx, drv.Source(src)); err != nil {
+		fix := "fix the op's CUDA source (the compiler's messages above; the README says what of CUDA the emulated driver's host build supports)"
+		if errors.Is(err, &drv.Error{Result: drv.ErrorJITCompilerNotFound}) {
+			fix = "install a C++ compiler (Debian: apt-get install g++) or set CXX to one"
+		}
+		return fmt.Errorf("building op %s's CUDA source for the emulated driver: %w\n(%s)", op.Name, err, fix)
+	}
+	return nil
 }
 
 // load loads ptx once per distinct text and resolves its kernel entry at
