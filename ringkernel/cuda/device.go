@@ -165,19 +165,23 @@ func liveModuleLoad() bool { return os.Getenv(LiveModuleLoadEnv) == "1" }
 func (d *device) kernel(op kernels.Op, ptx []byte) (*drv.Function, error) {
 	d.mu.Lock()
 	m, ok := d.modules[hashPTX(ptx)]
-	running := d.blocks
 	d.mu.Unlock()
 	if ok {
 		return m.fn, nil
 	}
+	// The host build first (a second or more, the emulated driver's
+	// compile), so that the check below stays just before the load.
+	if err := d.hostBuild(op, ptx); err != nil {
+		return nil, err
+	}
+	d.mu.Lock()
+	running := d.blocks
+	d.mu.Unlock()
 	if running > 0 && !liveModuleLoad() {
 		return nil, fmt.Errorf("%w: op %s on device %d (%d ring kernels run); launch stages with user ops before the others, or terminate those first, or set %s=1 if this driver is known to load modules without waiting (see the GPU notes in docs)",
 			ErrModuleWhileRunning, op.Name, d.id, running, LiveModuleLoadEnv)
 	}
 	sym := kernels.Symbol(op.Name)
-	if err := d.hostBuild(op, ptx); err != nil {
-		return nil, err
-	}
 	return d.load(sym+".ptx", ptx, sym+"_ring")
 }
 
