@@ -11,7 +11,9 @@
 // is the driver: devices, contexts, memory, modules resolved to the host
 // builds, launches on threads, streams, events, occupancy, peers, graphs,
 // and the rules a real driver punishes, enforced loudly (see its header
-// comment).
+// comment). A user op's source, which the driver is handed at run time
+// (cudaemu_module_source), it builds the same way into a library of its
+// own, with the shim and flags recorded in the driver (writeModuleShim).
 //
 // It is the project's one stand-in libcuda: the cuda package's tests of
 // the binding run against it too (its test kernels ra_test_*, and the

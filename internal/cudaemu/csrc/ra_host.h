@@ -48,6 +48,7 @@
 
 #define __global__
 #define __device__ inline
+#define __host__
 #define __forceinline__
 // Shared memory is per block: declare it with RA_SHARED(type, name)
 // (ringactor.cuh), which the host build places in the block's arena. A bare __shared__ would be a
