@@ -11,7 +11,9 @@
 // is the driver: devices, contexts, memory, modules resolved to the host
 // builds, launches on threads, streams, events, occupancy, peers, graphs,
 // and the rules a real driver punishes, enforced loudly (see its header
-// comment).
+// comment). A user op's source, which the driver is handed at run time
+// (cudaemu_module_source), it builds the same way into a library of its
+// own, with the shim and flags recorded in the driver (writeModuleShim).
 //
 // It is the project's one stand-in libcuda: the cuda package's tests of
 // the binding run against it too (its test kernels ra_test_*, and the
@@ -125,7 +127,40 @@ func KernelsSource() (string, error) {
 		b.WriteString(k)
 	}
 	b.WriteString("    {0, 0, {0}, 0},\n};\n")
+	if err := writeModuleShim(&b); err != nil {
+		return "", err
+	}
 	return b.String(), nil
+}
+
+// cxxFlags are the flags every host build of the device code is compiled
+// with: the driver's own units, and (with -shared and RA_HOST_MODULE) a
+// user op's module, which the driver builds at run time with the flags
+// and shim that writeModuleShim records in the library.
+var cxxFlags = []string{"-std=c++17", "-O2", "-fPIC", "-pthread", "-Wall", "-Wno-unused-function", "-Wno-unused-variable"}
+
+// writeModuleShim appends what cudaemu.cpp's cudaemu_module_source builds
+// a user op's source with: the text of the shim (ra_host.h) and of
+// cudaemu.h, as raw string literals, and cxxFlags.
+func writeModuleShim(b *strings.Builder) error {
+	const delim = "cudaemu_shim"
+	b.WriteString("\n// What a user module is built with (cudaemu.cpp's cudaemu_module_source).\n")
+	for _, f := range []struct{ sym, file string }{{"cudaemu_shim_ra_host_h", "ra_host.h"}, {"cudaemu_shim_cudaemu_h", "cudaemu.h"}} {
+		text, err := csrc.ReadFile("csrc/" + f.file)
+		if err != nil {
+			return err
+		}
+		if strings.Contains(string(text), ")"+delim+"\"") {
+			return fmt.Errorf("cudaemu: csrc/%s holds the raw string delimiter %q", f.file, delim)
+		}
+		fmt.Fprintf(b, "extern \"C\" const char %s[] = R\"%s(%s)%s\";\n", f.sym, delim, text, delim)
+	}
+	b.WriteString("extern \"C\" const char *const cudaemu_cxx_flags[] = {")
+	for _, f := range cxxFlags {
+		fmt.Fprintf(b, "%q, ", f)
+	}
+	b.WriteString("0};\n")
+	return nil
 }
 
 // HostShim is csrc/ra_host.h, the shim that builds the device code for the
@@ -255,8 +290,7 @@ func BuildVariant(dir string, log io.Writer, v Variant) (string, error) {
 	var writeErr error
 	var wg sync.WaitGroup
 	for i, unit := range units {
-		args := []string{"-std=c++17", "-O2", "-fPIC", "-pthread", "-Wall", "-Wno-unused-function", "-Wno-unused-variable",
-			"-I", src, "-include", filepath.Join(src, "ra_host.h"), "-c", filepath.Join(src, unit)}
+		args := append(append([]string{}, cxxFlags...), "-I", src, "-include", filepath.Join(src, "ra_host.h"), "-c", filepath.Join(src, unit))
 		stamps[i] = Stamp(cxx, args, files)
 		base := strings.TrimSuffix(unit, ".cpp")
 		objs[i] = filepath.Join(obj, base+"-"+stamps[i][:16]+".o")

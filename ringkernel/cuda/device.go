@@ -166,17 +166,43 @@ func liveModuleLoad() bool { return os.Getenv(LiveModuleLoadEnv) == "1" }
 func (d *device) kernel(op kernels.Op, ptx []byte) (*drv.Function, error) {
 	d.mu.Lock()
 	m, ok := d.modules[hashPTX(ptx)]
-	running := d.blocks
 	d.mu.Unlock()
 	if ok {
 		return m.fn, nil
 	}
+	// The host build first (a second or more, the emulated driver's
+	// compile), so that the check below stays just before the load.
+	if err := d.hostBuild(op, ptx); err != nil {
+		return nil, err
+	}
+	d.mu.Lock()
+	running := d.blocks
+	d.mu.Unlock()
 	if running > 0 && !liveModuleLoad() {
 		return nil, fmt.Errorf("%w: op %s on device %d (%d ring kernels run); launch stages with user ops before the others, or terminate those first, or set %s=1 if this driver is known to load modules without waiting (see the GPU notes in docs)",
 			ErrModuleWhileRunning, op.Name, d.id, running, LiveModuleLoadEnv)
 	}
 	sym := kernels.Symbol(op.Name)
 	return d.load(sym+".ptx", ptx, sym+"_ring")
+}
+
+// hostBuild hands the emulated driver (internal/cudaemu) op's ring-kernel
+// program, the source ptx was compiled from, which it builds for the CPU
+// and runs when ptx is loaded; a real driver runs the PTX, and this does
+// nothing there.
+func (d *device) hostBuild(op kernels.Op, ptx []byte) error {
+	if !d.ctx.HostBuilds() {
+		return nil
+	}
+	src := kernels.RingSource(op)
+	if err := d.ctx.BuildForHost(ptx, drv.Source(src)); err != nil {
+		fix := "fix the op's CUDA source (the compiler's messages above; the README says what of CUDA the emulated driver's host build supports)"
+		if errors.Is(err, &drv.Error{Result: drv.ErrorJITCompilerNotFound}) {
+			fix = "install a C++ compiler (Debian: apt-get install g++) or set CXX to one"
+		}
+		return fmt.Errorf("building op %s's CUDA source for the emulated driver: %w\n(%s)", op.Name, err, fix)
+	}
+	return nil
 }
 
 // load loads ptx once per distinct text and resolves its kernel entry at

@@ -31,7 +31,8 @@ const (
 	Steal // work stealing
 	// UserStages: an op registered at run time (kernels.Register) runs
 	// through a ring kernel: its Go side on a Go loop, its CUDA side
-	// compiled by NVRTC on a GPU.
+	// compiled by NVRTC (on a GPU; over the emulated driver, which builds
+	// the same source for the CPU and runs that).
 	UserStages // user stages
 	// ErrorTexts: a stage function's dead letters carry its error's text,
 	// not only its ErrorCode. Without it the cases check the code only.

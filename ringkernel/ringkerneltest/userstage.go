@@ -12,8 +12,9 @@ import (
 // A user-defined stage, registered from outside package kernels: a CUDA
 // device function with the documented signature plus its Go twin. The sim
 // backend runs the Go side through a ring kernel; the cuda backend compiles
-// the CUDA side with NVRTC for the GPU's own architecture and runs that
-// (skipped, with the reason, where the backend lacks UserStages).
+// the CUDA side with NVRTC for the GPU's own architecture and runs that (over
+// the emulated driver, the host build of the same source), skipped, with the
+// reason, where the backend lacks UserStages.
 func (s *suite) testUserDefinedStage(t *testing.T) {
 	// A fresh name per run, so -count=N registers anew.
 	name := fmt.Sprintf("test.cube_plus_%d", userStageRuns.Add(1))

@@ -34,9 +34,12 @@
 //     below, when one is a ring kernel).
 //   - cuModuleLoadDataEx takes PTX text and resolves each .entry to its host
 //     build (the table the build generates, cudaemu_kernels: the built-in
-//     ops' kernels, ra_clock and the test kernels ra_test_*); PTX with a
-//     kernel that has none (a user stage) fails with CUDA_ERROR_INVALID_PTX
-//     and says so in the JIT error log.
+//     ops' kernels, ra_clock and the test kernels ra_test_*). A user op's
+//     PTX resolves to the host build of its CUDA source, which
+//     cudaemu_module_source (an entry point no real driver has; see the
+//     end of this file) was given first. PTX with a kernel that has no host
+//     build fails with CUDA_ERROR_INVALID_PTX and says so in the JIT error
+//     log.
 //   - cuLaunchKernel copies the arguments and runs the kernel's grid on
 //     threads of its own: every block, each of blockDim.x threads (capped at
 //     RINGACTOR_EMU_THREADS, default 32), with per-block shared memory and a
@@ -128,7 +131,15 @@
 #include <unordered_set>
 #include <vector>
 
+#include <dlfcn.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
 #include <sched.h>
+#include <spawn.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include <stdint.h>
 #include <stdio.h>
@@ -157,6 +168,9 @@ enum {
     INVALID_IMAGE = 200,
     INVALID_CONTEXT = 201,
     INVALID_PTX = 218,
+    JIT_COMPILER_NOT_FOUND = 221,
+    INVALID_SOURCE = 300,
+    OPERATING_SYSTEM = 304,
     INVALID_HANDLE = 400,
     ILLEGAL_STATE = 401,
     NOT_FOUND = 500,
@@ -655,6 +669,10 @@ void put_log(void *buf, size_t size, const char *msg) {
     if (buf != nullptr && size > 0) snprintf((char *)buf, size, "%s", msg);
 }
 
+// user_module: the host build of a user module's PTX text, if
+// cudaemu_module_source built one (the end of this file).
+bool user_module(const char *ptx, std::map<std::string, const cudaemu_kernel *> &fns);
+
 }  // namespace
 
 // ra_clock: ringkernel/cuda's hand-written clock kernel (clockPTX there),
@@ -770,6 +788,9 @@ static const struct {
     {INVALID_IMAGE, "CUDA_ERROR_INVALID_IMAGE", "device kernel image is invalid"},
     {INVALID_CONTEXT, "CUDA_ERROR_INVALID_CONTEXT", "invalid device context"},
     {INVALID_PTX, "CUDA_ERROR_INVALID_PTX", "a PTX JIT compilation failed"},
+    {JIT_COMPILER_NOT_FOUND, "CUDA_ERROR_JIT_COMPILER_NOT_FOUND", "PTX JIT compiler library not found"},
+    {INVALID_SOURCE, "CUDA_ERROR_INVALID_SOURCE", "device kernel source is invalid"},
+    {OPERATING_SYSTEM, "CUDA_ERROR_OPERATING_SYSTEM", "OS call failed or operation not supported on this OS"},
     {INVALID_HANDLE, "CUDA_ERROR_INVALID_HANDLE", "invalid resource handle"},
     {ILLEGAL_STATE, "CUDA_ERROR_ILLEGAL_STATE", "the operation cannot be performed in the present state"},
     {NOT_FOUND, "CUDA_ERROR_NOT_FOUND", "named symbol not found"},
@@ -1236,13 +1257,20 @@ CUresult cuModuleLoadDataEx(void **mod, const void *image, unsigned n, int *opts
         return INVALID_PTX;
     }
     std::unique_ptr<Module> m(new Module{current, {}});
+    if (user_module(s, m->fns)) {
+        put_log(infolog, infosize, "cudaemu: resolved to the host build of its source");
+        *mod = m.get();
+        modules.insert(m.release());
+        return SUCCESS;
+    }
     for (auto &name : entries(s)) {
         const cudaemu_kernel *k = nullptr;
         for (const cudaemu_kernel *t = cudaemu_kernels; t->name; t++)
             if (name == t->name) k = t;
         if (k == nullptr) {
             std::string msg = "cudaemu: kernel " + name +
-                              " has no host build: the emulator runs the built-in ops' kernels and ra_clock only (a user stage needs a GPU)";
+                              " has no host build: the emulator runs the built-in ops' kernels, ra_clock and the kernels of a PTX text whose CUDA source it was given first "
+                              "(cudaemu_module_source; ringkernel/cuda gives a user op's)";
             put_log(errlog, errsize, msg.c_str());
             return INVALID_PTX;
         }
@@ -1849,3 +1877,348 @@ void cudaemu_test_seam_end(int kernel) {
 }
 
 }  // extern "C"
+
+// ---- User modules: a user op's CUDA source, built for the host.
+//
+// cudaemu_module_source(ptx, name, code, n, header_names, header_texts,
+// log, log_size) takes the CUDA C++ the PTX text ptx was compiled from (a
+// user op's ring-kernel program, kernels.RingSource: the file name, its
+// code and the n headers it includes by name) and builds it for the host
+// as the built-in kernels are built: the C++ compiler, their flags
+// (cudaemu_cxx_flags), the same shim (cudaemu_shim_ra_host_h,
+// force-included), plus RA_HOST_MODULE (the module uses this driver's
+// thread indices, block and launch tag) and -fvisibility=hidden, into a
+// shared library linked against this driver (its ra_host_seam and those
+// variables). A later cuModuleLoadDataEx of the same PTX text resolves its
+// .entry names to that build. No real driver has this entry point:
+// package cuda looks for it with dlsym (Context.HostBuilds) and
+// ringkernel/cuda calls it before loading a user op's PTX.
+//   - Ring kernels only: every .entry of the PTX must end in _ring
+//     (RA_RING_KERNEL, RA_PORT_RING_KERNEL, RA_TYPED_RING_KERNEL), whose
+//     one parameter is the ra_ring_args; any other kernel is refused
+//     (CUDA_ERROR_NOT_SUPPORTED), as its parameters are unknown here.
+//   - The compiler is $CXX, else c++, g++ or clang++ from PATH; with none,
+//     CUDA_ERROR_JIT_COMPILER_NOT_FOUND. A compile error is
+//     CUDA_ERROR_INVALID_SOURCE with the compiler's messages in log (file
+//     names as given, at most 40 lines).
+//   - Builds are cached in RINGACTOR_EMU_MODULE_DIR, else modules/ beside
+//     this library, else $TMPDIR/ringactor-cudaemu-UID: a library is
+//     named by a hash of its key (the compiler, flags, this driver's path,
+//     the entries and every file) and reused when the key file beside it
+//     holds the same key, so another test process or run compiles nothing;
+//     within the process, a key built once is not looked up again.
+//     Builds run one at a time, never under the driver's lock.
+
+namespace {
+
+typedef std::map<std::string, const cudaemu_kernel *> Fns;
+std::mutex user_mu;                                 // the two maps; taken after mu, never before
+std::map<std::string, std::shared_ptr<Fns>> user_by_ptx;  // PTX text -> the kernels of its host build
+std::map<std::string, std::shared_ptr<Fns>> user_by_key;  // build key -> its loaded kernels
+std::mutex user_build_mu;                           // one build at a time
+
+const char *const reserved_files[] = {"ra_host.h", "cudaemu.h", "cudaemu_module.cpp", "module.so", "build.log"};
+
+// file_name_ok: a plain file name (the files are written into one directory).
+bool file_name_ok(const std::string &s) {
+    if (s.empty() || s.size() > 200 || s[0] == '.') return false;
+    for (char c : s)
+        if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_' || c == '-' || c == '.')) return false;
+    for (const char *r : reserved_files)
+        if (s == r) return false;
+    return true;
+}
+
+bool ends_with(const std::string &s, const char *suffix) {
+    size_t n = strlen(suffix);
+    return s.size() > n && s.compare(s.size() - n, n, suffix) == 0;
+}
+
+// key_hash is two 64-bit FNV-1a hashes of s, 32 hex digits: a file name
+// only (the key file beside the library is compared in full).
+std::string key_hash(const std::string &s) {
+    unsigned long long a = 14695981039346656037ull, b = 1099511628211ull * 31;
+    for (unsigned char c : s) {
+        a = (a ^ c) * 1099511628211ull;
+        b = (b ^ c) * 1099511628211ull + 0x9e3779b97f4a7c15ull;
+    }
+    char buf[40];
+    snprintf(buf, sizeof buf, "%016llx%016llx", a, b);
+    return buf;
+}
+
+bool read_file(const std::string &path, std::string &out) {
+    FILE *f = fopen(path.c_str(), "rb");
+    if (f == nullptr) return false;
+    out.clear();
+    char buf[65536];
+    size_t n;
+    while ((n = fread(buf, 1, sizeof buf, f)) > 0) out.append(buf, n);
+    bool ok = !ferror(f);
+    fclose(f);
+    return ok;
+}
+
+bool write_file(const std::string &path, const std::string &text) {
+    FILE *f = fopen(path.c_str(), "wb");
+    if (f == nullptr) return false;
+    bool ok = fwrite(text.data(), 1, text.size(), f) == text.size();
+    return fclose(f) == 0 && ok;
+}
+
+// self_path is this library's file, absolute: a user module links it.
+std::string self_path() {
+    Dl_info info;
+    if (dladdr((void *)&key_hash, &info) == 0 || info.dli_fname == nullptr) return "";
+    char buf[PATH_MAX];
+    if (realpath(info.dli_fname, buf) == nullptr) return "";
+    return buf;
+}
+
+// module_dir is the cache directory (see the section's comment), made if
+// needed; "" when none is writable.
+std::string module_dir(const std::string &self) {
+    std::vector<std::string> cand;
+    const char *e = getenv("RINGACTOR_EMU_MODULE_DIR");
+    if (e != nullptr && *e) {
+        cand.push_back(e);
+    } else {
+        size_t slash = self.rfind('/');
+        if (slash != std::string::npos) cand.push_back(self.substr(0, slash) + "/modules");
+        const char *t = getenv("TMPDIR");
+        cand.push_back(std::string(t && *t ? t : "/tmp") + "/ringactor-cudaemu-" + std::to_string((unsigned long)getuid()));
+    }
+    for (auto &d : cand) {
+        if (mkdir(d.c_str(), 0755) != 0 && errno != EEXIST) continue;
+        if (access(d.c_str(), W_OK | X_OK) == 0) return d;
+    }
+    return "";
+}
+
+// run_compiler runs argv (argv[0] looked up in PATH) with its output in
+// log_path: the exit status, or -1 with *spawn_err set when it could not
+// start.
+int run_compiler(std::vector<std::string> argv, const std::string &log_path, int *spawn_err) {
+    posix_spawn_file_actions_t fa;
+    posix_spawn_file_actions_init(&fa);
+    posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
+    posix_spawn_file_actions_addopen(&fa, 1, log_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    posix_spawn_file_actions_adddup2(&fa, 1, 2);
+    std::vector<char *> av;
+    for (auto &a : argv) av.push_back(&a[0]);
+    av.push_back(nullptr);
+    pid_t pid;
+    int r = posix_spawnp(&pid, av[0], &fa, nullptr, av.data(), environ);
+    posix_spawn_file_actions_destroy(&fa);
+    if (r != 0) {
+        *spawn_err = r;
+        return -1;
+    }
+    int st = 0;
+    while (waitpid(pid, &st, 0) < 0) {
+        if (errno != EINTR) {
+            *spawn_err = errno;
+            return -1;
+        }
+    }
+    return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + (WIFSIGNALED(st) ? WTERMSIG(st) : 0);
+}
+
+// trim_log makes the compiler's output readable: the build directory's
+// prefix taken off file names, at most 40 lines.
+std::string trim_log(std::string out, const std::string &dir) {
+    const std::string prefix = dir + "/";
+    for (size_t i; (i = out.find(prefix)) != std::string::npos;) out.erase(i, prefix.size());
+    std::string kept;
+    int lines = 0, more = 0;
+    for (size_t at = 0; at < out.size();) {
+        size_t nl = out.find('\n', at);
+        if (nl == std::string::npos) nl = out.size();
+        if (lines < 40) {
+            kept.append(out, at, nl - at);
+            kept += '\n';
+            lines++;
+        } else {
+            more++;
+        }
+        at = nl + 1;
+    }
+    if (more > 0) kept += "... (" + std::to_string(more) + " more lines)\n";
+    return kept;
+}
+
+// remove_dir removes the build directory and the files written in it.
+void remove_dir(const std::string &dir, const std::vector<std::string> &files) {
+    for (auto &f : files) unlink((dir + "/" + f).c_str());
+    rmdir(dir.c_str());
+}
+
+// load_module opens a built library and reads its table; "" on success,
+// else what went wrong.
+std::string load_module(const std::string &lib, const std::vector<std::string> &entries, Fns &fns) {
+    void *h = dlopen(lib.c_str(), RTLD_NOW | RTLD_LOCAL);
+    if (h == nullptr) return std::string("dlopen: ") + dlerror();
+    auto *t = (const cudaemu_kernel *)dlsym(h, "cudaemu_module_kernels");
+    if (t == nullptr) return "no table cudaemu_module_kernels in " + lib;
+    for (; t->name; t++) fns[t->name] = t;  // the library stays loaded: modules keep its kernels
+    for (auto &e : entries)
+        if (!fns.count(e)) return "kernel " + e + " is not in " + lib;
+    return "";
+}
+
+bool user_module(const char *ptx, Fns &fns) {
+    std::lock_guard<std::mutex> g(user_mu);
+    auto it = user_by_ptx.find(ptx);
+    if (it == user_by_ptx.end()) return false;
+    fns = *it->second;
+    return true;
+}
+
+}  // namespace
+
+extern "C" CUresult cudaemu_module_source(const char *ptx, const char *name, const char *code, int nheaders,
+                                          const char *const *header_names, const char *const *header_texts, char *log,
+                                          size_t log_size) {
+    auto fail = [&](CUresult r, const std::string &msg) {
+        put_log(log, log_size, msg.c_str());
+        return r;
+    };
+    put_log(log, log_size, "");
+    if (ptx == nullptr || name == nullptr || code == nullptr || nheaders < 0 ||
+        (nheaders > 0 && (header_names == nullptr || header_texts == nullptr)))
+        return INVALID_VALUE;
+    std::vector<std::string> ents = entries(ptx);
+    if (ents.empty()) return fail(INVALID_VALUE, "cudaemu: the PTX text has no .entry");
+    for (auto &e : ents) {
+        if (!ends_with(e, "_ring"))
+            return fail(NOT_SUPPORTED, "cudaemu: kernel " + e +
+                                           ": the emulated driver builds only the ring kernels of a user op's source (RA_RING_KERNEL, RA_PORT_RING_KERNEL, "
+                                           "RA_TYPED_RING_KERNEL: .entry names ending in _ring); leave other __global__ functions out of it");
+    }
+    std::map<std::string, std::string> files;  // by name, sorted: the key is stable
+    if (!file_name_ok(name)) return fail(INVALID_VALUE, std::string("cudaemu: source file name \"") + name + "\": want a plain file name");
+    files[name] = code;
+    for (int i = 0; i < nheaders; i++) {
+        if (header_names[i] == nullptr || header_texts[i] == nullptr || !file_name_ok(header_names[i]) || files.count(header_names[i]))
+            return fail(INVALID_VALUE, std::string("cudaemu: header name \"") + (header_names[i] ? header_names[i] : "(null)") +
+                                           "\": want a plain file name, once");
+        files[header_names[i]] = header_texts[i];
+    }
+    std::string unit = "// Generated by the emulated driver (cudaemu_module_source): a user op's ring kernels, built for the host.\n"
+                       "#include \"cudaemu.h\"\n#include \"" + std::string(name) + "\"\n";
+    std::string table;
+    for (size_t i = 0; i < ents.size(); i++) {
+        unit += "static void cudaemu_module_run_" + std::to_string(i) + "(void **p) { ra_ring_args a; memcpy(&a, p[0], sizeof a); " + ents[i] + "(a); }\n";
+        table += "    {\"" + ents[i] + "\", 1, {sizeof(ra_ring_args)}, cudaemu_module_run_" + std::to_string(i) + "},\n";
+    }
+    unit += "extern \"C\" __attribute__((visibility(\"default\"))) const cudaemu_kernel cudaemu_module_kernels[] = {\n" + table + "    {0, 0, {0}, 0},\n};\n";
+    files["cudaemu_module.cpp"] = unit;
+    files["ra_host.h"] = cudaemu_shim_ra_host_h;
+    files["cudaemu.h"] = cudaemu_shim_cudaemu_h;
+
+    const std::string self = self_path();
+    if (self.empty()) return fail(OPERATING_SYSTEM, "cudaemu: cannot find this driver's own file (dladdr), which a user module links");
+    const char *cxx_env = getenv("CXX");
+    std::vector<std::string> compilers;
+    if (cxx_env != nullptr && *cxx_env) {
+        compilers.push_back(cxx_env);
+    } else {
+        compilers = {"c++", "g++", "clang++"};
+    }
+    std::vector<std::string> flags;
+    for (const char *const *f = cudaemu_cxx_flags; *f; f++) flags.push_back(*f);
+    for (const char *f : {"-shared", "-fvisibility=hidden", "-DRA_HOST_MODULE"}) flags.push_back(f);
+
+    std::string key = "cudaemu user module 1\n";
+    for (auto &c : compilers) key += c + '\0';
+    key += '\n';
+    for (auto &f : flags) key += f + '\0';
+    key += '\n' + self + '\n';
+    for (auto &f : files) key += f.first + '\0' + std::to_string(f.second.size()) + '\0' + f.second + '\0';
+
+    std::lock_guard<std::mutex> build(user_build_mu);
+    auto done = [&](const std::shared_ptr<Fns> &fns) {
+        std::lock_guard<std::mutex> g(user_mu);
+        user_by_key[key] = fns;
+        user_by_ptx[ptx] = fns;
+        return SUCCESS;
+    };
+    {
+        std::lock_guard<std::mutex> g(user_mu);
+        auto it = user_by_key.find(key);
+        if (it != user_by_key.end()) {
+            user_by_ptx[ptx] = it->second;
+            return SUCCESS;
+        }
+    }
+    const std::string dir = module_dir(self);
+    if (dir.empty())
+        return fail(OPERATING_SYSTEM, "cudaemu: no writable directory to build a user module in: set RINGACTOR_EMU_MODULE_DIR to one");
+    const std::string base = dir + "/" + key_hash(key), lib = base + ".so", keyfile = base + ".key";
+    auto fns = std::make_shared<Fns>();
+    std::string old;
+    if (read_file(keyfile, old) && old == key && access(lib.c_str(), R_OK) == 0) {
+        std::string why = load_module(lib, ents, *fns);
+        if (why.empty()) return done(fns);
+        fns->clear();  // a damaged cache entry: build it again
+    }
+
+    std::string tmpl = dir + "/.build-XXXXXX";
+    if (mkdtemp(&tmpl[0]) == nullptr) return fail(OPERATING_SYSTEM, "cudaemu: mkdtemp in " + dir + ": " + strerror(errno));
+    const std::string bdir = tmpl;
+    std::vector<std::string> written;
+    for (auto &f : files) {
+        written.push_back(f.first);
+        if (!write_file(bdir + "/" + f.first, f.second)) {
+            remove_dir(bdir, written);
+            return fail(OPERATING_SYSTEM, "cudaemu: writing " + bdir + "/" + f.first + ": " + strerror(errno));
+        }
+    }
+    written.push_back("module.so");
+    written.push_back("build.log");
+    std::vector<std::string> args = {"", };
+    args.insert(args.end(), flags.begin(), flags.end());
+    for (const std::string &a : {std::string("-I"), bdir, std::string("-include"), bdir + "/ra_host.h", bdir + "/cudaemu_module.cpp", self,
+                                 std::string("-o"), bdir + "/module.so"})
+        args.push_back(a);
+    int status = -1, spawn_err = 0;
+    std::string used;
+    for (auto &c : compilers) {
+        args[0] = c;
+        spawn_err = 0;
+        status = run_compiler(args, bdir + "/build.log", &spawn_err);
+        used = c;
+        if (status != -1 || spawn_err != ENOENT) break;
+    }
+    if (status == -1) {
+        remove_dir(bdir, written);
+        if (spawn_err == ENOENT) {
+            std::string tried;
+            for (auto &c : compilers) tried += (tried.empty() ? "" : ", ") + c;
+            return fail(JIT_COMPILER_NOT_FOUND, "cudaemu: no C++ compiler to build user op source " + std::string(name) + " for the host (tried " + tried +
+                                                    "): install one (Debian: apt-get install g++) or set CXX to one");
+        }
+        return fail(OPERATING_SYSTEM, "cudaemu: starting " + used + ": " + strerror(spawn_err));
+    }
+    if (status != 0) {
+        std::string out;
+        read_file(bdir + "/build.log", out);
+        remove_dir(bdir, written);
+        return fail(INVALID_SOURCE, "cudaemu: " + used + " could not build " + name + " for the host (exit status " + std::to_string(status) +
+                                        "); the emulated driver builds a user op's CUDA source with the host C++ compiler through its shim "
+                                        "(internal/cudaemu/csrc/ra_host.h; the README says what of CUDA it supports). The compiler said:\n" +
+                                        trim_log(out, bdir));
+    }
+    // Into the cache: the library first, then its key, each renamed into
+    // place (a reader that finds the key finds the library).
+    if (rename((bdir + "/module.so").c_str(), lib.c_str()) != 0 || !write_file(bdir + "/key", key) ||
+        rename((bdir + "/key").c_str(), keyfile.c_str()) != 0) {
+        written.push_back("key");
+        remove_dir(bdir, written);
+        return fail(OPERATING_SYSTEM, "cudaemu: caching the user module in " + dir + ": " + strerror(errno));
+    }
+    remove_dir(bdir, written);
+    std::string why = load_module(lib, ents, *fns);
+    if (!why.empty()) return fail(OPERATING_SYSTEM, "cudaemu: loading the user module built from " + std::string(name) + ": " + why);
+    return done(fns);
+}

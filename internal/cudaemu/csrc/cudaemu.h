@@ -29,4 +29,12 @@ extern "C" void cudaemu_test_nop(void **params);
 extern "C" void cudaemu_test_wait(void **params);
 extern "C" void cudaemu_test_args(void **params);
 
+// What a user module is built with (cudaemu.cpp's cudaemu_module_source),
+// generated into kernels.cpp by internal/cudaemu: the shim and this file,
+// as the kernels of the table were built with them, and the compiler
+// flags they were built with (null-terminated).
+extern "C" const char cudaemu_shim_ra_host_h[];
+extern "C" const char cudaemu_shim_cudaemu_h[];
+extern "C" const char *const cudaemu_cxx_flags[];
+
 #endif  // CUDAEMU_H

@@ -48,6 +48,7 @@
 
 #define __global__
 #define __device__ inline
+#define __host__
 #define __forceinline__
 // Shared memory is per block: declare it with RA_SHARED(type, name)
 // (ringactor.cuh), which the host build places in the block's arena. A bare __shared__ would be a
@@ -79,12 +80,23 @@ struct ra_host_block {
     alignas(64) unsigned char shared[RA_HOST_SHARED_BYTES];
 };
 
+#ifndef RA_HOST_MODULE
 inline thread_local ra_host_dim3 threadIdx = {0, 0, 0}, blockIdx = {0, 0, 0};
 inline thread_local ra_host_dim3 blockDim = {1, 1, 1}, gridDim = {1, 1, 1};
 inline thread_local ra_host_block *ra_host_blk = nullptr;
 // The launch a thread runs for (the emulated driver's Launch*): set on
 // every thread of the grid from the launching thread's value.
 inline thread_local void *ra_host_tag = nullptr;
+#else
+// A user module (RA_HOST_MODULE): a user op's source, which the emulated
+// driver builds into a library of its own (cudaemu.cpp's
+// cudaemu_module_source) linked against the driver. The driver starts
+// the grid's threads and sets these, so the module uses the driver's
+// variables, not copies of its own.
+extern thread_local ra_host_dim3 threadIdx, blockIdx, blockDim, gridDim;
+extern thread_local ra_host_block *ra_host_blk;
+extern thread_local void *ra_host_tag;
+#endif
 
 // Ends the current barrier if c (the count after this thread's change)
 // says every thread has arrived or exited: the arrivals go back to 0,
