@@ -11,12 +11,14 @@ import (
 	"time"
 
 	drv "github.com/ringactor/ringactor/cuda"
+	"github.com/ringactor/ringactor/cuda/hostbuild"
 	"github.com/ringactor/ringactor/kernels"
 )
 
 // device is one GPU as the backend uses it.
 type device struct {
 	id          int
+	drv         *drv.Driver // the backend's (nil in unit tests: no host build)
 	dev         *drv.Device
 	ctx         *drv.Context
 	sms         int
@@ -72,7 +74,7 @@ func openDevice(octx context.Context, b *Backend, id int) (*device, error) {
 	if err != nil {
 		return nil, err
 	}
-	d := &device{id: id, dev: dv, ctx: ctx, sms: sms, cc: [2]int{major, minor},
+	d := &device{id: id, drv: b.drv, dev: dv, ctx: ctx, sms: sms, cc: [2]int{major, minor},
 		modules: map[string]loaded{}, live: map[*loop]struct{}{}, maxKernels: b.opts.MaxKernels}
 	fail := func(err error) (*device, error) {
 		d.close()
@@ -191,13 +193,13 @@ func (d *device) kernel(op kernels.Op, ptx []byte) (*drv.Function, error) {
 // and runs when ptx is loaded; a real driver runs the PTX, and this does
 // nothing there.
 func (d *device) hostBuild(op kernels.Op, ptx []byte) error {
-	if !d.ctx.HostBuilds() {
+	if !hostbuild.Supported(d.drv) {
 		return nil
 	}
 	src := kernels.RingSource(op)
-	if err := d.ctx.BuildForHost(ptx, drv.Source(src)); err != nil {
+	if err := hostbuild.Build(d.drv, ptx, drv.Source(src)); err != nil {
 		fix := "fix the op's CUDA source (the compiler's messages above; the README says what of CUDA the emulated driver's host build supports)"
-		if errors.Is(err, &drv.Error{Result: drv.ErrorJITCompilerNotFound}) {
+		if errors.Is(err, &drv.Error{Result: hostbuild.ErrorJITCompilerNotFound}) {
 			fix = "install a C++ compiler (Debian: apt-get install g++) or set CXX to one"
 		}
 		return fmt.Errorf("building op %s's CUDA source for the emulated driver: %w\n(%s)", op.Name, err, fix)
