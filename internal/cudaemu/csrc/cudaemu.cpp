@@ -1891,7 +1891,7 @@ void cudaemu_test_seam_end(int kernel) {
 // shared library linked against this driver (its ra_host_seam and those
 // variables). A later cuModuleLoadDataEx of the same PTX text resolves its
 // .entry names to that build. No real driver has this entry point:
-// package cuda looks for it with dlsym (Context.HostBuilds) and
+// package cuda/hostbuild looks for it with dlsym (Supported) and
 // ringkernel/cuda calls it before loading a user op's PTX.
 //   - Ring kernels only: every .entry of the PTX must end in _ring
 //     (RA_RING_KERNEL, RA_PORT_RING_KERNEL, RA_TYPED_RING_KERNEL), whose
