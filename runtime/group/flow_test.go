@@ -45,6 +45,15 @@ func TestGroupIsAFlow(t *testing.T) {
 	if err := f.Idle(ctxT(t)); err != nil {
 		t.Fatal(err)
 	}
+	// Idle returns once the account is still: a result is counted
+	// delivered just before the sink's Func runs, so wait for the calls.
+	for ctx := ctxT(t); sunk.Load() < 1 || dead.Load() < 1; {
+		select {
+		case <-ctx.Done():
+			t.Fatalf("sink got %d results, subscribers %d dead letters: %v", sunk.Load(), dead.Load(), ctx.Err())
+		case <-time.After(time.Millisecond):
+		}
+	}
 	if sunk.Load() != 1 || dead.Load() != 1 {
 		t.Fatalf("sink got %d results, subscribers %d dead letters; want 1 and 1 (the requests' results go to their callers)", sunk.Load(), dead.Load())
 	}
