@@ -270,7 +270,14 @@ func (b *Backend) Close() error {
 		}
 	}
 	var errs []error
-	// The portable arena first: it is freed through the context of the
+	// Every clock loop first, and a clock kernel a late calibration left
+	// running waited for: no pinned memory may be freed in a context
+	// while a kernel runs there (make flake-load saw the portable arena's
+	// cuMemFreeHost beside a late ra_clock).
+	for _, d := range b.devs {
+		d.stopClockLoop()
+	}
+	// The portable arena next: it is freed through the context of the
 	// device it was made in, which d.close releases.
 	if b.portArn != nil {
 		errs = append(errs, b.portArn.close())
