@@ -72,8 +72,20 @@ func TestStealingExampleRuns(t *testing.T) {
 		}
 	}
 	if steal {
-		if r := wls[0].runs[1]; r.name != "static+stealing" || r.stats.Instances[2].Stolen == 0 || r.stats.Steals == 0 {
-			t.Fatalf("uniform static+stealing: nothing stolen from the slow device 2: %+v", r.stats)
+		// Work moved, and every message ended once (run checks the
+		// account). From which device depends on who fell behind: on a
+		// loaded host the processor-bound "fast" devices may, beside the
+		// slow one's sleeps (make flake-load saw device 1 robbed, not 2).
+		r := wls[0].runs[1]
+		var stolen uint64
+		for _, in := range r.stats.Instances {
+			stolen += in.Stolen
+		}
+		if r.name != "static+stealing" || stolen == 0 || r.stats.Steals == 0 {
+			t.Fatalf("uniform static+stealing: nothing stolen: %+v", r.stats)
+		}
+		if r.stats.Instances[2].Stolen == 0 {
+			t.Logf("nothing stolen from the slow device 2 this time (a loaded host): %+v", r.stats.Instances)
 		}
 	}
 	t.Logf("\n%s", out.String())

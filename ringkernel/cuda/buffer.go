@@ -285,12 +285,20 @@ func (b *Backend) FreeBuffer(buf devmem.Buffer) error {
 	return d.reapBuffers()
 }
 
-// reapBuffers frees the parked buffers if no ring kernel runs on d; the
-// device's lock is held throughout, so no kernel starts meanwhile.
+// reapBuffers frees the parked buffers if no kernel runs on d: no ring
+// kernel, and no clock kernel (a calibration under way, or a late one's
+// kernel not yet ended: cuMemFree would wait for it too; make flake-load
+// saw one). The device's lock and the clock's are held throughout, so
+// neither starts meanwhile; a calibration holding the clock's makes this
+// call leave them parked for the next.
 func (d *device) reapBuffers() error {
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	if d.blocks > 0 {
+	if d.blocks > 0 || !d.clockMu.TryLock() {
+		return nil
+	}
+	defer d.clockMu.Unlock()
+	if d.clockHeld {
 		return nil
 	}
 	return d.freeParked()

@@ -39,12 +39,26 @@ func TestBufferFreedOnceKernelsEnd(t *testing.T) {
 	if err := k.Terminate(ctx, false); err != nil {
 		t.Fatal(err)
 	}
-	next, err := b.AllocBuffer(ctx, 0, 4096, devmem.DeviceMemory)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer b.FreeBuffer(next)
-	if err := d.ctx.Memset(p, 0, 1); !errors.Is(err, drv.ErrReleased) && next.Addr != buf.Addr {
-		t.Fatalf("the parked buffer was not freed once the kernel ended: Memset says %v", err)
+	// A buffer call frees the parked ones once no kernel runs: a clock
+	// kernel a recalibration left running (a loaded host) holds them on
+	// a little longer, so call again until it has ended.
+	for {
+		next, err := b.AllocBuffer(ctx, 0, 4096, devmem.DeviceMemory)
+		if err != nil {
+			t.Fatal(err)
+		}
+		err = d.ctx.Memset(p, 0, 1)
+		reused := next.Addr == buf.Addr
+		if err := b.FreeBuffer(next); err != nil {
+			t.Fatal(err)
+		}
+		if errors.Is(err, drv.ErrReleased) || reused {
+			break
+		}
+		select {
+		case <-ctx.Done():
+			t.Fatalf("the parked buffer was not freed once the kernel ended: Memset says %v", err)
+		case <-time.After(10 * time.Millisecond):
+		}
 	}
 }
