@@ -23,6 +23,13 @@ type GoFunc func(params, state, in, out []float32) (int, error)
 // To list) its result goes down.
 type PortFunc func(params, state, in, out []float32) (n, port int, err error)
 
+// BufFunc is the Go side of an op that reads or writes the buffers bound
+// to its stage (Op.Buffers > 0): a GoFunc that also gets bufs, the bound
+// buffers' memory in the order the stage binds them (ringkernel.Stage's
+// Buffers). Its CUDA side is a RA_BUF_STAGE function, which gets their
+// device addresses and sizes. ViewFloats views a buffer as float32s.
+type BufFunc func(params, state []float32, bufs [][]byte, in, out []float32) (int, error)
+
 // TypedFunc is the second signature of a stage function, for typed
 // messages: it sees the message's type id and payload bytes, writes its
 // result's bytes into out (whose length is the most the out slot holds),
@@ -56,6 +63,11 @@ type Op struct {
 	// value of both).
 	Typed   TypedFunc
 	In, Out uint32
+	// GoBuf, instead of Go, makes an op that reads or writes buffers
+	// bound to its stage: Buffers is how many it takes (a stage binds
+	// exactly that many). Its CUDA side is a RA_BUF_STAGE function.
+	GoBuf   BufFunc
+	Buffers int
 	// CUDA is the device function's source: a RA_STAGE (or, with Ports,
 	// RA_PORT_STAGE; with Typed, RA_TYPED_STAGE) function (see cuda/ringactor.cuh for the signatures)
 	// named ra_<Name>.

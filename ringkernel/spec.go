@@ -6,6 +6,7 @@ import (
 
 	"github.com/ringactor/ringactor/kernels"
 	"github.com/ringactor/ringactor/p2pqueue"
+	"github.com/ringactor/ringactor/ringkernel/devmem"
 )
 
 // Stage defines a pipeline stage: what runs, on what, and how.
@@ -30,7 +31,24 @@ type Stage struct {
 	// multiple of 64 (default DefaultSlotSize). Pipelines use it to build
 	// links; Launch does not, the links are given.
 	SlotSize int
+	// Buffers are the device buffers bound to the stage (at most
+	// MaxStageBuffers), in the order its function receives them: an op
+	// with Buffers > 0 (kernels.Op.GoBuf, a RA_BUF_STAGE function) gets
+	// their memory, its Go side as byte slices, its CUDA side as
+	// addresses and sizes. Each must live on the kernel's device or on one
+	// it reaches by peer access (p2pqueue.PathOf); the runtime checks that
+	// at Build.
+	Buffers []Binding
 }
+
+// Binding is a buffer bound to a stage, and whether the stage writes it.
+type Binding struct {
+	Buf   devmem.Buffer
+	Write bool
+}
+
+// MaxStageBuffers is the most buffers a stage binds (Stage.Buffers).
+const MaxStageBuffers = 8
 
 // DefaultSlotSize holds 56 float32s after the slot header.
 const DefaultSlotSize = 256
