@@ -214,11 +214,28 @@ func run(ctx context.Context, o options, w io.Writer) (summary, error) {
 	if err := register(); err != nil {
 		return summary{}, err
 	}
-	rt, err := ra.New(ra.Config{Devices: ra.DeviceOptions{Backend: o.backend, SimDevices: 4}})
+	rt, err := newRuntime(o.backend)
 	if err != nil {
 		return summary{}, err
 	}
 	defer rt.Close()
+	return runOn(ctx, rt, o, w)
+}
+
+// newRuntime is the runtime of -backend (four simulated GPUs on sim).
+func newRuntime(backend string) (*ra.Runtime, error) {
+	return ra.New(ra.Config{Devices: ra.DeviceOptions{Backend: backend, SimDevices: 4}})
+}
+
+// runOn is one run on rt (which it leaves open: a run closes everything
+// it builds, so another may follow on the same runtime).
+func runOn(ctx context.Context, rt *ra.Runtime, o options, w io.Writer) (summary, error) {
+	if err := o.check(); err != nil {
+		return summary{}, err
+	}
+	if err := register(); err != nil {
+		return summary{}, err
+	}
 	reg := rt.Registry()
 	gpus := reg.GPUs()
 	nd := o.devices
