@@ -49,7 +49,7 @@ EMU_ENV   = RINGACTOR_LIBCUDA=$(EMU_LIB) RINGACTOR_TEST_BACKEND=cuda RINGACTOR_R
 # reason from rttest.Lacks). EMU_WIDE_PKGS spread one stage over four
 # devices (groups, collectives, examples/imagebatch's group of a user
 # CUDA stage): four emulated GPUs.
-EMU_PKGS ?= ./cuda ./ringkernel/cuda ./runtime ./internal/nodeproc/inmem ./examples/pipeline ./examples/graph ./examples/stealing ./examples/phases
+EMU_PKGS ?= ./cuda ./ringkernel/cuda ./runtime ./internal/nodeproc/inmem ./examples/pipeline ./examples/graph ./examples/stealing ./examples/phases ./examples/tempering
 EMU_WIDE_PKGS ?= ./runtime/group ./runtime/collective ./examples/imagebatch
 # The runtime-level suites once more on the CPU device
 # (RINGACTOR_TEST_BACKEND=cpu: every stage a case places is on the CPU).
