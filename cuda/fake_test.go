@@ -253,7 +253,7 @@ func TestFakeDevices(t *testing.T) {
 		for a, v := range map[Attribute]int{
 			AttrMultiprocessorCount: want.sms, AttrMaxThreadsPerBlock: 1024, AttrCanMapHostMemory: 1,
 			AttrUnifiedAddressing: 1, AttrMaxThreadsPerMultiprocessor: 2048, AttrCooperativeLaunch: 1,
-			AttrHostNativeAtomicSupported: 0, AttrConcurrentManagedAccess: 0, AttrPageableMemoryAccess: 0,
+			AttrHostNativeAtomicSupported: 0, AttrConcurrentManagedAccess: 1, AttrManagedMemory: 1, AttrPageableMemoryAccess: 0,
 			AttrPCIBusID: 0x10 + i, AttrPCIDeviceID: 0, AttrKernelExecTimeout: 0,
 		} {
 			if got, err := dev.Attribute(a); err != nil || got != v {
