@@ -117,6 +117,7 @@ const (
 	AttrUnifiedAddressing           Attribute = 41
 	AttrComputeCapabilityMajor      Attribute = 75
 	AttrComputeCapabilityMinor      Attribute = 76
+	AttrManagedMemory               Attribute = 83 // cuMemAllocManaged works
 	AttrHostNativeAtomicSupported   Attribute = 86
 	AttrPageableMemoryAccess        Attribute = 88
 	AttrConcurrentManagedAccess     Attribute = 89
@@ -142,6 +143,7 @@ const (
 	streamNonBlocking     = 0x01 // CU_STREAM_NON_BLOCKING
 	captureModeRelaxed    = 2    // CU_STREAM_CAPTURE_MODE_RELAXED (GLOBAL 0, THREAD_LOCAL 1)
 	eventDefault          = 0x00 // CU_EVENT_DEFAULT (timing enabled)
+	memAttachGlobal       = 0x01 // CU_MEM_ATTACH_GLOBAL (HOST 2, SINGLE 4)
 )
 
 // Driver is the loaded CUDA driver library. It is safe for concurrent use.

@@ -48,6 +48,12 @@ static int drv_elapsed(void *f, float *ms, uintptr_t start, uintptr_t end) {
 }
 static int drv_memAlloc(void *f, drv_dptr *p, size_t n) { return ((int (*)(drv_dptr *, size_t))f)(p, n); }
 static int drv_memFree(void *f, drv_dptr p) { return ((int (*)(drv_dptr))f)(p); }
+// Managed memory's device address is its host address (unified addressing).
+static int drv_memAllocManaged(void *f, drv_dptr *p, void **host, size_t n, unsigned flags) {
+	int r = ((int (*)(drv_dptr *, size_t, unsigned))f)(p, n, flags);
+	*host = (void *)(uintptr_t)*p;
+	return r;
+}
 static int drv_memsetD8(void *f, drv_dptr p, unsigned char b, size_t n) { return ((int (*)(drv_dptr, unsigned char, size_t))f)(p, b, n); }
 static int drv_memcpyHtoD(void *f, drv_dptr dst, const void *src, size_t n) { return ((int (*)(drv_dptr, const void *, size_t))f)(dst, src, n); }
 static int drv_memcpyDtoH(void *f, void *dst, drv_dptr src, size_t n) { return ((int (*)(void *, drv_dptr, size_t))f)(dst, src, n); }
@@ -177,13 +183,15 @@ type driverFuncs struct {
 	streamBeginCapture, streamEndCapture, graphLaunch, graphExecDestroy, graphDestroy unsafe.Pointer
 	graphInstantiateWithFlags, graphInstantiateV2                                     unsafe.Pointer
 	// Optional copies between device memories (copySymbols).
-	memcpyDtoDAsync, memcpyPeerAsync unsafe.Pointer
+	memcpyDtoDAsync, memcpyPeerAsync, memAllocManaged unsafe.Pointer
 }
 
-// copySymbols are the device-to-device copies, resolved when present: a
-// driver without them loads, and only the copies fail.
+// copySymbols are the device-to-device copies and managed memory,
+// resolved when present: a driver without them loads, and only those
+// calls fail.
 func (f *driverFuncs) copySymbols() []symbol {
-	return []symbol{{"cuMemcpyDtoDAsync_v2", &f.memcpyDtoDAsync}, {"cuMemcpyPeerAsync", &f.memcpyPeerAsync}}
+	return []symbol{{"cuMemcpyDtoDAsync_v2", &f.memcpyDtoDAsync}, {"cuMemcpyPeerAsync", &f.memcpyPeerAsync},
+		{"cuMemAllocManaged", &f.memAllocManaged}}
 }
 
 // symbols pairs each exported name (with its _v2 suffix where the driver
@@ -343,6 +351,16 @@ func (d *Driver) memAlloc(n uint64) (uint64, Result) {
 	var p C.drv_dptr
 	r := C.drv_memAlloc(d.fn.memAlloc, &p, C.size_t(n))
 	return uint64(p), Result(r)
+}
+
+func (d *Driver) memAllocManaged(n uint64) (uint64, unsafe.Pointer, Result) {
+	if d.fn.memAllocManaged == nil {
+		return 0, nil, ErrorNotSupported
+	}
+	var p C.drv_dptr
+	var h unsafe.Pointer
+	r := C.drv_memAllocManaged(d.fn.memAllocManaged, &p, &h, C.size_t(n), memAttachGlobal)
+	return uint64(p), h, Result(r)
 }
 
 func (d *Driver) memFree(p uint64) Result { return Result(C.drv_memFree(d.fn.memFree, C.drv_dptr(p))) }

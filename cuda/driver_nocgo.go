@@ -30,9 +30,12 @@ func (d *Driver) ctxSynchronize() Result                              { return n
 func (d *Driver) ctxEnablePeerAccess(peer uintptr) Result             { return noCgo }
 func (d *Driver) memAlloc(n uint64) (uint64, Result)                  { return 0, noCgo }
 func (d *Driver) memFree(p uint64) Result                             { return noCgo }
-func (d *Driver) memsetD8(p uint64, b byte, n uint64) Result          { return noCgo }
-func (d *Driver) memcpyHtoD(dst uint64, src []byte) Result            { return noCgo }
-func (d *Driver) memcpyDtoH(dst []byte, src uint64) Result            { return noCgo }
+func (d *Driver) memAllocManaged(n uint64) (uint64, unsafe.Pointer, Result) {
+	return 0, nil, noCgo
+}
+func (d *Driver) memsetD8(p uint64, b byte, n uint64) Result { return noCgo }
+func (d *Driver) memcpyHtoD(dst uint64, src []byte) Result   { return noCgo }
+func (d *Driver) memcpyDtoH(dst []byte, src uint64) Result   { return noCgo }
 func (d *Driver) memHostAlloc(n uint64, flags uint32) (unsafe.Pointer, Result) {
 	return nil, noCgo
 }

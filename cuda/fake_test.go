@@ -47,7 +47,8 @@ var fake struct {
 // fakeEnv is the configuration the tests expect of the emulated driver,
 // set where a variant is loaded (its cuInit reads it), whatever the
 // environment says: two devices unlike each other, eight co-resident
-// blocks per SM, no lagging copies, no jitter, a cuInit that succeeds.
+// blocks per SM, no lagging copies, no jitter, managed memory, a cuInit
+// that succeeds.
 var fakeEnv = [][2]string{
 	{"RINGACTOR_EMU_DEVICES", "2"},
 	{"RINGACTOR_EMU_SMS", "4,2"},
@@ -57,6 +58,7 @@ var fakeEnv = [][2]string{
 	{"RINGACTOR_EMU_PEERS", "all"},
 	{"RINGACTOR_EMU_COPY_LAG_US", "0"},
 	{"RINGACTOR_EMU_JITTER", "0"},
+	{"RINGACTOR_EMU_MANAGED", "1"},
 	{"RINGACTOR_EMU_INIT_RESULT", ""},
 }
 
@@ -253,7 +255,7 @@ func TestFakeDevices(t *testing.T) {
 		for a, v := range map[Attribute]int{
 			AttrMultiprocessorCount: want.sms, AttrMaxThreadsPerBlock: 1024, AttrCanMapHostMemory: 1,
 			AttrUnifiedAddressing: 1, AttrMaxThreadsPerMultiprocessor: 2048, AttrCooperativeLaunch: 1,
-			AttrHostNativeAtomicSupported: 0, AttrConcurrentManagedAccess: 0, AttrPageableMemoryAccess: 0,
+			AttrHostNativeAtomicSupported: 0, AttrConcurrentManagedAccess: 1, AttrManagedMemory: 1, AttrPageableMemoryAccess: 0,
 			AttrPCIBusID: 0x10 + i, AttrPCIDeviceID: 0, AttrKernelExecTimeout: 0,
 		} {
 			if got, err := dev.Attribute(a); err != nil || got != v {

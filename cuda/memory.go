@@ -35,7 +35,33 @@ func (c *Context) Alloc(n int) (DevicePtr, error) {
 	return DevicePtr(p), nil
 }
 
-// Free frees device memory from Alloc. Freeing anything else, or twice, is
+// AllocManaged allocates n bytes of managed (unified) memory
+// (cuMemAllocManaged, CU_MEM_ATTACH_GLOBAL): one address for the host and
+// every device with AttrManagedMemory, host being the host's view. The
+// host may touch it while kernels run only where the device has
+// AttrConcurrentManagedAccess. The memory is not cleared; Free frees it.
+// ErrorNotSupported where the driver or device has none.
+func (c *Context) AllocManaged(n int) (DevicePtr, []byte, error) {
+	if c == nil {
+		return 0, nil, errNilContext
+	}
+	if n <= 0 || n > maxAlloc {
+		return 0, nil, fmt.Errorf("cuda: AllocManaged(%d): size must be between 1 and 2^62 bytes", n)
+	}
+	var p uint64
+	var h unsafe.Pointer
+	err := c.do("cuMemAllocManaged", func() (r Result) {
+		p, h, r = c.driver().memAllocManaged(uint64(n))
+		return r
+	})
+	if err != nil {
+		return 0, nil, fmt.Errorf("cuda: AllocManaged(%d) on device %d: %w", n, c.dev.ordinal, err)
+	}
+	c.driver().addAlloc(allocation{base: DevicePtr(p), size: uint64(n), ctx: c.handle})
+	return DevicePtr(p), unsafe.Slice((*byte)(h), n), nil
+}
+
+// Free frees device memory from Alloc or AllocManaged. Freeing anything else, or twice, is
 // an error wrapping ErrReleased.
 func (c *Context) Free(p DevicePtr) error {
 	if c == nil {

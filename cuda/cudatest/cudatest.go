@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/ringactor/ringactor/cuda"
+	"github.com/ringactor/ringactor/cuda/nvrtc"
 )
 
 // RequireNVRTCEnv, set to 1, turns a missing NVRTC from a skip into a
@@ -25,9 +26,9 @@ const RequireGPUEnv = "RINGACTOR_REQUIRE_GPU"
 
 // NVRTC returns the loaded NVRTC, or skips t with the reason it could not be
 // loaded, or fails t when RINGACTOR_REQUIRE_NVRTC=1.
-func NVRTC(t testing.TB) *cuda.NVRTC {
+func NVRTC(t testing.TB) *nvrtc.NVRTC {
 	t.Helper()
-	n, err := cuda.LoadNVRTC()
+	n, err := nvrtc.Load()
 	if err != nil {
 		if os.Getenv(RequireNVRTCEnv) == "1" {
 			t.Fatalf("%s=1 but: %v", RequireNVRTCEnv, err)

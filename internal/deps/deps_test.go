@@ -20,6 +20,8 @@ var rules = []rule{
 		"the link queue is pure Go below everything"},
 	{"github.com/ringactor/ringactor/cuda", []string{"github.com/asynkron/protoactor-go", "go.opentelemetry.io", "github.com/ringactor/ringactor/ringkernel", "github.com/ringactor/ringactor/runtime"},
 		"the driver bindings know nothing of ring kernels or actors"},
+	{"github.com/ringactor/ringactor/cuda/nvrtc", []string{"github.com/asynkron/protoactor-go", "go.opentelemetry.io", "github.com/ringactor/ringactor/ringkernel", "github.com/ringactor/ringactor/runtime", "github.com/ringactor/ringactor/kernels"},
+		"the runtime compiler binding is a leaf: source in, PTX out"},
 	{"github.com/ringactor/ringactor/cuda/hostbuild", []string{"github.com/asynkron/protoactor-go", "go.opentelemetry.io", "github.com/ringactor/ringactor/ringkernel", "github.com/ringactor/ringactor/runtime"},
 		"the emulated driver's host build sits beside the driver bindings and knows as little of ring kernels (ringkernel/cuda hands it the source)"},
 	{"github.com/ringactor/ringactor/kernels", []string{"github.com/asynkron/protoactor-go", "go.opentelemetry.io", "github.com/ringactor/ringactor/ringkernel", "github.com/ringactor/ringactor/runtime", "github.com/ringactor/ringactor/cuda"},

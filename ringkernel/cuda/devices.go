@@ -237,6 +237,12 @@ func listGPUs(d *drv.Driver) ([]gpu, error) {
 		if dev.SMs, err = h.Attribute(drv.AttrMultiprocessorCount); err != nil {
 			return nil, fmt.Errorf("device %d: %w", i, err)
 		}
+		// Managed buffers need the memory (attribute 83) and the host's
+		// access to it while kernels run (89): ring kernels never stop, and
+		// without concurrent access a host touch faults (pre-Pascal, Windows).
+		mm, err1 := h.Attribute(drv.AttrManagedMemory)
+		cm, err2 := h.Attribute(drv.AttrConcurrentManagedAccess)
+		dev.Managed = err1 == nil && err2 == nil && mm != 0 && cm != 0
 		for j, peer := range handles {
 			if j == i {
 				continue

@@ -97,6 +97,35 @@ type Backend interface {
 	FreeBuffer(b Buffer) error
 }
 
+// CheckAlloc refuses the AllocBuffer arguments no backend takes, the
+// checks every backend makes first, in this order: a device outside
+// 0..devices-1 (devices <= 0: no bound known here), a done ctx (its
+// error), a size below 1, a kind other than DeviceMemory and Managed.
+// who names the backend in the error.
+func CheckAlloc(ctx context.Context, who string, devices, device, size int, kind Kind) error {
+	if device < 0 || (devices > 0 && device >= devices) {
+		return fmt.Errorf("%s: no device %d: this backend has devices 0..%d; pick one of those", who, device, devices-1)
+	}
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	if size <= 0 {
+		return fmt.Errorf("%s: a buffer of %d bytes; ask for at least 1", who, size)
+	}
+	if kind != DeviceMemory && kind != Managed {
+		return fmt.Errorf("%s: buffer kind %v; want devmem.DeviceMemory or devmem.Managed", who, kind)
+	}
+	return nil
+}
+
+// CheckCopy refuses a Copy of n bytes outside its source or destination.
+func CheckCopy(dst Buffer, dstOff int, src Buffer, srcOff, n int) error {
+	if err := CheckRange("copy source", src, srcOff, n); err != nil {
+		return err
+	}
+	return CheckRange("copy destination", dst, dstOff, n)
+}
+
 // CheckRange refuses a range [off, off+n) outside b.
 func CheckRange(what string, b Buffer, off, n int) error {
 	if off < 0 || n < 0 || off > b.Size || n > b.Size-off {

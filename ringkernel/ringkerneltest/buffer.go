@@ -92,6 +92,7 @@ func (s *suite) testBuffers(t *testing.T) {
 	t.Logf("%s: %d devices, copies by path: %v", s.opts.Name, len(devs), paths)
 
 	// Managed memory where the device has it: the host's view is the buffer.
+	managed := 0
 	for d, dv := range devs {
 		if !dv.Managed {
 			continue
@@ -103,10 +104,28 @@ func (s *suite) testBuffers(t *testing.T) {
 		if err := bb.Write(ctx, m, 0, pattern(d, 4096)); err != nil || len(m.Bytes) != 4096 || !bytes.Equal(m.Bytes, pattern(d, 4096)) {
 			t.Fatalf("managed buffer on device %d: its host view does not show what was written (err %v)", d, err)
 		}
+		// The host's writes to the view are what the device reads, and
+		// copies to and from device memory take them.
+		copy(m.Bytes, pattern(d+1, 4096))
+		got := make([]byte, 4096)
+		if err := bb.Read(ctx, m, 0, got); err != nil || !bytes.Equal(got, pattern(d+1, 4096)) {
+			t.Fatalf("managed buffer on device %d: Read does not show the host's writes (err %v)", d, err)
+		}
+		if _, err := bb.Copy(ctx, dst[d], 0, m, 0, 4096); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := bb.Copy(ctx, m, 0, src[d], 0, 4096); err != nil || !bytes.Equal(m.Bytes, pattern(d, 4096)) {
+			t.Fatalf("managed buffer on device %d: a copy into it (err %v) is not in its host view", d, err)
+		}
+		if err := bb.Read(ctx, dst[d], 0, got); err != nil || !bytes.Equal(got, pattern(d+1, 4096)) {
+			t.Fatalf("managed buffer on device %d: a copy out of it differs (err %v)", d, err)
+		}
 		if err := bb.FreeBuffer(m); err != nil {
 			t.Fatal(err)
 		}
+		managed++
 	}
+	t.Logf("%s: managed buffers on %d of %d devices", s.opts.Name, managed, len(devs))
 
 	// A cancelled ctx stops every call before it copies.
 	done, stop := context.WithCancel(ctx)

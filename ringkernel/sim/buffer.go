@@ -48,17 +48,8 @@ func (b *Backend) memoryOf(d int) (total uint64, name string, p2p []bool, err er
 // device's memory: a simulated GPU's MemoryBytes less the buffers it
 // holds, the host's free memory for the CPU.
 func (b *Backend) AllocBuffer(ctx context.Context, device, size int, kind devmem.Kind) (devmem.Buffer, error) {
-	if err := b.checkDevice(device); err != nil {
+	if err := devmem.CheckAlloc(ctx, b.Name(), b.Devices, device, size, kind); err != nil {
 		return devmem.Buffer{}, err
-	}
-	if err := ctx.Err(); err != nil {
-		return devmem.Buffer{}, err
-	}
-	if size <= 0 {
-		return devmem.Buffer{}, fmt.Errorf("%s: a buffer of %d bytes; ask for at least 1", b.Name(), size)
-	}
-	if kind != devmem.DeviceMemory && kind != devmem.Managed {
-		return devmem.Buffer{}, fmt.Errorf("%s: buffer kind %v; want devmem.DeviceMemory or devmem.Managed", b.Name(), kind)
 	}
 	total, name, _, err := b.memoryOf(device)
 	if err != nil {
@@ -148,10 +139,7 @@ func (b *Backend) Copy(ctx context.Context, dst devmem.Buffer, dstOff int, src d
 	if err != nil {
 		return 0, err
 	}
-	if err := devmem.CheckRange("copy source", src, srcOff, n); err != nil {
-		return 0, err
-	}
-	if err := devmem.CheckRange("copy destination", dst, dstOff, n); err != nil {
+	if err := devmem.CheckCopy(dst, dstOff, src, srcOff, n); err != nil {
 		return 0, err
 	}
 	_, _, p2p, err := b.memoryOf(src.Device)

@@ -14,8 +14,11 @@
 //     (default 9.0); SMS, MEMORY_MIB and CC take one value for every
 //     device or one per device ("4,2": device 0 has 4 SMs, device 1 2).
 //     RINGACTOR_EMU_PEERS says which pairs have peer access: "all"
-//     (default), "none" or pairs like "0-1,1-2". All are read once, at the
-//     first cuInit.
+//     (default), "none" or pairs like "0-1,1-2". RINGACTOR_EMU_MANAGED=0
+//     takes managed memory away (attributes 83 and 89 answer 0,
+//     cuMemAllocManaged CUDA_ERROR_NOT_SUPPORTED); by default every device
+//     has it, concurrent access included. All are read once, at the first
+//     cuInit.
 //   - RINGACTOR_EMU_INIT_RESULT, read at every cuInit: a result other than
 //     0 cuInit fails with (100, CUDA_ERROR_NO_DEVICE: a driver that cannot
 //     start).
@@ -196,6 +199,7 @@ struct Config {
     std::vector<std::vector<bool>> peer;
     long long copy_lag_us = 0;  // RINGACTOR_EMU_COPY_LAG_US
     bool jitter = false;        // RINGACTOR_EMU_JITTER=1
+    bool managed = true;        // RINGACTOR_EMU_MANAGED (0: none)
 };
 
 int env_int(const char *name, int def, int lo, int hi) {
@@ -266,6 +270,7 @@ Config load_config() {
     }
     c.copy_lag_us = env_int("RINGACTOR_EMU_COPY_LAG_US", 0, 0, 10000000);
     c.jitter = env_int("RINGACTOR_EMU_JITTER", 0, 0, 1) == 1;
+    c.managed = env_int("RINGACTOR_EMU_MANAGED", 1, 0, 1) == 1;
     const char *p = getenv("RINGACTOR_EMU_PEERS");
     std::string peers = p && *p ? p : "all";
     c.peer.assign(c.devices, std::vector<bool>(c.devices, false));
@@ -880,9 +885,10 @@ CUresult cuDeviceGetAttribute(int *v, int attr, CUdevice d) {
     case 50: *v = 0; return SUCCESS;                // PCI domain
     case 75: *v = cfg.cc_major[d]; return SUCCESS;  // compute capability (RINGACTOR_EMU_CC)
     case 76: *v = cfg.cc_minor[d]; return SUCCESS;
+    case 83: *v = cfg.managed; return SUCCESS;      // managed memory (RINGACTOR_EMU_MANAGED)
     case 86: *v = 0; return SUCCESS;                // no host-native atomics: the queue needs none
     case 88: *v = 0; return SUCCESS;
-    case 89: *v = 0; return SUCCESS;
+    case 89: *v = cfg.managed; return SUCCESS;      // concurrent managed access: host memory is always shared
     case 95: *v = 1; return SUCCESS;                // cooperative launch
     case 9100: *v = (int)violations.load(); return SUCCESS;  // rule violations so far
     case 9101: {                                    // ring kernels running on d
@@ -983,8 +989,11 @@ CUresult cuCtxEnablePeerAccess(void *peer, unsigned flags) {
     return SUCCESS;
 }
 
-CUresult cuMemAlloc_v2(CUdeviceptr *p, size_t n) {
-    if (CUresult r = need_ctx("cuMemAlloc")) return r;
+// mem_alloc is cuMemAlloc_v2 and cuMemAllocManaged: host memory counted
+// against the current context's device, and recorded as its allocation
+// (so copies, launches' pointer checks and cuMemFree take it).
+static CUresult mem_alloc(const char *call, CUdeviceptr *p, size_t n) {
+    if (CUresult r = need_ctx(call)) return r;
     if (p == nullptr || n == 0) return INVALID_VALUE;
     std::lock_guard<std::mutex> g(mu);
     int d = current->dev;
@@ -995,6 +1004,18 @@ CUresult cuMemAlloc_v2(CUdeviceptr *p, size_t n) {
     dev_allocs[(uintptr_t)m] = DevAlloc{n, d};
     *p = (CUdeviceptr)(uintptr_t)m;
     return SUCCESS;
+}
+
+CUresult cuMemAlloc_v2(CUdeviceptr *p, size_t n) { return mem_alloc("cuMemAlloc", p, n); }
+
+// cuMemAllocManaged: the emulator's device memory is host memory already,
+// so managed memory is the same allocation; flags must be
+// CU_MEM_ATTACH_GLOBAL (1) or CU_MEM_ATTACH_HOST (2), as the driver asks.
+CUresult cuMemAllocManaged(CUdeviceptr *p, size_t n, unsigned flags) {
+    if (!initialized) return NOT_INITIALIZED;
+    if (!cfg.managed) return NOT_SUPPORTED;
+    if (flags != 1 && flags != 2) return INVALID_VALUE;
+    return mem_alloc("cuMemAllocManaged", p, n);
 }
 
 // context_work: the launches (kernels, graph launches) still running in

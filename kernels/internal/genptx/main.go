@@ -11,7 +11,7 @@ import (
 	"path/filepath"
 	"strings"
 
-	"github.com/ringactor/ringactor/cuda"
+	"github.com/ringactor/ringactor/cuda/nvrtc"
 	"github.com/ringactor/ringactor/kernels"
 )
 
@@ -25,7 +25,7 @@ func main() {
 }
 
 func run(dir string) error {
-	n, err := cuda.LoadNVRTC()
+	n, err := nvrtc.Load()
 	if err != nil {
 		return fmt.Errorf("%w (install it with: bash .ci/install-nvrtc)", err)
 	}
@@ -39,7 +39,7 @@ func run(dir string) error {
 		if err != nil {
 			return fmt.Errorf("%s has no registered op: %w", file, err)
 		}
-		out, err := n.Compile(cuda.Source(kernels.RingSource(op)), kernels.ShippedArch, kernels.CompileOptions...)
+		out, err := n.Compile(nvrtc.Source(kernels.RingSource(op)), kernels.ShippedArch, kernels.CompileOptions...)
 		if err != nil {
 			return err
 		}

@@ -1,4 +1,4 @@
-package cuda
+package nvrtc
 
 import (
 	"errors"
@@ -11,7 +11,7 @@ import (
 // internal tests keep a copy of its three lines of policy.
 func nvrtcOrSkip(t *testing.T) *NVRTC {
 	t.Helper()
-	n, err := LoadNVRTC()
+	n, err := Load()
 	if err != nil {
 		if os.Getenv("RINGACTOR_REQUIRE_NVRTC") == "1" {
 			t.Fatalf("RINGACTOR_REQUIRE_NVRTC=1 but: %v", err)
@@ -66,7 +66,7 @@ func TestMissingLibraryIsAClearError(t *testing.T) {
 	if !errors.Is(err, ErrNoNVRTC) {
 		t.Fatalf("got %v", err)
 	}
-	for _, want := range []string{"/nonexistent/libnvrtc.so", NVRTCEnv, "libnvrtc11.2"} {
+	for _, want := range []string{"/nonexistent/libnvrtc.so", Env, "libnvrtc11.2"} {
 		if !strings.Contains(err.Error(), want) {
 			t.Errorf("error %q does not mention %q", err, want)
 		}
@@ -74,7 +74,7 @@ func TestMissingLibraryIsAClearError(t *testing.T) {
 }
 
 func TestEnvOverrideIsTheOnlyCandidate(t *testing.T) {
-	t.Setenv(NVRTCEnv, "/opt/custom/libnvrtc.so.99")
+	t.Setenv(Env, "/opt/custom/libnvrtc.so.99")
 	c := nvrtcCandidates()
 	if len(c) != 1 || c[0] != "/opt/custom/libnvrtc.so.99" {
 		t.Fatalf("candidates %v", c)

@@ -1,4 +1,11 @@
-package cuda
+// Package nvrtc binds NVIDIA's runtime compiler (libnvrtc, opened with
+// dlopen): CUDA C++ source in, PTX out, for package cuda's LoadModule. It
+// needs no GPU and no driver; without the library, Load says what to
+// install.
+//
+// It was package cuda's NVRTC until package cuda grew to its size cap;
+// cuda keeps its old names as deprecated aliases of these.
+package nvrtc
 
 import (
 	"errors"
@@ -10,8 +17,8 @@ import (
 	"sync"
 )
 
-// NVRTCEnv names the environment variable that points at a libnvrtc to use.
-const NVRTCEnv = "RINGACTOR_NVRTC"
+// Env names the environment variable that points at a libnvrtc to use.
+const Env = "RINGACTOR_NVRTC"
 
 // ErrNoNVRTC: no NVRTC library could be loaded.
 var ErrNoNVRTC = errors.New("cuda: NVRTC not found")
@@ -46,9 +53,9 @@ var (
 	nvrtcErr  error
 )
 
-// LoadNVRTC loads NVRTC once per process and returns it, or an error
+// Load loads NVRTC once per process and returns it, or an error
 // wrapping ErrNoNVRTC that lists where it looked.
-func LoadNVRTC() (*NVRTC, error) {
+func Load() (*NVRTC, error) {
 	nvrtcOnce.Do(func() { nvrtcLib, nvrtcErr = loadNVRTC(nvrtcCandidates()) })
 	return nvrtcLib, nvrtcErr
 }
@@ -56,7 +63,7 @@ func LoadNVRTC() (*NVRTC, error) {
 // nvrtcCandidates lists library names and paths to try, best first.
 func nvrtcCandidates() []string {
 	var c []string
-	if p := os.Getenv(NVRTCEnv); p != "" {
+	if p := os.Getenv(Env); p != "" {
 		return []string{p} // an explicit choice is not second-guessed
 	}
 	c = append(c, "libnvrtc.so", "libnvrtc.so.13", "libnvrtc.so.12", "libnvrtc.so.11.2")
@@ -83,7 +90,7 @@ func nvrtcCandidates() []string {
 
 func noNVRTC(tried []string, why string) error {
 	return fmt.Errorf("%w (tried %s%s); install NVRTC (Debian: libnvrtc11.2 and libnvrtc-builtins11.8 from non-free; or the CUDA toolkit) or set %s to the library's path",
-		ErrNoNVRTC, strings.Join(tried, ", "), why, NVRTCEnv)
+		ErrNoNVRTC, strings.Join(tried, ", "), why, Env)
 }
 
 // PTX compiles code (which includes headers by name) for arch and returns

@@ -1,6 +1,6 @@
 //go:build !cgo || !(linux || freebsd)
 
-package cuda
+package nvrtc
 
 // NVRTC is a loaded NVRTC library; without cgo none can be loaded.
 type NVRTC struct{}
