@@ -63,6 +63,9 @@ func (b *Backend) Start(job *rk.Job) (rk.Loop, error) {
 	// by the device's clock loop while the kernel runs.
 	job.Control.SetClockOffset(d.offset.Load())
 	args, err := l.args(job)
+	if err == nil {
+		err = b.bindings(job, args)
+	}
 	if err != nil {
 		return fail(err)
 	}
