@@ -334,7 +334,7 @@ func (d *device) freeBuffers() error {
 // each a live buffer of this backend on the kernel's device or on a peer
 // of it (the backend enabled peer access between every pair of open
 // devices that have it), so that the kernel can address it; and it puts
-// their addresses and sizes into the argument block a.
+// their addresses and sizes into the argument block a (unless nil).
 func (b *Backend) bindings(job *rk.Job, a []byte) error {
 	binds, name, dev := job.Spec.Stage.Buffers, job.Spec.Stage.Name, job.Spec.Device
 	if len(binds) > rk.MaxStageBuffers {
@@ -356,9 +356,13 @@ func (b *Backend) bindings(job *rk.Job, a []byte) error {
 			return fmt.Errorf("%w %q: bound buffer %d is on device %d, which device %d reaches only by a %v copy, not by peer access; allocate it on device %[5]d or on a peer of it, or copy it there",
 				rk.ErrBadStage, name, i, bd.Buf.Device, dev, p)
 		}
-		binary.LittleEndian.PutUint64(a[rk.ArgOffBuf+8*i:], bd.Buf.Addr)
-		binary.LittleEndian.PutUint64(a[rk.ArgOffBufSize+8*i:], uint64(bd.Buf.Size))
+		if a != nil {
+			binary.LittleEndian.PutUint64(a[rk.ArgOffBuf+8*i:], bd.Buf.Addr)
+			binary.LittleEndian.PutUint64(a[rk.ArgOffBufSize+8*i:], uint64(bd.Buf.Size))
+		}
 	}
-	binary.LittleEndian.PutUint32(a[rk.ArgOffNumBuf:], uint32(len(binds)))
+	if a != nil {
+		binary.LittleEndian.PutUint32(a[rk.ArgOffNumBuf:], uint32(len(binds)))
+	}
 	return nil
 }
