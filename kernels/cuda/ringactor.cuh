@@ -582,6 +582,8 @@ struct ra_loop_shared {
     ra_link_end steals[RA_MAX_STEAL_LINKS];  // thread 0's alone: Spec.StealTo (ra_loop::steal)
     ra_u32 life, ack, n, stop, cur, next, ocap;
     ra_u32 gaps;  // a dead letter in this batch: set by any thread (ra_block_or)
+    ra_buf bufs[RA_MAX_STAGE_BUFFERS];  // the bound buffers, nbufs of them (ra_loop::bind)
+    ra_u32 nbufs;
     bool drain, sink;
     ra_u64 deq, clk;
     int res[RA_BATCH];
@@ -609,8 +611,6 @@ struct ra_loop {
     const float *params;
     float *state;
     unsigned char *sink_buf;
-    ra_buf bufs[RA_MAX_STAGE_BUFFERS];  // the bound buffers (Stage.Buffers), nbufs of them
-    int nbufs;
     // Thread 0's own.
     ra_u64 processed, dropped, errors, traced;
     ra_u64 busy;          // globaltimer ns on batches (account)
@@ -647,7 +647,7 @@ struct ra_loop {
         params = (const float *)ra_arg_ptr(a, RA_ARG_OFF_PARAMS);
         state = (float *)ra_arg_ptr(a, RA_ARG_OFF_STATE);
         sink_buf = ra_arg_ptr(a, RA_ARG_OFF_SINK);
-        bind(a);
+        if (threadIdx.x == 0) bind(a);
         stage = ra_load_relaxed_sys32((const ra_u32 *)(ctrl + RA_CB_OFF_STAGE_ID));  // every thread stamps it
         processed = dropped = errors = traced = published_tr = rr = last_beat = busy = 0;
         iter = 0;
@@ -659,13 +659,15 @@ struct ra_loop {
         stg = true;
     }
 
-    // bind, every thread: the bound buffers from the argument block.
+    // bind, thread 0 (before the first barrier): the bound buffers from
+    // the argument block into shared memory, where the stage reads them
+    // (an array in the loop's own object would put it in local memory).
     __device__ __forceinline__ void bind(const ra_ring_args &a) {
         const ra_u32 nb = ra_arg_u32(a, RA_ARG_OFF_NUM_BUF);
-        nbufs = (int)(nb < RA_MAX_STAGE_BUFFERS ? nb : RA_MAX_STAGE_BUFFERS);
-        for (int k = 0; k < nbufs; k++) {
-            bufs[k].ptr = ra_arg_ptr(a, RA_ARG_OFF_BUF + 8 * k);
-            bufs[k].size = a.w[(RA_ARG_OFF_BUF_SIZE + 8 * k) / 8];
+        s.nbufs = nb < RA_MAX_STAGE_BUFFERS ? nb : RA_MAX_STAGE_BUFFERS;
+        for (ra_u32 k = 0; k < s.nbufs; k++) {
+            s.bufs[k].ptr = ra_arg_ptr(a, RA_ARG_OFF_BUF + 8 * k);
+            s.bufs[k].size = a.w[(RA_ARG_OFF_BUF_SIZE + 8 * k) / 8];
         }
     }
 
@@ -1022,7 +1024,7 @@ struct ra_loop {
             else {
                 int port = 0;
                 ra_u32 ot = 0;
-                s.res[i] = STAGE::run(params, state, bufs, nbufs, *(const ra_u32 *)(h + RA_SLOT_OFF_TYPE), slot(i) + RA_SLOT_HEADER_SIZE,
+                s.res[i] = STAGE::run(params, state, s.bufs, (int)s.nbufs, *(const ra_u32 *)(h + RA_SLOT_OFF_TYPE), slot(i) + RA_SLOT_HEADER_SIZE,
                                       (int)len, &ot, o, cap, &port);
                 s.ports[i] = port;
                 s.otype[i] = ot;
