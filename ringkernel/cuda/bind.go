@@ -27,7 +27,7 @@ func (b *Backend) bindings(job *rk.Job, a []byte) error {
 	}
 	peer := p2pqueue.PeerFunc(func(a, c int) bool { return a < len(gpus) && c < len(gpus[a].P2P) && gpus[a].P2P[c] })
 	for i, bd := range binds {
-		if err := lastErr(b.buffer(bd.Buf)); err != nil {
+		if _, _, err := b.buffer(bd.Buf); err != nil {
 			return fmt.Errorf("%w %q: bound buffer %d: %w; bind buffers allocated by this backend (AllocBuffer)", rk.ErrBadStage, name, i, err)
 		}
 		if p := p2pqueue.PathOf(dev, bd.Buf.Device, peer); p != p2pqueue.PathLocal && p != p2pqueue.PathPeer {
@@ -41,15 +41,6 @@ func (b *Backend) bindings(job *rk.Job, a []byte) error {
 	}
 	if a != nil {
 		binary.LittleEndian.PutUint32(a[rk.ArgOffNumBuf:], uint32(len(binds)))
-	}
-	return nil
-}
-
-// lastErr is the error of a call whose last result is one (b.buffer's,
-// whatever else it returns).
-func lastErr(results ...any) error {
-	if err, ok := results[len(results)-1].(error); ok {
-		return err
 	}
 	return nil
 }
