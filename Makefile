@@ -182,6 +182,7 @@ gpu-bundle:
 	CGO_ENABLED=1 $(GO) test -c -ldflags="-s -w" -o .gpu/group.test ./runtime/group
 	CGO_ENABLED=1 $(GO) build -ldflags="-s -w" -o .gpu/ringactor ./cmd/ringactor
 	CGO_ENABLED=1 $(GO) build -ldflags="-s -w" -o .gpu/pipeline ./examples/pipeline
+	for e in phases imagebatch tempering; do CGO_ENABLED=1 $(GO) build -ldflags="-s -w" -o .gpu/$$e ./examples/$$e || exit 1; done
 	gzip -9 .gpu/*   # the device machine takes 64 MiB of files; run.sh unpacks
 	cp kernels/ptx/ra_identity.ptx .gpu/   # the fence's lowering (run.sh: sass-fence)
 	cp scripts/gpu-run.sh .gpu/run.sh

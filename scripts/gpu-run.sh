@@ -96,8 +96,17 @@ check collective   120 env RINGACTOR_TEST_BACKEND=cuda "$here/collective.test" -
 # policies (a case needing more GPUs than there are skips, saying so)
 check group        120 env RINGACTOR_TEST_BACKEND=cuda "$here/group.test" -test.v -test.timeout 110s
 check bench-allreduce 120 "$here/ringactor" bench -quick -only allreduce/cuda -backend cuda
+# issue 37: buffers (allocate, fill, copies, managed where the GPU has it) and
+# buffers bound to stages are conformance cases (kernel-suite above); the
+# examples with a user CUDA stage and their own checks (one GPU: phases'
+# three kernels share it, imagebatch and tempering spread over every GPU)
+check ex-phases      60 "$here/phases" -backend cuda -devices 0,0,0
+check ex-imagebatch  60 "$here/imagebatch" -backend cuda -images 256 -size 64
+check ex-tempering   90 "$here/tempering" -backend cuda
+check top-once       30 "$here/ringactor" top -once -backend cuda
+check bench-copy    120 "$here/ringactor" bench -quick -only copy/ -backend cuda
 echo >> "$summary"
-for f in devices main-job bench-gpu bench-rows bench-p2p bench-allreduce; do [ -f "$out/$f.log" ] && { echo "-- $f"; tail -40 "$out/$f.log"; } >> "$summary"; done
+for f in devices main-job ex-imagebatch ex-tempering bench-gpu bench-rows bench-p2p bench-allreduce bench-copy; do [ -f "$out/$f.log" ] && { echo "-- $f"; tail -40 "$out/$f.log"; } >> "$summary"; done
 grep -h 'GPU-NOTE' "$out"/*.log >> "$summary" 2>/dev/null
 # The device tool brings back at most 8 files: the logs travel as one archive.
 (cd "$out" && tar czf logs.tar.gz *.log spans.json 2>/dev/null && rm -f *.log spans.json)
