@@ -60,7 +60,8 @@ func Symbol(opName string) string {
 
 // RingSource is the whole program for op's ring kernel: the op's stage
 // source, which defines RA_STAGE(Symbol(op.Name)) (RA_PORT_STAGE for an
-// op with Ports, RA_TYPED_STAGE for a typed op), and the persistent loop
+// op with Ports, RA_TYPED_STAGE for a typed op, RA_BUF_STAGE for one with
+// GoBuf), and the persistent loop
 // around it.
 func RingSource(op Op) Program {
 	sym := Symbol(op.Name)
@@ -70,6 +71,8 @@ func RingSource(op Op) Program {
 		ring = "RA_TYPED_RING_KERNEL"
 	case op.Ports > 0:
 		ring = "RA_PORT_RING_KERNEL"
+	case op.GoBuf != nil:
+		ring = "RA_BUF_RING_KERNEL"
 	}
 	return Program{
 		Name:    sym + ".cu",

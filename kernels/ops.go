@@ -69,14 +69,37 @@ type Op struct {
 	GoBuf   BufFunc
 	Buffers int
 	// CUDA is the device function's source: a RA_STAGE (or, with Ports,
-	// RA_PORT_STAGE; with Typed, RA_TYPED_STAGE) function (see cuda/ringactor.cuh for the signatures)
+	// RA_PORT_STAGE; with Typed, RA_TYPED_STAGE; with GoBuf,
+	// RA_BUF_STAGE) function (see cuda/ringactor.cuh for the signatures)
 	// named ra_<Name>.
 	CUDA string
 }
 
+// MaxBuffers is the most buffers an op takes (Op.Buffers), and so a stage
+// binds (ringkernel.MaxStageBuffers).
+const MaxBuffers = 8
+
+// ErrBuffers: an op that takes bound buffers was run without them (or one
+// that takes none, with some).
+var ErrBuffers = errors.New("kernels: wrong number of bound buffers")
+
 // Run runs the op's Go side on one message: its result's length and, for
-// an op with Ports, its port (0 otherwise).
+// an op with Ports, its port (0 otherwise). An op with GoBuf needs its
+// buffers: run it with RunBuf.
 func (o Op) Run(params, state, in, out []float32) (n, port int, err error) {
+	return o.RunBuf(params, state, nil, in, out)
+}
+
+// RunBuf is Run with the stage's bound buffers, in the order it binds
+// them: exactly Op.Buffers of them (none for an op without GoBuf).
+func (o Op) RunBuf(params, state []float32, bufs [][]byte, in, out []float32) (n, port int, err error) {
+	if len(bufs) != o.Buffers {
+		return 0, 0, fmt.Errorf("%w: op %s takes %d, got %d", ErrBuffers, o.Name, o.Buffers, len(bufs))
+	}
+	if o.GoBuf != nil {
+		n, err = o.GoBuf(params, state, bufs, in, out)
+		return n, 0, err
+	}
 	if o.GoPort != nil {
 		return o.GoPort(params, state, in, out)
 	}
@@ -100,13 +123,16 @@ var ErrUnknownOp = errors.New("kernels: unknown op")
 // unique: registering a taken name is an error.
 func Register(op Op) error {
 	fns := 0
-	for _, set := range []bool{op.Go != nil, op.GoPort != nil, op.Typed != nil} {
+	for _, set := range []bool{op.Go != nil, op.GoPort != nil, op.Typed != nil, op.GoBuf != nil} {
 		if set {
 			fns++
 		}
 	}
 	if op.Name == "" || fns != 1 {
-		return fmt.Errorf("kernels: op %q needs a name and one Go function: Go, GoPort (with Ports) or Typed (the sim backend runs it)", op.Name)
+		return fmt.Errorf("kernels: op %q needs a name and one Go function: Go, GoPort (with Ports), Typed or GoBuf (with Buffers) (the sim backend runs it)", op.Name)
+	}
+	if (op.GoBuf != nil) != (op.Buffers > 0) || op.Buffers < 0 || op.Buffers > MaxBuffers {
+		return fmt.Errorf("kernels: op %q takes %d buffers: an op with GoBuf takes 1 to %d (set Buffers), one without takes none (use GoBuf to read bound buffers)", op.Name, op.Buffers, MaxBuffers)
 	}
 	if op.Params < 0 || op.StateFloats < 0 || op.Ports < 0 {
 		return fmt.Errorf("kernels: op %q: negative params, state size or ports", op.Name)

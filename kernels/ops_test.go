@@ -3,6 +3,7 @@ package kernels
 import (
 	"errors"
 	"math"
+	"strings"
 	"testing"
 	"time"
 )
@@ -122,5 +123,63 @@ func TestDelay(t *testing.T) {
 	op, _ := Lookup("delay")
 	if _, err := op.Go([]float32{0, 0}, nil, []float32{1, 2}, make([]float32, 1)); !errors.Is(err, ErrOutputTooSmall) {
 		t.Errorf("small out: %v", err)
+	}
+}
+
+// TestBufOps: an op that reads bound buffers registers with GoBuf and
+// Buffers (1 to MaxBuffers), no other Go function and no Ports; RunBuf hands
+// it its buffers, and refuses a call with the wrong number of them.
+func TestBufOps(t *testing.T) {
+	look := func(_, _ []float32, bufs [][]byte, in, out []float32) (int, error) {
+		table, err := ViewFloats(bufs[0], nil)
+		if err != nil {
+			return 0, err
+		}
+		for i, x := range in {
+			out[i] = table[int(x)]
+		}
+		return len(in), nil
+	}
+	goFn := func(_, _, _, _ []float32) (int, error) { return 0, nil }
+	for _, c := range []struct {
+		why string
+		op  Op
+	}{
+		{"no buffers", Op{Name: "buf_none", GoBuf: look}},
+		{"too many", Op{Name: "buf_many", GoBuf: look, Buffers: MaxBuffers + 1}},
+		{"negative", Op{Name: "buf_neg", Go: goFn, Buffers: -1}},
+		{"buffers without GoBuf", Op{Name: "buf_go", Go: goFn, Buffers: 1}},
+		{"GoBuf and Go", Op{Name: "buf_two", Go: goFn, GoBuf: look, Buffers: 1}},
+		{"GoBuf with Ports", Op{Name: "buf_ports", GoBuf: look, Buffers: 1, Ports: 2}},
+	} {
+		if err := Register(c.op); err == nil {
+			t.Errorf("%s: accepted", c.why)
+		}
+	}
+	op := Op{Name: "buf_lookup_test", GoBuf: look, Buffers: 1}
+	if _, err := Lookup(op.Name); err != nil {
+		if err := Register(op); err != nil {
+			t.Fatal(err)
+		}
+	}
+	op, err := Lookup(op.Name)
+	if err != nil || op.GoBuf == nil {
+		t.Fatalf("lookup: %v", err)
+	}
+	if !strings.Contains(RingSource(op).Code, "RA_BUF_RING_KERNEL(ra_buf_lookup_test)") {
+		t.Errorf("ring source: %s", RingSource(op).Code)
+	}
+	table := EncodeFloats(nil, []float32{10, 20, 30})
+	out := make([]float32, 2)
+	n, port, err := op.RunBuf(nil, nil, [][]byte{table}, []float32{2, 0}, out)
+	if err != nil || n != 2 || port != 0 || out[0] != 30 || out[1] != 10 {
+		t.Fatalf("RunBuf: %v %d %d %v", out, n, port, err)
+	}
+	if _, _, err := op.Run(nil, nil, []float32{0}, out); !errors.Is(err, ErrBuffers) {
+		t.Errorf("Run without its buffers: %v, want ErrBuffers", err)
+	}
+	id, _ := Lookup("identity")
+	if _, _, err := id.RunBuf(nil, nil, [][]byte{table}, []float32{0}, out); !errors.Is(err, ErrBuffers) {
+		t.Errorf("identity given a buffer: %v, want ErrBuffers", err)
 	}
 }

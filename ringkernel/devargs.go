@@ -34,7 +34,10 @@ const (
 	ArgOffSteal     = ArgOffKeyOffset + 4                 // u64[MaxDeviceStealLinks]: steal-link regions (Spec.StealTo)
 	ArgOffNumSteal  = ArgOffSteal + 8*MaxDeviceStealLinks // u32: steal links used
 	ArgOffStealSys  = ArgOffNumSteal + 4                  // u32: bit i set: steal link i's consumer is the host or a peer GPU
-	ArgSize         = ArgOffStealSys + 4                  // bytes, a multiple of 8
+	ArgOffBuf       = ArgOffStealSys + 4                  // u64[MaxStageBuffers]: bound buffers' addresses (Stage.Buffers)
+	ArgOffBufSize   = ArgOffBuf + 8*MaxStageBuffers       // u64[MaxStageBuffers]: their sizes in bytes
+	ArgOffNumBuf    = ArgOffBufSize + 8*MaxStageBuffers   // u32: bound buffers, then 4 bytes of padding
+	ArgSize         = ArgOffNumBuf + 8                    // bytes, a multiple of 8
 )
 
 // The block is read as u64 words: its size must be a whole number of them.

@@ -107,9 +107,10 @@ func (e *UnsupportedError) Error() string {
 // Is makes errors.Is(err, ErrUnsupported) true.
 func (e *UnsupportedError) Is(target error) bool { return target == ErrUnsupported }
 
-// HasGo reports whether op has a Go side (Go, GoPort or Typed): whether a
-// goroutine engine (the CPU, a simulated GPU) can run it.
-func HasGo(op kernels.Op) bool { return op.Go != nil || op.GoPort != nil || op.Typed != nil }
+// HasGo reports whether op has a Go side, which goroutine engines (CPU, sim) run.
+func HasGo(op kernels.Op) bool {
+	return op.Go != nil || op.GoPort != nil || op.Typed != nil || op.GoBuf != nil
+}
 
 // DeviceSample is what a device's backend reads of it now, for metrics.
 // Its zero value knows nothing.

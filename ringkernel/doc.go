@@ -48,13 +48,9 @@
 // them in the order "auto" tries them), and the runtime picks among the
 // kinds as data. This package imports no backend.
 //
-// Registry is the devices a program found, as in ggml-backend, where the
-// device registry lives in the backend layer: the GPUs of one backend
-// (ids 0..n-1), then the CPU (id n). The runtime makes it (NewRegistry)
-// from what the backends list, and runtime.Registry is this type. It
-// names devices (Lookup: an id, or "cpu"), selects GPUs (Select,
-// Requirements), says how two connect (Connection) and picks GPUs for
-// consecutive stages over the fastest links (Chain).
+// Registry is the devices a program found (the GPUs of one backend, then
+// the CPU; runtime.Registry is this type): it names, selects and connects
+// them (Lookup, Select, Connection, Chain).
 //
 // # Stages
 //

@@ -32,12 +32,11 @@ type Stage struct {
 	// links; Launch does not, the links are given.
 	SlotSize int
 	// Buffers are the device buffers bound to the stage (at most
-	// MaxStageBuffers), in the order its function receives them: an op
-	// with Buffers > 0 (kernels.Op.GoBuf, a RA_BUF_STAGE function) gets
-	// their memory, its Go side as byte slices, its CUDA side as
-	// addresses and sizes. Each must live on the kernel's device or on one
-	// it reaches by peer access (p2pqueue.PathOf); the runtime checks that
-	// at Build.
+	// MaxStageBuffers), in the order its function receives them: an op with
+	// Buffers > 0 (kernels.Op.GoBuf, a RA_BUF_STAGE function) gets their
+	// memory, its Go side as byte slices, its CUDA side as addresses and
+	// sizes. Each must live on the kernel's device or on one it reaches by
+	// peer access (p2pqueue.PathOf), checked at Launch (and Build).
 	Buffers []Binding
 }
 
@@ -48,7 +47,7 @@ type Binding struct {
 }
 
 // MaxStageBuffers is the most buffers a stage binds (Stage.Buffers).
-const MaxStageBuffers = 8
+const MaxStageBuffers = kernels.MaxBuffers
 
 // DefaultSlotSize holds 56 float32s after the slot header.
 const DefaultSlotSize = 256
@@ -84,6 +83,14 @@ func (s Stage) Resolve() (kernels.Op, error) {
 	if s.SlotSize < 0 || s.SlotSize > p2pqueue.MaxSlotSize { // as given: uint32 would wrap a negative
 		return op, fmt.Errorf("%w %q: SlotSize %d: %w; use a multiple of %d from %d to %d", ErrBadStage, s.Name, s.SlotSize,
 			p2pqueue.ErrBadSlotSize, p2pqueue.SlotAlign, p2pqueue.MinSlotSize, p2pqueue.MaxSlotSize)
+	}
+	if len(s.Buffers) != op.Buffers || len(s.Buffers) > MaxStageBuffers {
+		return op, fmt.Errorf("%w %q: op %s takes %d buffers, the stage binds %d; bind exactly %[4]d in Stage.Buffers (at most %[6]d)", ErrBadStage, s.Name, op.Name, op.Buffers, len(s.Buffers), MaxStageBuffers)
+	}
+	for i, b := range s.Buffers {
+		if b.Buf.Size <= 0 || (b.Buf.Addr == 0 && b.Buf.Bytes == nil) {
+			return op, fmt.Errorf("%w %q: buffer %d (device %d) has %d bytes at %#x: bind a buffer its backend allocated (devmem.Backend.AllocBuffer)", ErrBadStage, s.Name, i, b.Buf.Device, b.Buf.Size, b.Buf.Addr)
+		}
 	}
 	if s.SlotSize != 0 {
 		if err := (p2pqueue.Config{Capacity: p2pqueue.MinCapacity, SlotSize: uint32(s.SlotSize)}).Validate(); err != nil {
@@ -168,18 +175,13 @@ func (s *Spec) check() (kernels.Op, error) {
 			return op, fmt.Errorf("%w %q: out-link %d is nil", ErrBadStage, s.Stage.Name, i)
 		}
 	}
-	if err := s.checkRoute(op); err != nil {
+	if err := CheckRoute(s.Stage.Name, op, len(s.Out), s.Route, s.KeyOffset); err != nil {
 		return op, err
 	}
 	if s.TraceCapacity&(s.TraceCapacity-1) != 0 {
 		return op, fmt.Errorf("%w %q: trace capacity %d is not a power of two", ErrBadStage, s.Stage.Name, s.TraceCapacity)
 	}
 	return op, nil
-}
-
-// checkRoute checks the route against the out-links and the op.
-func (s *Spec) checkRoute(op kernels.Op) error {
-	return CheckRoute(s.Stage.Name, op, len(s.Out), s.Route, s.KeyOffset)
 }
 
 // CheckRoute says whether a stage running op can route its results over

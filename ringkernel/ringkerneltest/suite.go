@@ -106,6 +106,7 @@ var cases = []Case{
 	{"UserDefinedStage", []Capability{UserStages}, (*suite).testUserDefinedStage},
 	{"BarrierArriveAndWait", nil, (*suite).testBarrierArriveAndWait},
 	{"Buffers", []Capability{Buffers}, (*suite).testBuffers},
+	{"BoundBuffers", []Capability{Buffers, UserStages}, (*suite).testBoundBuffers},
 }
 
 // Run runs every conformance case on the backend newBackend returns, each

@@ -80,10 +80,15 @@ func (b *Backend) Start(job *ringkernel.Job) (ringkernel.Loop, error) {
 	if err := b.checkDevice(job.Spec.Device); err != nil {
 		return nil, err
 	}
+	bufs, err := b.bound(job)
+	if err != nil {
+		return nil, err
+	}
 	k, err := newKernel(job)
 	if err != nil {
 		return nil, err
 	}
+	k.bufs = bufs
 	k.cost = b.Cost[job.Spec.Device]
 	k.gate = &b.gate
 	go k.run()

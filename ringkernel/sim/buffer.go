@@ -180,3 +180,29 @@ func (b *Backend) FreeBuffer(buf devmem.Buffer) error {
 	b.bufs.used[buf.Device] -= uint64(buf.Size)
 	return nil
 }
+
+// bound is the memory of the buffers job's stage binds, in its order: each
+// must be a live buffer of this backend (a buffer of another backend has
+// no Go memory here) on the kernel's device or on one it reaches by peer
+// access (p2pqueue.PathOf over the simulated peer matrix).
+func (b *Backend) bound(job *rk.Job) ([][]byte, error) {
+	binds, name, dev := job.Spec.Stage.Buffers, job.Spec.Stage.Name, job.Spec.Device
+	if len(binds) == 0 {
+		return nil, nil
+	}
+	_, _, p2p, err := b.memoryOf(dev)
+	if err != nil {
+		return nil, err
+	}
+	peer := p2pqueue.PeerFunc(func(_, c int) bool { return c < len(p2p) && p2p[c] })
+	mem := make([][]byte, len(binds))
+	for i, bd := range binds {
+		if mem[i], err = b.memory(bd.Buf); err != nil {
+			return nil, fmt.Errorf("%w %q: bound buffer %d: %w; bind buffers allocated by this backend (%s.AllocBuffer)", rk.ErrBadStage, name, i, err, b.Name())
+		}
+		if p := p2pqueue.PathOf(dev, bd.Buf.Device, peer); p != p2pqueue.PathLocal && p != p2pqueue.PathPeer {
+			return nil, fmt.Errorf("%w %q: bound buffer %d is on device %d, which device %d reaches only by a %v copy, not by peer access; allocate it on device %[5]d or on a peer of it, or copy it there", rk.ErrBadStage, name, i, bd.Buf.Device, dev, p)
+		}
+	}
+	return mem, nil
+}

@@ -37,6 +37,7 @@ type kernel struct {
 	op       kernels.Op
 	params   []float32
 	state    []float32
+	bufs     [][]byte // the bound buffers' memory (Stage.Buffers)
 	stageID  uint32
 	live     []*p2pqueue.Consumer // in-links not yet closed and drained
 	outLinks []*p2pqueue.Producer // none for a sink
@@ -593,7 +594,7 @@ func (k *kernel) runOne(i int) {
 		k.otype[i], n, port, err = k.op.Typed(k.params, k.state, k.hdr[i].Type, k.inB[i], k.outB[i])
 		room = len(k.outB[i])
 	} else {
-		n, port, err = k.op.Run(k.params, k.state, k.ins[i], k.outs[i])
+		n, port, err = k.op.RunBuf(k.params, k.state, k.bufs, k.ins[i], k.outs[i])
 		room, unit = len(k.outs[i]), "floats"
 	}
 	k.ports[i] = port

@@ -149,6 +149,10 @@ func defs() []def {
 		{"RA_ARG_OFF_STEAL", rk.ArgOffSteal, "ra_ring_args: steal-link regions"},
 		{"RA_ARG_OFF_NUM_STEAL", rk.ArgOffNumSteal, "ra_ring_args: steal links used"},
 		{"RA_ARG_OFF_STEAL_SYS", rk.ArgOffStealSys, "ra_ring_args: sys-scope steal links, bit mask"},
+		{"RA_ARG_OFF_BUF", rk.ArgOffBuf, "ra_ring_args: bound buffers' addresses"},
+		{"RA_ARG_OFF_BUF_SIZE", rk.ArgOffBufSize, "ra_ring_args: bound buffers' sizes"},
+		{"RA_ARG_OFF_NUM_BUF", rk.ArgOffNumBuf, "ra_ring_args: bound buffers"},
+		{"RA_MAX_STAGE_BUFFERS", rk.MaxStageBuffers, "ringkernel.MaxStageBuffers"},
 		{"RA_ARG_SIZE", rk.ArgSize, "ra_ring_args: bytes"},
 	}
 }
