@@ -55,7 +55,7 @@ EMU_WIDE_PKGS ?= ./runtime/group ./runtime/collective
 CPU_PKGS ?= ./runtime ./runtime/group ./runtime/collective ./internal/nodeproc/inmem
 # The buffer suites once more over four emulated GPUs whose peer matrix has
 # both kinds of pair (0-1 peers, the rest staged): every ordered pair's copy.
-EMU_BUFFER_TESTS ?= TestBuffer|CopyRows
+EMU_BUFFER_TESTS ?= TestBuffer|TestStageReadsBoundBuffers|CopyRows
 EMU_BUFFER_PKGS  ?= ./runtime ./internal/bench
 # The bench rows that go through the CUDA backend (the rest are sim's).
 EMU_BENCH_TESTS ?= P2PRowsOnTheGPUs|PipelineRowOnTheGPUs|AllReduceRowsOnTheGPUs

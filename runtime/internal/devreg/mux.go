@@ -115,11 +115,20 @@ func (m *Mux) Start(job *rk.Job) (rk.Loop, error) {
 	if err != nil {
 		return nil, err
 	}
-	if r.local == job.Spec.Device {
+	if r.local == job.Spec.Device && len(job.Spec.Stage.Buffers) == 0 {
 		return r.b.Start(job)
 	}
 	local := *job
 	local.Spec.Device = r.local
+	local.Spec.Stage.Buffers = make([]rk.Binding, len(job.Spec.Stage.Buffers))
+	for i, bd := range job.Spec.Stage.Buffers { // as the kernel's backend knows them
+		br, err := m.route(bd.Buf.Device)
+		if err != nil || br.b != r.b {
+			return nil, fmt.Errorf("%w %q: bound buffer %d is on device %d, which the backend of device %d (%s) does not hold; allocate it on device %d", rk.ErrBadStage, job.Spec.Stage.Name, i, bd.Buf.Device, job.Spec.Device, r.b.Name(), job.Spec.Device)
+		}
+		local.Spec.Stage.Buffers[i] = bd
+		local.Spec.Stage.Buffers[i].Buf.Device = br.local
+	}
 	return r.b.Start(&local)
 }
 
