@@ -275,6 +275,23 @@ __device__ __forceinline__ ra_u32 ra_slot_flags(const unsigned char *s) {
     extern "C" __device__ int name(const float *params, float *state, ra_u32 in_type, const unsigned char *in, int len, \
                                    ra_u32 *out_type, unsigned char *out, int out_cap, int *port)
 
+// A buffer bound to a stage (ringkernel.Stage.Buffers): its device
+// address and its size in bytes.
+struct ra_buf {
+    unsigned char *ptr;
+    unsigned long long size;
+};
+
+// A stage that reads or writes the buffers bound to it (an op registered
+// with kernels.Op.GoBuf) gets them, nbufs of them (its Op.Buffers), in the
+// order the stage binds them; otherwise it is a RA_STAGE. A buffer may be
+// another device's (by peer access). Writes to a bound buffer are seen by
+// later messages of a stateful stage; a stateless stage's threads run
+// concurrently, so they must not write the same bytes.
+#define RA_BUF_STAGE(name) \
+    extern "C" __device__ int name(const float *params, float *state, const ra_buf *bufs, int nbufs, const float *in, int n, \
+                                   float *out, int out_cap)
+
 #define RA_STAGE_ERR_OUTPUT_TOO_SMALL (-1)
 #define RA_STAGE_ERR_DOMAIN (-2)
 
@@ -357,6 +374,9 @@ static_assert(RA_ARG_SIZE % 8 == 0 && RA_ARG_OFF_STEAL % 8 == 0, "ra_ring_args: 
 static_assert(RA_ARG_OFF_STEAL + 8 * RA_MAX_STEAL_LINKS <= RA_ARG_OFF_NUM_STEAL && RA_ARG_OFF_STEAL_SYS + 4 <= RA_ARG_SIZE,
               "ra_ring_args: the steal links fit the block");
 static_assert(RA_MAX_STEAL_LINKS <= 32, "ra_ring_args: steal links' scope bits are one u32");
+static_assert(RA_ARG_OFF_BUF % 8 == 0 && RA_ARG_OFF_BUF + 8 * RA_MAX_STAGE_BUFFERS <= RA_ARG_OFF_BUF_SIZE &&
+                  RA_ARG_OFF_BUF_SIZE + 8 * RA_MAX_STAGE_BUFFERS <= RA_ARG_OFF_NUM_BUF && RA_ARG_OFF_NUM_BUF + 4 <= RA_ARG_SIZE,
+              "ra_ring_args: the bound buffers fit the block");
 #endif
 __device__ __forceinline__ unsigned char *ra_arg_ptr(const ra_ring_args &a, unsigned off) {
     return (unsigned char *)a.w[off / 8];
@@ -489,6 +509,7 @@ __device__ void ra_fault(unsigned char *ctrl, ra_link_end *tr, ra_u32 stage, ra_
 typedef int (*ra_stage_fn)(const float *, float *, const float *, int, float *, int);
 typedef int (*ra_port_stage_fn)(const float *, float *, const float *, int, float *, int, int *);
 typedef int (*ra_typed_stage_fn)(const float *, float *, ra_u32, const unsigned char *, int, ra_u32 *, unsigned char *, int, int *);
+typedef int (*ra_buf_stage_fn)(const float *, float *, const ra_buf *, int, const float *, int, float *, int);
 
 // The loop calls its stage through one of these, in the typed signature
 // (bytes in, bytes out): a float32 stage takes float vectors only and
@@ -497,8 +518,8 @@ __device__ __forceinline__ int ra_float_result(int r, int cap_floats) {
     return r < 0 ? r : (r > cap_floats ? RA_CODE_BAD_RESULT : r * 4);
 }
 template <ra_stage_fn F> struct ra_plain {
-    static __device__ __forceinline__ int run(const float *p, float *s, ra_u32 in_type, const unsigned char *in, int len,
-                                              ra_u32 *out_type, unsigned char *o, int cap, int *port) {
+    static __device__ __forceinline__ int run(const float *p, float *s, const ra_buf *, int, ra_u32 in_type, const unsigned char *in,
+                                              int len, ra_u32 *out_type, unsigned char *o, int cap, int *port) {
         *port = 0;
         *out_type = RA_TYPE_FLOATS;
         if (in_type != RA_TYPE_FLOATS) return RA_CODE_WRONG_TYPE;
@@ -507,8 +528,8 @@ template <ra_stage_fn F> struct ra_plain {
     }
 };
 template <ra_port_stage_fn F> struct ra_ported {
-    static __device__ __forceinline__ int run(const float *p, float *s, ra_u32 in_type, const unsigned char *in, int len,
-                                              ra_u32 *out_type, unsigned char *o, int cap, int *port) {
+    static __device__ __forceinline__ int run(const float *p, float *s, const ra_buf *, int, ra_u32 in_type, const unsigned char *in,
+                                              int len, ra_u32 *out_type, unsigned char *o, int cap, int *port) {
         *port = 0;
         *out_type = RA_TYPE_FLOATS;
         if (in_type != RA_TYPE_FLOATS) return RA_CODE_WRONG_TYPE;
@@ -516,9 +537,20 @@ template <ra_port_stage_fn F> struct ra_ported {
         return ra_float_result(F(p, s, (const float *)in, len / 4, (float *)o, cap / 4, port), cap / 4);
     }
 };
+// ra_buffered calls a RA_BUF_STAGE with the kernel's bound buffers.
+template <ra_buf_stage_fn F> struct ra_buffered {
+    static __device__ __forceinline__ int run(const float *p, float *s, const ra_buf *b, int nb, ra_u32 in_type,
+                                              const unsigned char *in, int len, ra_u32 *out_type, unsigned char *o, int cap, int *port) {
+        *port = 0;
+        *out_type = RA_TYPE_FLOATS;
+        if (in_type != RA_TYPE_FLOATS) return RA_CODE_WRONG_TYPE;
+        if (len % 4) return RA_CODE_NOT_FLOATS;
+        return ra_float_result(F(p, s, b, nb, (const float *)in, len / 4, (float *)o, cap / 4), cap / 4);
+    }
+};
 template <ra_typed_stage_fn F> struct ra_typed {
-    static __device__ __forceinline__ int run(const float *p, float *s, ra_u32 in_type, const unsigned char *in, int len,
-                                              ra_u32 *out_type, unsigned char *o, int cap, int *port) {
+    static __device__ __forceinline__ int run(const float *p, float *s, const ra_buf *, int, ra_u32 in_type, const unsigned char *in,
+                                              int len, ra_u32 *out_type, unsigned char *o, int cap, int *port) {
         *port = 0;
         *out_type = in_type;
         int r = F(p, s, in_type, in, len, out_type, o, cap, port);
@@ -550,6 +582,8 @@ struct ra_loop_shared {
     ra_link_end steals[RA_MAX_STEAL_LINKS];  // thread 0's alone: Spec.StealTo (ra_loop::steal)
     ra_u32 life, ack, n, stop, cur, next, ocap;
     ra_u32 gaps;  // a dead letter in this batch: set by any thread (ra_block_or)
+    ra_buf bufs[RA_MAX_STAGE_BUFFERS];  // the bound buffers, nbufs of them (ra_loop::bind)
+    ra_u32 nbufs;
     bool drain, sink;
     ra_u64 deq, clk;
     int res[RA_BATCH];
@@ -613,6 +647,7 @@ struct ra_loop {
         params = (const float *)ra_arg_ptr(a, RA_ARG_OFF_PARAMS);
         state = (float *)ra_arg_ptr(a, RA_ARG_OFF_STATE);
         sink_buf = ra_arg_ptr(a, RA_ARG_OFF_SINK);
+        if (threadIdx.x == 0) bind(a);
         stage = ra_load_relaxed_sys32((const ra_u32 *)(ctrl + RA_CB_OFF_STAGE_ID));  // every thread stamps it
         processed = dropped = errors = traced = published_tr = rr = last_beat = busy = 0;
         iter = 0;
@@ -622,6 +657,18 @@ struct ra_loop {
         in = 0;
         pitch = 0;
         stg = true;
+    }
+
+    // bind, thread 0 (before the first barrier): the bound buffers from
+    // the argument block into shared memory, where the stage reads them
+    // (an array in the loop's own object would put it in local memory).
+    __device__ __forceinline__ void bind(const ra_ring_args &a) {
+        const ra_u32 nb = ra_arg_u32(a, RA_ARG_OFF_NUM_BUF);
+        s.nbufs = nb < RA_MAX_STAGE_BUFFERS ? nb : RA_MAX_STAGE_BUFFERS;
+        for (ra_u32 k = 0; k < s.nbufs; k++) {
+            s.bufs[k].ptr = ra_arg_ptr(a, RA_ARG_OFF_BUF + 8 * k);
+            s.bufs[k].size = a.w[(RA_ARG_OFF_BUF_SIZE + 8 * k) / 8];
+        }
     }
 
     // attach, thread 0: every link checked before the first step; a link no
@@ -977,8 +1024,8 @@ struct ra_loop {
             else {
                 int port = 0;
                 ra_u32 ot = 0;
-                s.res[i] = STAGE::run(params, state, *(const ra_u32 *)(h + RA_SLOT_OFF_TYPE), slot(i) + RA_SLOT_HEADER_SIZE, (int)len,
-                                      &ot, o, cap, &port);
+                s.res[i] = STAGE::run(params, state, s.bufs, (int)s.nbufs, *(const ra_u32 *)(h + RA_SLOT_OFF_TYPE), slot(i) + RA_SLOT_HEADER_SIZE,
+                                      (int)len, &ot, o, cap, &port);
                 s.ports[i] = port;
                 s.otype[i] = ot;
             }
@@ -1223,12 +1270,15 @@ __device__ void ra_ring_loop(const ra_ring_args &a) {
 
 // RA_RING_KERNEL defines the persistent ring kernel <name>_ring for a stage,
 // RA_PORT_RING_KERNEL for a routing (RA_PORT_STAGE) one, RA_TYPED_RING_KERNEL
-// for a typed (RA_TYPED_STAGE) one.
+// for a typed (RA_TYPED_STAGE) one, RA_BUF_RING_KERNEL for one with bound
+// buffers (RA_BUF_STAGE).
 #define RA_RING_KERNEL(name) \
     extern "C" __global__ void name##_ring(ra_ring_args a) { ra_ring_loop<ra_plain<name> >(a); }
 #define RA_PORT_RING_KERNEL(name) \
     extern "C" __global__ void name##_ring(ra_ring_args a) { ra_ring_loop<ra_ported<name> >(a); }
 #define RA_TYPED_RING_KERNEL(name) \
     extern "C" __global__ void name##_ring(ra_ring_args a) { ra_ring_loop<ra_typed<name> >(a); }
+#define RA_BUF_RING_KERNEL(name) \
+    extern "C" __global__ void name##_ring(ra_ring_args a) { ra_ring_loop<ra_buffered<name> >(a); }
 
 #endif // RINGACTOR_CUH

@@ -31,6 +31,9 @@ func (b *Backend) Start(job *rk.Job) (rk.Loop, error) {
 			spec.Stage.Name, n, rk.MaxDeviceStealLinks, rk.MaxDeviceStealLinks+1)
 	}
 	d, err := b.device(spec.Device)
+	if err == nil {
+		err = b.bindings(job, nil) // before its module loads
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -63,6 +66,9 @@ func (b *Backend) Start(job *rk.Job) (rk.Loop, error) {
 	// by the device's clock loop while the kernel runs.
 	job.Control.SetClockOffset(d.offset.Load())
 	args, err := l.args(job)
+	if err == nil {
+		err = b.bindings(job, args)
+	}
 	if err != nil {
 		return fail(err)
 	}

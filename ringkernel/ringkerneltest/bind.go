@@ -16,88 +16,69 @@ import (
 
 var boundRuns atomic.Int64
 
-// bufOps registers, under fresh names (so -count=N registers anew), two
-// ops that read or write the buffers bound to their stage, each a Go side
-// (GoBuf) and a CUDA side (RA_BUF_STAGE) that agree: lookup maps each
-// element to table[element] of its one buffer (a float32 table; an index
-// outside it is an error), accumulate adds each message into its one
-// buffer (float32s) element by element and gives the sums so far.
-func bufOps(t *testing.T) (lookup, accumulate string) {
-	n := boundRuns.Add(1)
-	lookup, accumulate = fmt.Sprintf("test.lookup_%d", n), fmt.Sprintf("test.accumulate_%d", n)
-	ops := []kernels.Op{{
-		Name: lookup, Buffers: 1,
-		GoBuf: func(_, _ []float32, bufs [][]byte, in, out []float32) (int, error) {
+// bufOp registers, under a fresh name (so -count=N registers anew), an op
+// that reads one buffer bound to its stage and writes another, its Go side
+// (GoBuf) and its CUDA side (RA_BUF_STAGE) alike: it maps each element x
+// of a message to table[x] of its first buffer (float32s; an index outside
+// it dead-letters the message), adds the results element by element into
+// its second buffer (float32s, at least as long as the message), and
+// counts the messages it took in its state. One op, so the CUDA backend
+// loads one module before any kernel runs.
+func bufOp(t *testing.T) string {
+	name := fmt.Sprintf("test.lookup_add_%d", boundRuns.Add(1))
+	op := kernels.Op{
+		Name: name, Buffers: 2, StateFloats: 1,
+		GoBuf: func(_, state []float32, bufs [][]byte, in, out []float32) (int, error) {
 			table, err := kernels.ViewFloats(bufs[0], nil)
 			if err != nil {
 				return 0, err
 			}
-			if len(in) > len(out) {
-				return 0, kernels.ErrOutputTooSmall
-			}
-			for i, x := range in {
-				j := int(x)
-				if x < 0 || j >= len(table) {
-					return 0, fmt.Errorf("index %g outside a table of %d", x, len(table))
-				}
-				out[i] = table[j]
-			}
-			return len(in), nil
-		},
-		CUDA: `#include "ringactor.cuh"
-RA_BUF_STAGE(` + kernels.Symbol(lookup) + `) {
-    if (nbufs != 1) return RA_STAGE_ERR_DOMAIN;
-    if (n > out_cap) return RA_STAGE_ERR_OUTPUT_TOO_SMALL;
-    const float *table = (const float *)bufs[0].ptr;
-    int len = (int)(bufs[0].size / 4);
-    for (int i = 0; i < n; i++) {
-        int j = (int)in[i];
-        if (in[i] < 0.0f || j >= len) return RA_STAGE_ERR_DOMAIN;
-        out[i] = table[j];
-    }
-    return n;
-}
-`,
-	}, {
-		Name: accumulate, Buffers: 1,
-		GoBuf: func(_, _ []float32, bufs [][]byte, in, out []float32) (int, error) {
-			acc, err := kernels.ViewFloats(bufs[0], nil)
+			acc, err := kernels.ViewFloats(bufs[1], nil)
 			if err != nil {
 				return 0, err
 			}
 			if len(in) > len(out) || len(in) > len(acc) {
 				return 0, kernels.ErrOutputTooSmall
 			}
-			for i, x := range in {
-				acc[i] += x
-				out[i] = acc[i]
+			for _, x := range in {
+				if x < 0 || int(x) >= len(table) {
+					return 0, fmt.Errorf("index %g outside a table of %d", x, len(table))
+				}
 			}
+			for i, x := range in {
+				out[i] = table[int(x)]
+				acc[i] += out[i]
+			}
+			state[0]++
 			return len(in), nil
 		},
 		CUDA: `#include "ringactor.cuh"
-RA_BUF_STAGE(` + kernels.Symbol(accumulate) + `) {
-    if (nbufs != 1) return RA_STAGE_ERR_DOMAIN;
-    float *acc = (float *)bufs[0].ptr;
-    if (n > out_cap || (unsigned long long)n * 4 > bufs[0].size) return RA_STAGE_ERR_OUTPUT_TOO_SMALL;
+RA_BUF_STAGE(` + kernels.Symbol(name) + `) {
+    if (nbufs != 2) return RA_STAGE_ERR_DOMAIN;
+    const float *table = (const float *)bufs[0].ptr;
+    float *acc = (float *)bufs[1].ptr;
+    const int len = (int)(bufs[0].size / 4);
+    if (n > out_cap || (unsigned long long)n * 4 > bufs[1].size) return RA_STAGE_ERR_OUTPUT_TOO_SMALL;
+    for (int i = 0; i < n; i++)
+        if (in[i] < 0.0f || (int)in[i] >= len) return RA_STAGE_ERR_DOMAIN;
     for (int i = 0; i < n; i++) {
-        acc[i] += in[i];
-        out[i] = acc[i];
+        out[i] = table[(int)in[i]];
+        acc[i] += out[i];
     }
+    state[0] += 1.0f;
     return n;
 }
 `,
-	}}
-	for _, op := range ops {
-		if err := kernels.Register(op); err != nil {
-			t.Fatal(err)
-		}
 	}
-	return lookup, accumulate
+	if err := kernels.Register(op); err != nil {
+		t.Fatal(err)
+	}
+	return name
 }
 
-// Buffers bound to stages: a stage reads a lookup table it binds, a
-// stateful one adds every message into an accumulator it binds, which the
-// host then reads back; Launch refuses a binding the kernel's device
+// Buffers bound to stages: a stage reads a lookup table it binds (on a
+// peer device where there is one) and adds its results into an
+// accumulator it binds, which the host then reads back; Launch refuses a binding the kernel's device
 // cannot address (a buffer its backend did not allocate, or one on a
 // device it has no peer access to).
 func (s *suite) testBoundBuffers(t *testing.T) {
@@ -123,42 +104,54 @@ func (s *suite) testBoundBuffers(t *testing.T) {
 		})
 		return b
 	}
-	lookup, accumulate := bufOps(t)
+	op := bufOp(t)
+	// The backend's devices and how they reach each other: the table
+	// lives on a peer of the kernel's device where it has one (the kernel
+	// reads it by peer access), the accumulator on the kernel's device.
+	var devs []rk.Device
+	if lister, ok := s.b.(rk.DeviceLister); ok {
+		var err error
+		if devs, err = lister.ListDevices(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	topo := p2pqueue.PeerFunc(func(a, b int) bool { return a < len(devs) && b < len(devs[a].P2P) && devs[a].P2P[b] })
+	tdev := dev
+	for d := range devs {
+		if p2pqueue.PathOf(dev, d, topo) == p2pqueue.PathPeer {
+			tdev = d
+			break
+		}
+	}
 
 	table := make([]float32, 16)
 	for i := range table {
 		table[i] = float32(i*i) + 0.5
 	}
-	tb := alloc(dev, 4*len(table))
+	tb, acc := alloc(tdev, 4*len(table)), alloc(dev, 4*4)
 	if err := bb.Write(ctx, tb, 0, kernels.EncodeFloats(nil, table)); err != nil {
 		t.Fatal(err)
 	}
-	r := s.launch(t, rk.Stage{Name: "lookup", Op: lookup, Buffers: []rk.Binding{{Buf: tb}}}, 16, 8, true)
-	r.sendFloats(1, []float32{3, 0, 15}, 0)
-	r.sendFloats(2, []float32{16}, 0) // outside the table: dead-lettered
-	r.sendFloats(3, []float32{7}, 0)
-	for _, want := range [][]float32{{9.5, 0.5, 225.5}, {49.5}} {
+	r := s.launch(t, rk.Stage{Name: "lookup", Op: op, Stateful: true, Buffers: []rk.Binding{{Buf: tb}, {Buf: acc, Write: true}}}, 16, 8, true)
+	msgs := [][]float32{{3, 0, 15}, {16}, {7}, {1, 2, 3, 4}}
+	sums := make([]float32, 4)
+	for i, m := range msgs {
+		r.sendFloats(uint64(i+1), m, 0)
+		if i == 1 {
+			continue // outside the table: dead-lettered
+		}
+		want := make([]float32, len(m))
+		for j, x := range m {
+			want[j] = table[int(x)]
+			sums[j] += want[j]
+		}
 		if _, v := r.recvFloats(); fmt.Sprint(v) != fmt.Sprint(want) {
-			t.Fatalf("lookup gave %v, want %v", v, want)
+			t.Fatalf("message %d: gave %v, want %v", i+1, v, want)
 		}
 	}
 	eventually(t, "the out-of-table message's dead letter", func() bool { return len(r.deadLetters()) == 1 })
 	if d := r.deadLetters()[0]; d.ID != 2 {
 		t.Errorf("dead letter %+v, want message 2", d)
-	}
-
-	acc := alloc(dev, 4*4)
-	a := s.launch(t, rk.Stage{Name: "accumulate", Op: accumulate, Stateful: true, Buffers: []rk.Binding{{Buf: acc, Write: true}}}, 16, 8, true)
-	msgs := [][]float32{{1, 2, 3, 4}, {10, 20, 30, 40}, {0.5}, {0, 0, 0, 100}}
-	sums := make([]float32, 4)
-	for i, m := range msgs {
-		a.sendFloats(uint64(i+1), m, 0)
-		for j, x := range m {
-			sums[j] += x
-		}
-		if _, v := a.recvFloats(); fmt.Sprint(v) != fmt.Sprint(sums[:len(m)]) {
-			t.Fatalf("accumulate, message %d: gave %v, want %v", i+1, v, sums[:len(m)])
-		}
 	}
 	got := make([]byte, acc.Size)
 	if err := bb.Read(ctx, acc, 0, got); err != nil {
@@ -170,25 +163,16 @@ func (s *suite) testBoundBuffers(t *testing.T) {
 
 	// Bindings the kernel's device cannot address are refused at Launch.
 	launch := func(on int, b devmem.Buffer) error {
-		_, err := s.launchSpec(t, ctx, rk.Spec{Stage: rk.Stage{Name: "bad", Op: lookup, Buffers: []rk.Binding{{Buf: b}}},
+		_, err := s.launchSpec(t, ctx, rk.Spec{Stage: rk.Stage{Name: "bad", Op: op, Stateful: true, Buffers: []rk.Binding{{Buf: b}, {Buf: acc}}},
 			Device: on, In: []*p2pqueue.Link{s.newLink(t, 8, 4)}})
 		return err
 	}
-	foreign := devmem.Buffer{Device: dev, Size: 64, Addr: tb.Addr + 1<<40}
+	foreign := devmem.Buffer{Device: dev, Size: 64, Addr: acc.Addr + 1<<40}
 	if err := launch(dev, foreign); !errors.Is(err, rk.ErrBadStage) || !contains(err.Error(), "bound buffer 0") {
 		t.Errorf("a buffer this backend did not allocate: %v; want ErrBadStage naming bound buffer 0", err)
 	}
-	lister, ok := s.b.(rk.DeviceLister)
-	if !ok {
-		return
-	}
-	devs, err := lister.ListDevices()
-	if err != nil {
-		t.Fatal(err)
-	}
-	topo := p2pqueue.PeerFunc(func(a, b int) bool { return b < len(devs[a].P2P) && devs[a].P2P[b] })
-	for on := range min(len(devs), s.opts.Devices) {
-		for at := range min(len(devs), s.opts.Devices) {
+	for on := range devs {
+		for at := range devs {
 			if p := p2pqueue.PathOf(on, at, topo); p != p2pqueue.PathStaged {
 				continue
 			}

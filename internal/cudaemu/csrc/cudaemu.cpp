@@ -77,7 +77,8 @@
 // Scope and placement (counted and reported the same way):
 //   - at the launch of a *_ring kernel, every non-null pointer of its
 //     ra_ring_args (control block, in-links, out-links, steal links, trace
-//     ring, params, state, sink; offsets RA_ARG_OFF_* of ringactor_layout.h) must lie in
+//     ring, params, state, sink, bound buffers (first and last byte);
+//     offsets RA_ARG_OFF_* of ringactor_layout.h) must lie in
 //     an allocation the launching context may touch: its own device's
 //     memory, another device's memory only with peer access to it enabled
 //     in the launching context, pinned host memory of the launching
@@ -1338,6 +1339,12 @@ static CUresult check_ring_args(const char *call, const Launch *l) {
     for (unsigned i = 0; i < nin && i < RA_MAX_IN_LINKS; i++) ptrs.push_back({"in-link " + std::to_string(i), u64(RA_ARG_OFF_IN + 8 * i)});
     for (unsigned i = 0; i < nout && i < RA_MAX_OUT_LINKS; i++) ptrs.push_back({"out-link " + std::to_string(i), u64(RA_ARG_OFF_OUT + 8 * i)});
     for (unsigned i = 0; i < nsteal && i < RA_MAX_STEAL_LINKS; i++) ptrs.push_back({"steal link " + std::to_string(i), u64(RA_ARG_OFF_STEAL + 8 * i)});
+    // A bound buffer (Stage.Buffers): its first and its last byte.
+    for (unsigned i = 0, nbuf = u32(RA_ARG_OFF_NUM_BUF); i < nbuf && i < RA_MAX_STAGE_BUFFERS; i++) {
+        unsigned long long p = u64(RA_ARG_OFF_BUF + 8 * i), size = u64(RA_ARG_OFF_BUF_SIZE + 8 * i);
+        ptrs.push_back({"bound buffer " + std::to_string(i), p});
+        if (p != 0 && size > 1) ptrs.push_back({"bound buffer " + std::to_string(i) + "'s last byte", p + size - 1});
+    }
     Context *c = l->ctx;
     CUresult res = SUCCESS;
     char buf[512];
