@@ -48,7 +48,7 @@ EMU_ENV   = RINGACTOR_LIBCUDA=$(EMU_LIB) RINGACTOR_TEST_BACKEND=cuda RINGACTOR_R
 # (internal/rttest; a case that cannot run on a backend skips with the
 # reason from rttest.Lacks). EMU_WIDE_PKGS spread one stage over four
 # devices (groups, collectives): four emulated GPUs.
-EMU_PKGS ?= ./cuda ./ringkernel/cuda ./runtime ./internal/nodeproc/inmem ./examples/pipeline ./examples/graph ./examples/stealing ./examples/phases
+EMU_PKGS ?= ./cuda ./ringkernel/cuda ./runtime ./internal/nodeproc/inmem ./examples/pipeline ./examples/graph ./examples/stealing ./examples/phases ./examples/vectoradd
 EMU_WIDE_PKGS ?= ./runtime/group ./runtime/collective
 # The runtime-level suites once more on the CPU device
 # (RINGACTOR_TEST_BACKEND=cpu: every stage a case places is on the CPU).

@@ -65,14 +65,28 @@ func TestStageReadsBoundBuffers(t *testing.T) {
 	e := rttest.Devices(t, ra.DeviceOptions{SimDevices: 4, SimP2P: bufferTopology})
 	ctx, rt := rttest.Ctx(t), e.RT
 	op := tableOp(t)
-	// On sim the stage runs on GPU 0 and reads a table on its peer, GPU 1;
-	// on the CPU device (and over the CUDA backend, whose device loop
-	// does not run bound buffers yet: helper wt-bind's part) on the CPU.
+	// The stage runs on GPU 0 and reads a table on its peer, GPU 1 (on
+	// CUDA: where 0-1 peer, else on 0 itself); a buffer on a GPU without
+	// peer access (on CUDA: where there is one, else the CPU) is refused.
+	// On the CPU device everything is the CPU's, and GPU 0 is out of reach.
+	reg := rt.Registry()
 	dev, near, far := 0, 1, 2
-	if rttest.Backend() != rttest.Sim {
-		cpu := rt.Registry().CPUDevice().ID
+	switch rttest.Backend() {
+	case rttest.CPU:
+		cpu := reg.CPUDevice().ID
 		dev, near, far = cpu, cpu, 0
+	case rttest.CUDA:
+		near, far = 0, reg.CPUDevice().ID
+		for _, g := range reg.GPUs() {
+			if g.ID != 0 && reg.Peer(0, g.ID) && near == 0 {
+				near = g.ID
+			}
+			if g.ID != 0 && !reg.Peer(0, g.ID) && reg.CPU(far) {
+				far = g.ID
+			}
+		}
 	}
+	t.Logf("stage on device %d, table on %d, out of reach: %d", dev, near, far)
 	table, err := rt.AllocBuffer(ctx, near, 4*16)
 	if err != nil {
 		t.Fatal(err)
