@@ -35,6 +35,7 @@ import (
 	"os"
 	"os/signal"
 	"sync"
+	"sync/atomic"
 	"text/tabwriter"
 	"time"
 
@@ -231,10 +232,13 @@ func runPartition(ctx context.Context, rt *ra.Runtime, o options, kind string, d
 		bufs [3]*ra.Buffer // a, b, c: the elements it holds, in chunk order
 		p    *ra.Pipeline
 		msgs []ra.Data
+		last atomic.Int64 // when its latest chunk came back, since start (ns)
 	}
+	var start time.Time
 	ds := make([]device, len(devs))
 	defer func() {
-		for _, d := range ds {
+		for i := range ds {
+			d := &ds[i]
 			if d.p != nil {
 				d.p.Close(context.WithoutCancel(ctx), false)
 			}
@@ -269,7 +273,10 @@ func runPartition(ctx context.Context, rt *ra.Runtime, o options, kind string, d
 				return oc, err
 			}
 		}
-		p, err := rt.Build(ctx, ra.PipelineSpec{Name: fmt.Sprintf("vectoradd-%s-%d", kind, dev), Stages: []ra.StageSpec{{
+		d := &ds[i]
+		p, err := rt.Build(ctx, ra.PipelineSpec{Name: fmt.Sprintf("vectoradd-%s-%d", kind, dev), Deliver: ra.Sink{Func: func(ra.Result) {
+			d.last.Store(int64(time.Since(start)))
+		}}, Stages: []ra.StageSpec{{
 			Name: "vadd", Op: opName, Device: dev,
 			Buffers: []ra.BufferUse{{Buffer: ds[i].bufs[0]}, {Buffer: ds[i].bufs[1]}, {Buffer: ds[i].bufs[2], Write: true}},
 		}}})
@@ -282,8 +289,8 @@ func runPartition(ctx context.Context, rt *ra.Runtime, o options, kind string, d
 		}
 	}
 	// Every device at once; a device's time is from the start until its
-	// last chunk is done.
-	start := time.Now()
+	// last chunk came back.
+	start = time.Now()
 	errs := make([]error, len(devs))
 	var wg sync.WaitGroup
 	for i := range ds {
@@ -297,14 +304,16 @@ func runPartition(ctx context.Context, rt *ra.Runtime, o options, kind string, d
 				return
 			}
 			errs[i] = p.Idle(ctx)
-			oc.shares[i].elapsed = time.Since(start)
+			oc.shares[i].elapsed = time.Duration(ds[i].last.Load())
 			if st := p.Stats(); errs[i] == nil && st.DeadLettered > 0 {
 				errs[i] = fmt.Errorf("device %d: %d chunks dead-lettered", devs[i], st.DeadLettered)
 			}
 		})
 	}
 	wg.Wait()
-	oc.elapsed = time.Since(start)
+	for _, s := range oc.shares {
+		oc.elapsed = max(oc.elapsed, s.elapsed)
+	}
 	if err := errors.Join(errs...); err != nil {
 		return oc, err
 	}
