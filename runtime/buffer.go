@@ -30,7 +30,6 @@ type BufferUse = buffers.Use
 // CopyStaged (through pinned host memory) or CopyHost (one end the CPU).
 type CopyPath = p2pqueue.Path
 
-// The paths of a copy.
 const (
 	CopyLocal  = p2pqueue.PathLocal
 	CopyPeer   = p2pqueue.PathPeer
@@ -40,9 +39,11 @@ const (
 
 // ErrBufferFreed: a buffer used after Free or its runtime's Close.
 // ErrBufferInUse: Free of a buffer bound to a pipeline still open.
+// ErrBadBuffer: nil, of another runtime, or out of a stage's reach.
 var (
 	ErrBufferFreed = buffers.ErrFreed
 	ErrBufferInUse = buffers.ErrInUse
+	ErrBadBuffer   = buffers.ErrBadBuffer
 )
 
 // AllocBuffer allocates size zeroed bytes on device (CPU: the CPU). Out

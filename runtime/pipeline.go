@@ -225,15 +225,12 @@ func (rt *Runtime) check(spec *PipelineSpec) (g graph.Graph, unbind func(), err 
 			Kernel: s.kernelStage(), Link: s.linkStage(), BackpressureOK: s.Backpressure == Block || s.Backpressure == Reject, Backpressure: int(s.Backpressure)}
 		bs[i] = buffers.Binding{Stage: s.Name, Device: s.Device, Uses: s.Buffers}
 	}
-	g, named, err := speccheck.Check(speccheck.Pipeline{Name: spec.Name, SampleRatio: spec.SampleRatio, Sinks: spec.Deliver.sink().Count(spec.Deliver.slots != nil),
-		StealIn: len(spec.stealIn), Stages: ss, Reg: rt.reg, DefCapacity: DefaultCapacity, DefSlot: DefaultSlotSize, Supports: rt.supports, TypeName: typeName})
-	if err == nil {
-		unbind, err = rt.bufs.Pin(bs)
-	}
-	if err != nil && !named {
-		return g, nil, fmt.Errorf("%w: %w", ErrBadPipeline, err)
-	}
+	g, err = speccheck.Check(speccheck.Pipeline{Name: spec.Name, SampleRatio: spec.SampleRatio, Sinks: spec.Deliver.sink().Count(spec.Deliver.slots != nil),
+		StealIn: len(spec.stealIn), Stages: ss, Reg: rt.reg, DefCapacity: DefaultCapacity, DefSlot: DefaultSlotSize, Supports: rt.supports, TypeName: typeName, Bad: ErrBadPipeline})
 	if err != nil {
+		return g, nil, err
+	}
+	if unbind, err = rt.bufs.Pin(bs); err != nil {
 		return g, nil, fmt.Errorf("%w %q: %w", ErrBadPipeline, spec.Name, err)
 	}
 	return g, unbind, nil
