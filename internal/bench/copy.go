@@ -92,8 +92,10 @@ func copyDevices(ctx context.Context, o Options, say func(string, ...any)) (*cop
 			cr.src[d.ID] = src
 			cr.dst[d.ID], err = rt.AllocBuffer(ctx, d.ID, largest)
 		}
-		if err == nil { // written once, so no row pays for the first touch of its pages
-			err = cr.dst[d.ID].Write(ctx, 0, zeros)
+		for _, b := range []*ra.Buffer{src, cr.dst[d.ID]} { // written once, so no row pays for the first touch of its pages
+			if err == nil {
+				err = b.Write(ctx, 0, zeros)
+			}
 		}
 		if err != nil {
 			cr.close()

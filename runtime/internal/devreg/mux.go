@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync"
 	"sync/atomic"
 
 	"github.com/ringactor/ringactor/kernels"
@@ -240,8 +241,11 @@ func (m *Mux) Read(ctx context.Context, b devmem.Buffer, off int, dst []byte) er
 var _ devmem.Backend = (*Mux)(nil)
 
 // hostChunk is the most a copy between two backends holds in host memory
-// at once.
+// at once, in a buffer of hostPool (reused: fresh memory's page faults
+// would be most of what a copy costs).
 const hostChunk = 4 << 20
+
+var hostPool = sync.Pool{New: func() any { b := make([]byte, hostChunk); return &b }}
 
 // Copy copies between two buffers: on their backend when one backend has
 // both (a peer, staged or local copy, as it decides), else through host
@@ -264,7 +268,9 @@ func (m *Mux) Copy(ctx context.Context, dst devmem.Buffer, dstOff int, src devme
 	if err := devmem.CheckRange("copy destination", dst, dstOff, n); err != nil {
 		return 0, err
 	}
-	host := make([]byte, min(n, hostChunk))
+	hp := hostPool.Get().(*[]byte)
+	defer hostPool.Put(hp)
+	host := *hp
 	for done := 0; done < n; {
 		k := min(n-done, len(host))
 		if err := sb.Read(ctx, sl, srcOff+done, host[:k]); err != nil {
