@@ -49,11 +49,15 @@ EMU_ENV   = RINGACTOR_LIBCUDA=$(EMU_LIB) RINGACTOR_TEST_BACKEND=cuda RINGACTOR_R
 # reason from rttest.Lacks). EMU_WIDE_PKGS spread one stage over four
 # devices (groups, collectives, examples/imagebatch's group of a user
 # CUDA stage): four emulated GPUs.
-EMU_PKGS ?= ./cuda ./ringkernel/cuda ./runtime ./internal/nodeproc/inmem ./examples/pipeline ./examples/graph ./examples/stealing ./examples/phases ./examples/tempering
+EMU_PKGS ?= ./cuda ./ringkernel/cuda ./runtime ./internal/nodeproc/inmem ./examples/pipeline ./examples/graph ./examples/stealing ./examples/phases ./examples/tempering ./examples/vectoradd
 EMU_WIDE_PKGS ?= ./runtime/group ./runtime/collective ./examples/imagebatch
 # The runtime-level suites once more on the CPU device
 # (RINGACTOR_TEST_BACKEND=cpu: every stage a case places is on the CPU).
 CPU_PKGS ?= ./runtime ./runtime/group ./runtime/collective ./internal/nodeproc/inmem
+# The buffer suites once more over four emulated GPUs whose peer matrix has
+# both kinds of pair (0-1 peers, the rest staged): every ordered pair's copy.
+EMU_BUFFER_TESTS ?= TestBuffer|TestStageReadsBoundBuffers|CopyRows
+EMU_BUFFER_PKGS  ?= ./runtime ./internal/bench
 # The bench rows that go through the CUDA backend (the rest are sim's).
 EMU_BENCH_TESTS ?= P2PRowsOnTheGPUs|PipelineRowOnTheGPUs|AllReduceRowsOnTheGPUs
 EMU_BENCH_PKGS  ?= ./internal/bench
@@ -109,6 +113,7 @@ test: vet emu relacy tsan
 	$(EMU_ENV) RINGACTOR_EMU_DEVICES=4 $(GO) test -race -count=1 -timeout $(TEST_TIMEOUT) $(EMU_WIDE_PKGS)
 	$(EMU_ENV) $(GO) test -race -count=1 -timeout $(TEST_TIMEOUT) -run '$(EMU_BENCH_TESTS)' $(EMU_BENCH_PKGS)
 	$(EMU_ENV) RINGACTOR_EMU_PEERS=0-1 $(GO) test -race -count=1 -timeout $(TEST_TIMEOUT) -run 'TestConformance$$/Buffers' ./ringkernel/cuda
+	$(EMU_ENV) RINGACTOR_EMU_DEVICES=4 RINGACTOR_EMU_PEERS=0-1 $(GO) test -race -count=1 -timeout $(TEST_TIMEOUT) -run '$(EMU_BUFFER_TESTS)' $(EMU_BUFFER_PKGS)
 	$(EMU_ENV) RINGACTOR_EMU_COPY_LAG_US=$(EMU_LAG_US) $(GO) test -race -count=1 -timeout $(TEST_TIMEOUT) $(EMU_LAG_PKGS)
 	$(EMU_ENV) RINGACTOR_EMU_COPY_LAG_US=$(EMU_LAG_US) $(GO) test -race -count=1 -timeout $(TEST_TIMEOUT) -run '$(EMU_LAG_BENCH)' $(EMU_BENCH_PKGS)
 

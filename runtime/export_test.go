@@ -64,3 +64,6 @@ func waitABit() {
 // StagePIDs is how many stage PIDs rt keeps for late sends (live stages
 // and closed ones).
 func StagePIDs(rt *Runtime) int { return rt.stages.Len() }
+
+// LiveBuffers is how many buffers rt has allocated and not freed.
+func LiveBuffers(rt *Runtime) int { return rt.bufs.Live() }

@@ -16,13 +16,14 @@ import (
 	"github.com/ringactor/ringactor/p2pqueue"
 	rk "github.com/ringactor/ringactor/ringkernel"
 	"github.com/ringactor/ringactor/runtime/internal/account"
+	"github.com/ringactor/ringactor/runtime/internal/buffers"
 	"github.com/ringactor/ringactor/runtime/internal/describe"
 	"github.com/ringactor/ringactor/runtime/internal/fanout"
 	"github.com/ringactor/ringactor/runtime/internal/graph"
 	"github.com/ringactor/ringactor/runtime/internal/lifecycle"
 	"github.com/ringactor/ringactor/runtime/internal/links"
-	"github.com/ringactor/ringactor/runtime/internal/naming"
 	"github.com/ringactor/ringactor/runtime/internal/requests"
+	"github.com/ringactor/ringactor/runtime/internal/speccheck"
 	"github.com/ringactor/ringactor/runtime/internal/telemetry"
 )
 
@@ -137,6 +138,7 @@ type Pipeline struct {
 	byName map[string]*stage
 	tele   *telemetry.Pipeline
 	links  links.Set // the links it made, which it frees when it closes
+	unbind func()    // lets go of the buffers its stages bind
 
 	next  [][]int  // stage i's results go to stages next[i]; none: an exit
 	takes []uint32 // the message type stage i takes (kernels.TypeAny: any)
@@ -181,17 +183,18 @@ func (rt *Runtime) Build(ctx context.Context, spec PipelineSpec) (*Pipeline, err
 	if rt.closed.Load() {
 		return nil, fmt.Errorf("%w: cannot build pipeline %q; make a new Runtime", ErrRuntimeClosed, spec.Name)
 	}
-	g, err := rt.check(&spec)
+	g, unbind, err := rt.check(&spec)
 	if err != nil {
 		return nil, err
 	}
-	if err := rt.openDevices(ctx, &spec); err != nil {
+	if err = rt.openDevices(ctx, &spec); err == nil {
+		err = rt.claimName(spec.Name)
+	}
+	if err != nil {
+		unbind()
 		return nil, err
 	}
-	if err := rt.claimName(spec.Name); err != nil {
-		return nil, err
-	}
-	p := &Pipeline{rt: rt, spec: spec, acct: &account.Account{}, next: g.Next, takes: g.In, gives: g.Out, byName: map[string]*stage{}, pumpDone: make(chan struct{}), dog: lifecycle.NewDog(), closingCh: make(chan struct{})}
+	p := &Pipeline{rt: rt, spec: spec, unbind: unbind, acct: &account.Account{}, next: g.Next, takes: g.In, gives: g.Out, byName: map[string]*stage{}, pumpDone: make(chan struct{}), dog: lifecycle.NewDog(), closingCh: make(chan struct{})}
 	p.number = rt.newLinkOwner()
 	p.sinks = deadSinksOf(&spec)
 	p.pumpCtx, p.stopPump = context.WithCancel(context.Background())
@@ -209,55 +212,28 @@ func (rt *Runtime) Build(ctx context.Context, spec PipelineSpec) (*Pipeline, err
 	return p, nil
 }
 
-// check validates spec, fills in its defaults, and resolves its graph
-// (package graph: where each stage's results go, the types they carry).
-func (rt *Runtime) check(spec *PipelineSpec) (graph.Graph, error) {
-	bad := func(format string, a ...any) error { // wraps ErrBadPipeline and any %w in format
-		return fmt.Errorf("%w %q: %w", ErrBadPipeline, spec.Name, fmt.Errorf(format, a...))
-	}
-	if err := naming.Check("pipeline", spec.Name, ""); err != nil {
-		return graph.Graph{}, fmt.Errorf("%w: %w", ErrBadPipeline, err)
-	}
-	if len(spec.Stages) == 0 {
-		return graph.Graph{}, bad("no stages")
-	}
-	if spec.SampleRatio < 0 || spec.SampleRatio > 1 || math.IsNaN(spec.SampleRatio) {
-		return graph.Graph{}, bad("sample ratio %g; want 0 to 1", spec.SampleRatio)
-	}
-	if n := spec.Deliver.sink().Count(spec.Deliver.slots != nil); n > 1 {
-		return graph.Graph{}, bad("Deliver names %d sinks; set one of Func, Chan, PID", n)
-	}
-	gs := make([]graph.Stage, len(spec.Stages)) // each stage as the graph sees it (graph checks the names), its op resolved once
+// check validates spec (package speccheck), fills in its defaults,
+// resolves its graph (package graph: where each stage's results go) and
+// holds the buffers its stages bind until unbind.
+func (rt *Runtime) check(spec *PipelineSpec) (g graph.Graph, unbind func(), err error) {
+	ss, bs := make([]speccheck.Stage, len(spec.Stages)), make([]buffers.Binding, len(spec.Stages))
 	for i := range spec.Stages {
 		s := &spec.Stages[i]
 		*s = s.WithDefaults()
 		s.Device = rt.reg.Resolve(s.Device) // CPU: the CPU's real id
-		if s.Node != "" {
-			return graph.Graph{}, bad("stage %q names node %q: a pipeline across nodes is built with package runtime/cluster (Join, then Node.Build)", s.Name, s.Node)
-		}
-		dev, err := rt.reg.Device(s.Device)
-		if err != nil {
-			return graph.Graph{}, bad("stage %q: %w", s.Name, err)
-		}
-		if err := links.Check(s.linkStage(), dev, rt.reg.CPUDevice().MemoryBytes, DefaultCapacity, DefaultSlotSize); err != nil {
-			return graph.Graph{}, bad("%w", err)
-		}
-		gs[i] = graph.Stage{Name: s.Name, To: s.To, Route: s.Route, KeyOffset: s.KeyOffset}
-		if gs[i].Op, err = s.kernelStage().Resolve(); err != nil {
-			return graph.Graph{}, bad("%w", err)
-		}
-		if s.Backpressure != Block && s.Backpressure != Reject {
-			return graph.Graph{}, bad("stage %q: Backpressure %d; use Block or Reject", s.Name, s.Backpressure)
-		}
-		if err := rt.supports(s.Device, gs[i].Op); err != nil {
-			return graph.Graph{}, bad("stage %q: %w", s.Name, err)
-		}
+		ss[i] = speccheck.Stage{Node: s.Node, Graph: graph.Stage{Name: s.Name, To: s.To, Route: s.Route, KeyOffset: s.KeyOffset},
+			Kernel: s.kernelStage(), Link: s.linkStage(), BackpressureOK: s.Backpressure == Block || s.Backpressure == Reject, Backpressure: int(s.Backpressure)}
+		bs[i] = buffers.Binding{Stage: s.Name, Device: s.Device, Uses: s.Buffers}
 	}
-	g, err := graph.Resolve(gs, len(spec.stealIn), typeName)
+	g, err = speccheck.Check(speccheck.Pipeline{Name: spec.Name, SampleRatio: spec.SampleRatio, Sinks: spec.Deliver.sink().Count(spec.Deliver.slots != nil),
+		StealIn: len(spec.stealIn), Stages: ss, Reg: rt.reg, DefCapacity: DefaultCapacity, DefSlot: DefaultSlotSize, Supports: rt.supports, TypeName: typeName, Bad: ErrBadPipeline})
 	if err != nil {
-		return graph.Graph{}, bad("%w", err)
+		return g, nil, err
 	}
-	return g, nil
+	if unbind, err = rt.bufs.Pin(bs); err != nil {
+		return g, nil, fmt.Errorf("%w %q: %w", ErrBadPipeline, spec.Name, err)
+	}
+	return g, unbind, nil
 }
 
 func (p *Pipeline) build(ctx context.Context) error {
@@ -356,6 +332,7 @@ func (p *Pipeline) teardown() {
 		p.tele.Close(ReasonPipelineClosed.String())
 	}
 	p.freeLinks()
+	p.unbind()
 }
 
 // Start activates every stage and starts delivering results. A second
@@ -562,6 +539,7 @@ func (p *Pipeline) Close(ctx context.Context, drain bool) error {
 		}
 		p.tele.Close(ReasonPipelineClosed.String())
 		p.freeLinks()
+		p.unbind()
 		for _, s := range p.stages {
 			p.rt.retireStage(s)
 		}

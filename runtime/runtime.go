@@ -16,6 +16,7 @@ import (
 	"github.com/ringactor/ringactor/internal/ctxcheck"
 	"github.com/ringactor/ringactor/internal/gate"
 	rk "github.com/ringactor/ringactor/ringkernel"
+	"github.com/ringactor/ringactor/runtime/internal/buffers"
 	"github.com/ringactor/ringactor/runtime/internal/devreg"
 	"github.com/ringactor/ringactor/runtime/internal/directory"
 	"github.com/ringactor/ringactor/runtime/internal/extid"
@@ -83,6 +84,7 @@ type Runtime struct {
 	stages *stageactor.Actors[Data]
 
 	links *links.Ledger // every link made and not yet freed, with its kernels
+	bufs  *buffers.Set  // the buffers allocated and not freed
 
 	// stall and pumpStall hold the watchdogs and the egress pumps (tests'
 	// model of a process stall).
@@ -114,7 +116,7 @@ func newRuntime(cfg Config, kinds []rk.Kind) (*Runtime, error) {
 	}
 	devs, release := sel.Devices()
 	rt := &Runtime{reg: sel.Reg, gpus: sel.Backend, backend: devs, release: release, system: cfg.System, tp: cfg.TracerProvider, mp: cfg.MeterProvider}
-	rt.links = links.NewLedger(devs, rt.reg)
+	rt.links, rt.bufs = links.NewLedger(devs, rt.reg), buffers.New(devs, rt.reg, ErrRuntimeClosed)
 	if rt.system == nil {
 		plog := devreg.Logger(cfg.Logger, "protoactor")
 		rt.system = actor.NewActorSystem(actor.WithLoggerFactory(func(*actor.ActorSystem) *slog.Logger { return plog }))
@@ -191,6 +193,9 @@ func (rt *Runtime) shutdown(ctx context.Context) error {
 			errs = append(errs, fmt.Errorf("ringactor: closing pipeline %q left open: %w", p.spec.Name, err))
 		}
 		cancel()
+	}
+	if _, err := rt.bufs.Close(); err != nil { // after the pipelines: none is bound any more
+		errs = append(errs, fmt.Errorf("ringactor: freeing buffers: %w", err))
 	}
 	if rt.metricsReg != nil {
 		errs = append(errs, rt.metricsReg.Unregister())

@@ -10,6 +10,7 @@ import (
 
 	"github.com/ringactor/ringactor/p2pqueue"
 	rk "github.com/ringactor/ringactor/ringkernel"
+	"github.com/ringactor/ringactor/runtime/internal/buffers"
 	"github.com/ringactor/ringactor/runtime/internal/ingress"
 	"github.com/ringactor/ringactor/runtime/internal/msgtype"
 )
@@ -58,6 +59,10 @@ type StageSpec struct {
 	// the stage's PID has no ctx: under Block it waits while the stage
 	// runs.
 	Backpressure Backpressure
+	// Buffers are bound to the stage (an op with kernels.Op.Buffers), in
+	// the order its function gets them; each on Device or a GPU it reaches
+	// by peer access. Free refuses them until the pipeline closes.
+	Buffers []BufferUse
 }
 
 // A stage's defaults: what a zero StageSpec.Capacity and SlotSize mean.
@@ -92,7 +97,7 @@ const (
 var ErrMailboxFull = errors.New("ringactor: stage mailbox full")
 
 func (s StageSpec) kernelStage() rk.Stage {
-	return rk.Stage{Name: s.Name, Op: s.Op, Params: s.Params, Stateful: s.Stateful, Workers: s.Workers, SlotSize: s.SlotSize}
+	return rk.Stage{Name: s.Name, Op: s.Op, Params: s.Params, Stateful: s.Stateful, Workers: s.Workers, SlotSize: s.SlotSize, Buffers: buffers.Bindings(s.Buffers)}
 }
 
 // stage is a built stage: its kernel, its host ingress and its actor.

@@ -1,8 +1,6 @@
 package runtime
 
 import (
-	"fmt"
-
 	"github.com/ringactor/ringactor/kernels"
 	"github.com/ringactor/ringactor/runtime/internal/msgtype"
 )
@@ -10,26 +8,10 @@ import (
 // Typed messages (the package doc): the registry, the process's as
 // encoding/gob's is, and the codecs are runtime/internal/msgtype's.
 
-// MessageType describes a registered message type.
-type MessageType struct {
-	ID   uint32
-	Name string // the Go type, as %T prints it
-	// Fixed: the type travels as its raw bytes; else as msgpack.
-	Fixed bool
-}
-
-func (m MessageType) String() string {
-	codec := "msgpack"
-	if m.Fixed {
-		codec = "fixed layout"
-	}
-	return fmt.Sprintf("%s (type %d, %s)", m.Name, m.ID, codec)
-}
-
-// messageType is m's public description.
-func messageType(m *msgtype.Type) MessageType {
-	return MessageType{ID: m.ID, Name: m.Name, Fixed: m.Fixed}
-}
+// MessageType describes a registered message type: ID, Name (the Go
+// type, as %T prints it), and Fixed (it travels as its raw bytes; else
+// as msgpack).
+type MessageType = msgtype.Description
 
 var (
 	// ErrUnregisteredType: a message's Go type has no id; register it with
@@ -46,32 +28,13 @@ var (
 // type as msgpack. Registering T again under the same id returns the same
 // description; another type under a taken id, or T under a second id, is
 // an error.
-func RegisterType[T any](id uint32) (MessageType, error) {
-	m, err := msgtype.Register[T](id)
-	if err != nil {
-		return MessageType{}, err
-	}
-	return messageType(m), nil
-}
+func RegisterType[T any](id uint32) (MessageType, error) { return msgtype.RegisterDescribed[T](id) }
 
 // Types lists the registered message types, by id.
-func Types() []MessageType {
-	ms := msgtype.Types()
-	ts := make([]MessageType, len(ms))
-	for i, m := range ms {
-		ts[i] = messageType(m)
-	}
-	return ts
-}
+func Types() []MessageType { return msgtype.Descriptions() }
 
 // TypeOf returns the registered type of v's Go type (a *T is a T).
-func TypeOf(v any) (MessageType, error) {
-	m, err := msgtype.Of(v)
-	if err != nil {
-		return MessageType{}, err
-	}
-	return messageType(m), nil
-}
+func TypeOf(v any) (MessageType, error) { return msgtype.DescriptionOf(v) }
 
 // typeName names a type id for errors and Describe.
 var typeName = msgtype.Name

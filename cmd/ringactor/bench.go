@@ -21,7 +21,7 @@ func benchCmd(ctx context.Context, args []string, out, errOut io.Writer) error {
 	fs := newFlags("bench")
 	asJSON := fs.Bool("json", false, "print a JSON array of rows: name, backend, msgs_per_sec, p50_ns, p99_ns, baseline, ratio")
 	quick := fs.Bool("quick", false, "fewer rounds of fewer messages: the whole suite within a minute on 2 cores")
-	only := fs.String("only", "", "run only the comparisons with a row whose name starts with this (e.g. link/, pipeline/, gpu/)")
+	only := fs.String("only", "", "run only the comparisons with a row whose name starts with this (e.g. link/, pipeline/, copy/, gpu/)")
 	scale := fs.Float64("scale", 1, "multiply every message count by this")
 	quiet := fs.Bool("quiet", false, "no progress lines")
 	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile of the run to this file")

@@ -277,6 +277,49 @@ func TestTopDuration(t *testing.T) {
 	}
 }
 
+// TestBenchCopyJSON is issue 37's check: `ringactor bench -quick -only
+// copy/ -json` has a row for every ordered pair of the devices (two
+// simulated GPUs and the CPU here) and every size, 1 KiB to 64 MiB, each
+// with GB/s and the path its copies took.
+func TestBenchCopyJSON(t *testing.T) {
+	t.Setenv("RINGACTOR_SIM_DEVICES", "2")
+	t.Setenv("RINGACTOR_SIM_P2P", "none")
+	var out, errOut bytes.Buffer
+	if err := run(context.Background(), []string{"bench", "-quick", "-only", "copy/", "-json", "-backend", "sim", "-scale", "0.0001"}, &out, &errOut); err != nil {
+		t.Fatal(err, errOut.String())
+	}
+	var rows []struct {
+		Name     string  `json:"name"`
+		Bytes    int     `json:"message_bytes"`
+		GBPerSec float64 `json:"gb_per_sec"`
+		Path     string  `json:"path"`
+		Note     string  `json:"note"`
+	}
+	if err := json.Unmarshal(out.Bytes(), &rows); err != nil {
+		t.Fatalf("%v: %s", err, out.String())
+	}
+	seen := map[string]bool{}
+	for _, r := range rows {
+		seen[r.Name] = true
+		if r.GBPerSec <= 0 || r.Bytes == 0 || r.Path == "" || !strings.Contains(r.Note, "simulated") {
+			t.Errorf("row %+v: want GB/s, the size, the path and the sim note", r)
+		}
+	}
+	sizes := []string{"1KiB", "4KiB", "16KiB", "64KiB", "256KiB", "1MiB", "4MiB", "16MiB", "64MiB"}
+	for from := range 3 {
+		for to := range 3 {
+			for _, size := range sizes {
+				if name := fmt.Sprintf("copy/sim/%d->%d/%s", from, to, size); !seen[name] {
+					t.Errorf("no row %s", name)
+				}
+			}
+		}
+	}
+	if len(rows) != 9*len(sizes) {
+		t.Errorf("%d rows, want %d", len(rows), 9*len(sizes))
+	}
+}
+
 // TestBenchP2PJSON is the issue's check: `ringactor bench -quick -only
 // p2p/ -json` prints rows for every ordered pair of devices.
 func TestBenchP2PJSON(t *testing.T) {

@@ -36,6 +36,9 @@ type Row struct {
 	// what its work costs without queues (the pipeline rows only).
 	Limit   string  `json:"limit,omitempty"`
 	OfLimit float64 `json:"of_limit,omitempty"`
+	// Path is the path a copy row's copies took: peer, staged (through
+	// pinned host memory), local, or host (the CPU at an end).
+	Path string `json:"path,omitempty"`
 }
 
 // Options sizes and selects a run.
@@ -93,6 +96,11 @@ type comparison struct {
 	// skip, when it returns a reason, leaves the comparison out of this run
 	// (said on Progress).
 	skip func() string
+	// rounds, when set, is the most rounds it is measured in (the copy
+	// rows' large sizes: one copy of 64 MiB is a measurement).
+	rounds int
+	// path, when set, is the path the candidate's copies took (Row.Path).
+	path func() string
 }
 
 func (c comparison) names() []string {
@@ -119,7 +127,7 @@ func Names() []string {
 	for _, c := range suite() {
 		n = append(n, c.names()...)
 	}
-	return append(n, p2pNames()...)
+	return append(append(n, p2pNames()...), copyNames()...)
 }
 
 // wants reports whether -only selects rows under prefix (a group of rows
@@ -155,7 +163,8 @@ func Run(ctx context.Context, o Options) ([]Row, error) {
 	// The P2P rows, pipeline/cuda-3stage and allreduce/cuda-* run on the
 	// devices of Options.Devices, opened once for them.
 	wantDevices := wants(o.Only, "p2p/") || wants(o.Only, "pipeline/cuda") || wants(o.Only, "allreduce/cuda")
-	if len(todo) == 0 && !wantGPU && !wantDevices {
+	wantCopy := wants(o.Only, "copy/")
+	if len(todo) == 0 && !wantGPU && !wantDevices && !wantCopy {
 		return nil, fmt.Errorf("%w %q; rows: %s, gpu/...", ErrNothingSelected, o.Only, strings.Join(Names(), ", "))
 	}
 	closeP2P := func() {}
@@ -173,22 +182,43 @@ func Run(ctx context.Context, o Options) ([]Row, error) {
 				todo = append(todo, c)
 			}
 		}
-		if len(todo) == 0 && !wantGPU {
+		if len(todo) == 0 && !wantGPU && !wantCopy {
 			return nil, fmt.Errorf("%w %q: the device rows here are %s", ErrNothingSelected, o.Only, p2pRange(cs))
+		}
+	}
+	if wantCopy {
+		cr, cs, err := copyDevices(ctx, o, say)
+		if err != nil {
+			return nil, err
+		}
+		defer cr.close()
+		for _, c := range cs {
+			if c.selected(o.Only) {
+				todo = append(todo, c)
+			}
+		}
+		if len(todo) == 0 && !wantGPU {
+			return nil, fmt.Errorf("%w %q: the copy rows here are %s ... %s", ErrNothingSelected, o.Only, cs[0].candidate.name, cs[len(cs)-1].candidate.name)
 		}
 	}
 	// The time left is the time per finished run (of one member over n
 	// messages) times the runs to go.
 	steps, done, start := 0, 0, time.Now()
+	roundsOf := func(c comparison) int {
+		if c.rounds > 0 {
+			return min(rounds, c.rounds)
+		}
+		return rounds
+	}
 	for _, c := range todo {
-		steps += rounds * len(c.names())
+		steps += roundsOf(c) * len(c.names())
 	}
 	var rows []Row
 	for i, c := range todo {
 		if c.skip != nil {
 			if why := c.skip(); why != "" {
 				say("%s left out: %s", c.candidate.name, why)
-				steps -= rounds * len(c.names())
+				steps -= roundsOf(c) * len(c.names())
 				continue
 			}
 		}
@@ -197,8 +227,8 @@ func Run(ctx context.Context, o Options) ([]Row, error) {
 			least = 1000
 		}
 		n := max(least, int(float64(c.messages)*scale))
-		cr, err := c.measure(ctx, n, rounds, func(round int, m member) {
-			say("[%d/%d] %-26s round %d/%d, %d messages%s", i+1, len(todo), m.name, round+1, rounds, n, eta(time.Since(start), done, steps))
+		cr, err := c.measure(ctx, n, roundsOf(c), func(round int, m member) {
+			say("[%d/%d] %-26s round %d/%d, %d messages%s", i+1, len(todo), m.name, round+1, roundsOf(c), n, eta(time.Since(start), done, steps))
 			done++
 		})
 		if err != nil {
@@ -261,6 +291,9 @@ func (c comparison) measure(ctx context.Context, n, rounds int, progress func(in
 			rows[i].Bytes, rows[i].GBPerSec = c.bytes, rows[i].MsgsPerSec*float64(c.bytes)/1e9
 		}
 	}
+	if c.path != nil {
+		rows[0].Path = c.path()
+	}
 	if len(c.limits) > 0 {
 		lim := rows[1+len(c.baselines)]
 		for i := range 1 + len(c.baselines) {
@@ -306,6 +339,7 @@ func Print(w io.Writer, rows []Row) {
 	tw.Flush()
 	printNotes(w, rows)
 	printP2P(w, rows)
+	printCopy(w, rows)
 }
 
 // printNotes says, under the table, what the rows with a note measure
@@ -315,7 +349,7 @@ func printNotes(w io.Writer, rows []Row) {
 	var notes []string
 	names := map[string][]string{}
 	for _, r := range rows {
-		if r.Note == "" || strings.HasPrefix(r.Name, "p2p/") || slices.Contains(names[r.Note], r.Name) {
+		if r.Note == "" || strings.HasPrefix(r.Name, "p2p/") || strings.HasPrefix(r.Name, "copy/") || slices.Contains(names[r.Note], r.Name) {
 			continue
 		}
 		if names[r.Note] == nil {

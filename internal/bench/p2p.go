@@ -76,13 +76,7 @@ func p2pDevices(o Options, say func(string, ...any)) (rt *ra.Runtime, cs []compa
 	}
 	reg := rt.Registry()
 	gpus := reg.GPUs()
-	note := ""
-	switch {
-	case reg.BackendName() == "sim":
-		note = "simulated devices: memory copies between goroutines"
-	case len(gpus) > 0 && strings.Contains(gpus[0].Name, "emulated"):
-		note = "emulated CUDA driver: the device loop on CPU threads"
-	}
+	note := deviceNote(reg)
 	say("p2p rows on %d %s devices: %s", len(gpus), reg.BackendName(), reg.Note())
 	if reg.BackendName() == "cuda" && len(gpus) > 0 {
 		c, err := cudaPipeline(rt, note)
@@ -106,6 +100,19 @@ func p2pDevices(o Options, say func(string, ...any)) (rt *ra.Runtime, cs []compa
 		}
 	}
 	return rt, cs, nil
+}
+
+// deviceNote is the note of the rows measured on reg's devices: what
+// simulated and emulated devices measure ("" on a GPU).
+func deviceNote(reg *ra.Registry) string {
+	gpus := reg.GPUs()
+	switch {
+	case reg.BackendName() == "sim":
+		return "simulated devices: memory copies between goroutines"
+	case len(gpus) > 0 && strings.Contains(gpus[0].Name, "emulated"):
+		return "emulated CUDA driver: the device loop on CPU threads"
+	}
+	return ""
 }
 
 // p2pName is the row name of a pair, size and link mode.

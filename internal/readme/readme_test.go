@@ -124,6 +124,14 @@ var harnesses = []harness{
 		return fmt.Errorf("account %+v, want 2 sent and delivered", st)
 	}
 	return node.Leave(ctx)`},
+	{marks: `a.CopyTo(ctx, b, 0, 0, a.Size())`, pre: runtimeNew, post: `
+	if err != nil {
+		return err
+	}
+	if fmt.Sprint(got) != "[1 2 3]" || path != runtime.CopyPeer {
+		return fmt.Errorf("read back %v over the %v path, want [1 2 3] over peer", got, path)
+	}
+	return nil`},
 }
 
 const runtimeNew = `

@@ -148,13 +148,28 @@ func (b *Backend) Copy(ctx context.Context, dst devmem.Buffer, dstOff int, src d
 	}
 	path := p2pqueue.PathOf(src.Device, dst.Device, p2pqueue.PeerFunc(func(a, c int) bool { return c < len(p2p) && p2p[c] }))
 	if path == p2pqueue.PathStaged {
-		stage := make([]byte, n)
-		if err := copyCtx(ctx, stage, sm[srcOff:srcOff+n]); err != nil {
+		stage := staging(n)
+		defer stagingPool.Put(stage)
+		if err := copyCtx(ctx, (*stage)[:n], sm[srcOff:srcOff+n]); err != nil {
 			return path, err
 		}
-		return path, copyCtx(ctx, dm[dstOff:], stage)
+		return path, copyCtx(ctx, dm[dstOff:], (*stage)[:n])
 	}
 	return path, copyCtx(ctx, dm[dstOff:], sm[srcOff:srcOff+n])
+}
+
+// stagingPool holds staged copies' host buffers for the next copy: a
+// fresh one each time would make its page faults, not the copies, what a
+// staged copy costs.
+var stagingPool sync.Pool
+
+// staging is a staging buffer of at least n bytes.
+func staging(n int) *[]byte {
+	if b, ok := stagingPool.Get().(*[]byte); ok && len(*b) >= n {
+		return b
+	}
+	b := make([]byte, n)
+	return &b
 }
 
 // FreeBuffer gives buf's memory back to its device.

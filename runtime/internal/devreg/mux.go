@@ -4,11 +4,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync"
 	"sync/atomic"
 
 	"github.com/ringactor/ringactor/kernels"
 	"github.com/ringactor/ringactor/p2pqueue"
 	rk "github.com/ringactor/ringactor/ringkernel"
+	"github.com/ringactor/ringactor/ringkernel/devmem"
 )
 
 // Mux runs each device's kernels on the backend of its kind: the GPUs'
@@ -114,11 +116,20 @@ func (m *Mux) Start(job *rk.Job) (rk.Loop, error) {
 	if err != nil {
 		return nil, err
 	}
-	if r.local == job.Spec.Device {
+	if r.local == job.Spec.Device && len(job.Spec.Stage.Buffers) == 0 {
 		return r.b.Start(job)
 	}
 	local := *job
 	local.Spec.Device = r.local
+	local.Spec.Stage.Buffers = make([]rk.Binding, len(job.Spec.Stage.Buffers))
+	for i, bd := range job.Spec.Stage.Buffers { // as the kernel's backend knows them
+		br, err := m.route(bd.Buf.Device)
+		if err != nil || br.b != r.b {
+			return nil, fmt.Errorf("%w %q: bound buffer %d is on device %d, which the backend of device %d (%s) does not hold; allocate it on device %d", rk.ErrBadStage, job.Spec.Stage.Name, i, bd.Buf.Device, job.Spec.Device, r.b.Name(), job.Spec.Device)
+		}
+		local.Spec.Stage.Buffers[i] = bd
+		local.Spec.Stage.Buffers[i].Buf.Device = br.local
+	}
 	return r.b.Start(&local)
 }
 
@@ -169,4 +180,115 @@ func (m *Mux) Close() error {
 		}
 	}
 	return errors.Join(errs...)
+}
+
+// buffers is the devmem.Backend of device's backend, and the buffer b as
+// that backend knows it (its local device id).
+func (m *Mux) buffers(b devmem.Buffer) (devmem.Backend, devmem.Buffer, error) {
+	r, err := m.route(b.Device)
+	if err != nil {
+		return nil, b, err
+	}
+	mb, ok := r.b.(devmem.Backend)
+	if !ok {
+		return nil, b, fmt.Errorf("%w: the %s backend of device %d has no buffers (it does not implement devmem.Backend); use a backend that does (sim, cuda)", ErrBackend, r.b.Name(), b.Device)
+	}
+	b.Device = r.local
+	return mb, b, nil
+}
+
+// global is b, allocated on the backend of global device id device, with
+// that id.
+func global(b devmem.Buffer, device int) devmem.Buffer { b.Device = device; return b }
+
+// AllocBuffer allocates a buffer on the backend of device's kind
+// (devmem.Backend); the buffer carries the global id.
+func (m *Mux) AllocBuffer(ctx context.Context, device, size int, kind devmem.Kind) (devmem.Buffer, error) {
+	mb, local, err := m.buffers(devmem.Buffer{Device: device})
+	if err != nil {
+		return devmem.Buffer{}, err
+	}
+	b, err := mb.AllocBuffer(ctx, local.Device, size, kind)
+	if oom, ok := errors.AsType[*devmem.OutOfMemoryError](err); ok && oom.Device == local.Device {
+		g := *oom
+		g.Device = device
+		return devmem.Buffer{}, &g
+	}
+	if err != nil {
+		return devmem.Buffer{}, err
+	}
+	return global(b, device), nil
+}
+
+// Write copies src into b at off on b's backend.
+func (m *Mux) Write(ctx context.Context, b devmem.Buffer, off int, src []byte) error {
+	mb, local, err := m.buffers(b)
+	if err != nil {
+		return err
+	}
+	return mb.Write(ctx, local, off, src)
+}
+
+// Read copies b's bytes at off into dst on b's backend.
+func (m *Mux) Read(ctx context.Context, b devmem.Buffer, off int, dst []byte) error {
+	mb, local, err := m.buffers(b)
+	if err != nil {
+		return err
+	}
+	return mb.Read(ctx, local, off, dst)
+}
+
+var _ devmem.Backend = (*Mux)(nil)
+
+// hostChunk is the most a copy between two backends holds in host memory
+// at once, in a buffer of hostPool (reused: fresh memory's page faults
+// would be most of what a copy costs).
+const hostChunk = 4 << 20
+
+var hostPool = sync.Pool{New: func() any { b := make([]byte, hostChunk); return &b }}
+
+// Copy copies between two buffers: on their backend when one backend has
+// both (a peer, staged or local copy, as it decides), else through host
+// memory a chunk at a time (p2pqueue.PathHost: one end is the CPU).
+func (m *Mux) Copy(ctx context.Context, dst devmem.Buffer, dstOff int, src devmem.Buffer, srcOff, n int) (p2pqueue.Path, error) {
+	db, dl, err := m.buffers(dst)
+	if err != nil {
+		return 0, err
+	}
+	sb, sl, err := m.buffers(src)
+	if err != nil {
+		return 0, err
+	}
+	if db == sb {
+		return sb.Copy(ctx, dl, dstOff, sl, srcOff, n)
+	}
+	if err := devmem.CheckRange("copy source", src, srcOff, n); err != nil {
+		return 0, err
+	}
+	if err := devmem.CheckRange("copy destination", dst, dstOff, n); err != nil {
+		return 0, err
+	}
+	hp := hostPool.Get().(*[]byte)
+	defer hostPool.Put(hp)
+	host := *hp
+	for done := 0; done < n; {
+		k := min(n-done, len(host))
+		if err := sb.Read(ctx, sl, srcOff+done, host[:k]); err != nil {
+			return p2pqueue.PathHost, err
+		}
+		if err := db.Write(ctx, dl, dstOff+done, host[:k]); err != nil {
+			return p2pqueue.PathHost, err
+		}
+		done += k
+	}
+	return p2pqueue.PathHost, nil
+}
+
+// FreeBuffer gives b back to its backend.
+func (m *Mux) FreeBuffer(b devmem.Buffer) error {
+	mb, local, err := m.buffers(b)
+	if err != nil {
+		return err
+	}
+	return mb.FreeBuffer(local)
 }

@@ -1,12 +1,14 @@
 package devreg
 
 import (
+	"context"
 	"errors"
 	"strings"
 	"testing"
 
 	"github.com/ringactor/ringactor/p2pqueue"
 	rk "github.com/ringactor/ringactor/ringkernel"
+	"github.com/ringactor/ringactor/ringkernel/devmem"
 	"github.com/ringactor/ringactor/ringkernel/sim"
 )
 
@@ -34,5 +36,51 @@ func TestMuxRoutesByGlobalID(t *testing.T) {
 	}
 	if m.Held(-1) != 0 || m.Held(3) != 0 || len(m.Sample()) != 3 {
 		t.Fatal("Held or Sample out of range")
+	}
+}
+
+// noBuffers is a backend without buffers (no devmem.Backend).
+type noBuffers struct{ rk.Backend }
+
+// Buffers go to the backend of their device under its own ids and come
+// back with the global one; a copy between the GPUs' backend and the
+// CPU's goes through the host; a backend without buffers is an error
+// that says so.
+func TestMuxBuffers(t *testing.T) {
+	ctx := context.Background()
+	m := NewMux(sim.New(2), 2, sim.NewCPU(0))
+	gpu, err := m.AllocBuffer(ctx, 1, 64, devmem.DeviceMemory)
+	if err != nil || gpu.Device != 1 {
+		t.Fatalf("a GPU buffer: %+v, %v", gpu, err)
+	}
+	cpu, err := m.AllocBuffer(ctx, 2, 64, devmem.DeviceMemory)
+	if err != nil || cpu.Device != 2 {
+		t.Fatalf("a CPU buffer: %+v, %v", cpu, err)
+	}
+	want := []byte("sixty-four bytes, or near enough")
+	if err := m.Write(ctx, gpu, 8, want); err != nil {
+		t.Fatal(err)
+	}
+	path, err := m.Copy(ctx, cpu, 0, gpu, 8, len(want))
+	got := make([]byte, len(want))
+	if err == nil {
+		err = m.Read(ctx, cpu, 0, got)
+	}
+	if err != nil || path != p2pqueue.PathHost || string(got) != string(want) {
+		t.Fatalf("GPU -> CPU copy: %v path, %q, %v", path, got, err)
+	}
+	if _, err := m.AllocBuffer(ctx, 2, 1<<62, devmem.DeviceMemory); err == nil {
+		t.Fatal("an impossible CPU buffer was allocated")
+	} else if oom, ok := errors.AsType[*devmem.OutOfMemoryError](err); !ok || oom.Device != 2 {
+		t.Fatalf("out of memory on the CPU names device %v: %v", oom, err)
+	}
+	for _, b := range []devmem.Buffer{gpu, cpu} {
+		if err := m.FreeBuffer(b); err != nil {
+			t.Fatal(err)
+		}
+	}
+	bare := NewMux(noBuffers{sim.New(1)}, 1, sim.NewCPU(0))
+	if _, err := bare.AllocBuffer(ctx, 0, 64, devmem.DeviceMemory); !errors.Is(err, ErrBackend) || !strings.Contains(err.Error(), "does not implement devmem.Backend") {
+		t.Fatalf("a backend without buffers: %v", err)
 	}
 }
