@@ -232,9 +232,13 @@ func runPartition(ctx context.Context, rt *ra.Runtime, o options, kind string, d
 		bufs [3]*ra.Buffer // a, b, c: the elements it holds, in chunk order
 		p    *ra.Pipeline
 		msgs []ra.Data
-		last atomic.Int64 // when its latest chunk came back, since start (ns)
+		last atomic.Int64  // when its latest chunk came back, since start (ns)
+		back atomic.Int64  // chunks come back to the sink
+		all  chan struct{} // closed by the sink when every chunk came back
 	}
-	var start time.Time
+	// start is set just before the sends; the sinks read it (the race
+	// detector does not see the order the device queues give).
+	var start atomic.Int64
 	ds := make([]device, len(devs))
 	defer func() {
 		for i := range ds {
@@ -274,8 +278,12 @@ func runPartition(ctx context.Context, rt *ra.Runtime, o options, kind string, d
 			}
 		}
 		d := &ds[i]
+		d.all = make(chan struct{})
 		p, err := rt.Build(ctx, ra.PipelineSpec{Name: fmt.Sprintf("vectoradd-%s-%d", kind, dev), Deliver: ra.Sink{Func: func(ra.Result) {
-			d.last.Store(int64(time.Since(start)))
+			d.last.Store(time.Now().UnixNano() - start.Load())
+			if d.back.Add(1) == int64(len(d.msgs)) {
+				close(d.all)
+			}
 		}}, Stages: []ra.StageSpec{{
 			Name: "vadd", Op: opName, Device: dev,
 			Buffers: []ra.BufferUse{{Buffer: ds[i].bufs[0]}, {Buffer: ds[i].bufs[1]}, {Buffer: ds[i].bufs[2], Write: true}},
@@ -290,7 +298,7 @@ func runPartition(ctx context.Context, rt *ra.Runtime, o options, kind string, d
 	}
 	// Every device at once; a device's time is from the start until its
 	// last chunk came back.
-	start = time.Now()
+	start.Store(time.Now().UnixNano())
 	errs := make([]error, len(devs))
 	var wg sync.WaitGroup
 	for i := range ds {
@@ -303,11 +311,22 @@ func runPartition(ctx context.Context, rt *ra.Runtime, o options, kind string, d
 				errs[i] = err
 				return
 			}
-			errs[i] = p.Idle(ctx)
-			oc.shares[i].elapsed = time.Duration(ds[i].last.Load())
-			if st := p.Stats(); errs[i] == nil && st.DeadLettered > 0 {
-				errs[i] = fmt.Errorf("device %d: %d chunks dead-lettered", devs[i], st.DeadLettered)
+			if errs[i] = p.Idle(ctx); errs[i] != nil {
+				return
 			}
+			if st := p.Stats(); st.DeadLettered > 0 {
+				errs[i] = fmt.Errorf("device %d: %d chunks dead-lettered", devs[i], st.DeadLettered)
+				return
+			}
+			// Idle counts a chunk delivered once its result is decoded;
+			// the sink may still be handling the last one.
+			select {
+			case <-ds[i].all:
+			case <-ctx.Done():
+				errs[i] = ctx.Err()
+				return
+			}
+			oc.shares[i].elapsed = time.Duration(ds[i].last.Load())
 		})
 	}
 	wg.Wait()
