@@ -292,7 +292,10 @@ func ledgerRun(ctx context.Context, b *rkcuda.Backend, e ledgerDriver, v LedgerV
 	// idle waits until the kernel has slept once more after what the host
 	// has seen: it has finished the step that published it (the step's
 	// publish runs before the next idle round), and its last working
-	// round is in the work bank.
+	// round is in the work bank. The reading returned is one taken after
+	// the one that saw the sleep, so it holds every count made before
+	// that sleep (the driver's acquire loads; a reading copies the
+	// counters one by one).
 	idle := func() (Ledger, error) {
 		l0, err := read()
 		if err != nil {
@@ -300,8 +303,11 @@ func ledgerRun(ctx context.Context, b *rkcuda.Backend, e ledgerDriver, v LedgerV
 		}
 		for {
 			l, err := read()
-			if err != nil || l.Sleeps > l0.Sleeps {
+			if err != nil {
 				return l, err
+			}
+			if l.Sleeps > l0.Sleeps {
+				return read()
 			}
 			if err := ctx.Err(); err != nil {
 				return l, fmt.Errorf("waiting for the kernel to go idle: %w", err)

@@ -64,8 +64,12 @@ func checkClassic(t *testing.T, l Ledger, rounds, batch, outCap uint64) {
 	// The command seq: every 8th round or at a beat, at most once a round
 	// (no command is posted in the window, so never the command itself).
 	atMost(t, "command reads on the critical path", l.Work.Cmd, rounds)
-	// The clock offset: once per heartbeat, nowhere else.
-	eq(t, "clock offset reads (work + idle)", l.Work.Clock+l.Idle.Clock, l.Beats)
+	// The clock offset: once per heartbeat, nowhere else (give or take
+	// one: the window may end or start inside an idle round, whose beat
+	// is counted at once and whose loads when the round ends).
+	if c := l.Work.Clock + l.Idle.Clock; c+1 < l.Beats || c > l.Beats+1 {
+		t.Errorf("clock offset reads (work + idle): %d, want one per heartbeat (%d), give or take one", c, l.Beats)
+	}
 	eq(t, ".sys loads on the critical path", l.Work.Sys, l.Work.Tail+l.Work.Head+l.Work.Cmd+l.Work.Clock)
 	eq(t, ".gpu loads (host links: none)", l.Work.GPU+l.Idle.GPU, 0)
 	// Publish (flush): one fence.acq_rel.sys per batch, then two fenced

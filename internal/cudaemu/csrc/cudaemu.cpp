@@ -1927,14 +1927,16 @@ unsigned long long cudaemu_ledger_mark(void) {
 // order) whose id is at or above from: up to n counters into out (in
 // RA_HOST_LEDGER_* order), its kernel's name into name (NUL-terminated,
 // cap bytes) and its id into *id. It returns RA_HOST_LEDGER_N, or -1 when
-// there is no such launch. A running kernel's counters are read live.
+// there is no such launch. A running kernel's counters are read live
+// (acquire loads: a later call sees every count made before one this call
+// saw).
 int cudaemu_ledger(unsigned long long from, int i, char *name, int cap, unsigned long long *id, unsigned long long *out, int n) {
     std::lock_guard<std::mutex> g(ledger_mu);
     for (auto &e : ledgers) {
         if (e.id < from || i-- > 0) continue;
         if (name && cap > 0) snprintf(name, (size_t)cap, "%s", e.name.c_str());
         if (id) *id = e.id;
-        for (int k = 0; k < n && k < RA_HOST_LEDGER_N; k++) out[k] = e.l->c[k].load(std::memory_order_relaxed);
+        for (int k = 0; k < n && k < RA_HOST_LEDGER_N; k++) out[k] = e.l->c[k].load(std::memory_order_acquire);
         return RA_HOST_LEDGER_N;
     }
     return -1;

@@ -72,7 +72,8 @@ extern "C" void ra_host_seam(const void *p, int sys);
 // one per *_ring launch and fills in the addresses below; null elsewhere,
 // as in the ThreadSanitizer harness: nothing is counted). Only thread 0
 // touches links and the control block, so the counters have one writer
-// (relaxed atomics: a reader on another thread may read them live).
+// (atomics, stored with release: a reader on another thread may read them
+// live, and one that has seen a count sees the counts made before it).
 //
 // A load is classified by its word (a link's tail, head or closed flag;
 // the control block's command words or clock offset; anything else) and
@@ -122,7 +123,9 @@ struct ra_host_ledger {
     unsigned off_cmd = 0, off_cmd_seq = 0, off_cmd_arg = 0, off_clock = 0, off_beat = 0, off_processed = 0;
     std::atomic<unsigned long long> c[RA_HOST_LEDGER_N] = {};
     unsigned long long round[RA_HOST_LEDGER_IDLE] = {};  // this polling round's loads (thread 0)
-    void add(int i, unsigned long long v = 1) { c[i].store(c[i].load(std::memory_order_relaxed) + v, std::memory_order_relaxed); }
+    // add: one writer, so a load and a store; a release, so a reader that
+    // acquires a count sees every count the loop made before it.
+    void add(int i, unsigned long long v = 1) { c[i].store(c[i].load(std::memory_order_relaxed) + v, std::memory_order_release); }
     // fold ends a polling round: its loads to the idle or the work bank.
     void fold(bool idle) {
         for (int i = 0; i < RA_HOST_LEDGER_IDLE; i++)
