@@ -46,7 +46,9 @@
 //   - cuLaunchKernel copies the arguments and runs the kernel's grid on
 //     threads of its own: every block, each of blockDim.x threads (capped at
 //     RINGACTOR_EMU_THREADS, default 32), with per-block shared memory and a
-//     real __syncthreads (ra_host.h). A stream is NOT_READY while a kernel
+//     real __syncthreads (ra_host.h); a *_ring kernel counts its costs into
+//     a ledger of its own (ra_host_ledger), which cudaemu_ledger reads
+//     (another entry point no real driver has). A stream is NOT_READY while a kernel
 //     launched on it runs. A cooperative launch of more blocks than
 //     RINGACTOR_EMU_BLOCKS_PER_SM times the device's SMs fails with
 //     CUDA_ERROR_COOPERATIVE_LAUNCH_TOO_LARGE.
