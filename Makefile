@@ -61,6 +61,10 @@ EMU_BUFFER_PKGS  ?= ./runtime ./internal/bench
 # The bench rows that go through the CUDA backend (the rest are sim's).
 EMU_BENCH_TESTS ?= P2PRowsOnTheGPUs|PipelineRowOnTheGPUs|AllReduceRowsOnTheGPUs
 EMU_BENCH_PKGS  ?= ./internal/bench
+# The cost ledger (internal/gpubench, docs/BENCHMARKS.md "ledger"): each loop
+# variant held to the counts of its design, over the emulated driver.
+EMU_LEDGER_TESTS ?= TestLedger
+EMU_LEDGER_PKGS  ?= ./internal/gpubench
 # Once more with the emulated copy engine late (RINGACTOR_EMU_COPY_LAG_US):
 # device-memory setup copies land EMU_LAG_US later, so a launch that is not
 # fenced after them (GPU-REVIEW D2) fails. The packages that set up device
@@ -112,6 +116,7 @@ test: vet emu relacy tsan
 	$(EMU_ENV) $(GO) test -race -count=1 -timeout $(TEST_TIMEOUT) $(EMU_PKGS)
 	$(EMU_ENV) RINGACTOR_EMU_DEVICES=4 $(GO) test -race -count=1 -timeout $(TEST_TIMEOUT) $(EMU_WIDE_PKGS)
 	$(EMU_ENV) $(GO) test -race -count=1 -timeout $(TEST_TIMEOUT) -run '$(EMU_BENCH_TESTS)' $(EMU_BENCH_PKGS)
+	$(EMU_ENV) $(GO) test -race -count=1 -timeout $(TEST_TIMEOUT) -run '$(EMU_LEDGER_TESTS)' $(EMU_LEDGER_PKGS)
 	$(EMU_ENV) RINGACTOR_EMU_PEERS=0-1 $(GO) test -race -count=1 -timeout $(TEST_TIMEOUT) -run 'TestConformance$$/Buffers' ./ringkernel/cuda
 	$(EMU_ENV) RINGACTOR_EMU_DEVICES=4 RINGACTOR_EMU_PEERS=0-1 $(GO) test -race -count=1 -timeout $(TEST_TIMEOUT) -run '$(EMU_BUFFER_TESTS)' $(EMU_BUFFER_PKGS)
 	$(EMU_ENV) RINGACTOR_EMU_COPY_LAG_US=$(EMU_LAG_US) $(GO) test -race -count=1 -timeout $(TEST_TIMEOUT) $(EMU_LAG_PKGS)

@@ -28,6 +28,11 @@ func benchGPU(ctx context.Context, args []string, out, errOut io.Writer) error {
 		return fmt.Errorf("needs a GPU: %w", err)
 	}
 	defer b.Close()
+	if gpubench.LedgerSupported(b) && !*asJSON { // the emulated driver: its cost ledger first (docs/BENCHMARKS.md "ledger")
+		if err := gpubench.WriteLedger(ctx, out, b); err != nil {
+			return err
+		}
+	}
 	rows, err := gpubench.Run(ctx, b, gpubench.Options{Samples: *samples, Messages: *msgs, Progress: errOut})
 	if err != nil {
 		return err

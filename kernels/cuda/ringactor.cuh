@@ -38,18 +38,18 @@ typedef unsigned long long ra_u64;
 // there: GCC's ThreadSanitizer does not model fences, and the release
 // store is what the fence-plus-store pair promises.
 #if defined(RA_HOST)
-__device__ __forceinline__ ra_u64 ra_load_acquire_sys(const ra_u64 *p) { ra_host_seam(p, 1); return __atomic_load_n(p, __ATOMIC_ACQUIRE); }
-__device__ __forceinline__ void ra_store_release_sys(ra_u64 *p, ra_u64 v) { ra_host_seam(p, 1); __atomic_store_n(p, v, __ATOMIC_RELEASE); }
-__device__ __forceinline__ ra_u64 ra_load_acquire_gpu(const ra_u64 *p) { ra_host_seam(p, 0); return __atomic_load_n(p, __ATOMIC_ACQUIRE); }
-__device__ __forceinline__ void ra_store_release_gpu(ra_u64 *p, ra_u64 v) { ra_host_seam(p, 0); __atomic_store_n(p, v, __ATOMIC_RELEASE); }
-__device__ __forceinline__ ra_u32 ra_load_acquire_sys32(const ra_u32 *p) { ra_host_seam(p, 1); return __atomic_load_n(p, __ATOMIC_ACQUIRE); }
-__device__ __forceinline__ void ra_store_release_sys32(ra_u32 *p, ra_u32 v) { ra_host_seam(p, 1); __atomic_store_n(p, v, __ATOMIC_RELEASE); }
-__device__ __forceinline__ ra_u64 ra_load_relaxed_sys(const ra_u64 *p) { ra_host_seam(p, 1); return __atomic_load_n(p, __ATOMIC_RELAXED); }
-__device__ __forceinline__ ra_u32 ra_load_relaxed_sys32(const ra_u32 *p) { ra_host_seam(p, 1); return __atomic_load_n(p, __ATOMIC_RELAXED); }
-__device__ __forceinline__ void ra_store_relaxed_sys(ra_u64 *p, ra_u64 v) { ra_host_seam(p, 1); __atomic_store_n(p, v, __ATOMIC_RELAXED); }
-__device__ __forceinline__ void ra_store_relaxed_sys32(ra_u32 *p, ra_u32 v) { ra_host_seam(p, 1); __atomic_store_n(p, v, __ATOMIC_RELAXED); }
-__device__ __forceinline__ void ra_fence_acq_rel(bool sys) { (void)sys; __atomic_thread_fence(__ATOMIC_ACQ_REL); }
-__device__ __forceinline__ void ra_store_fenced(ra_u64 *p, ra_u64 v, bool sys) { ra_host_seam(p, sys); __atomic_store_n(p, v, __ATOMIC_RELEASE); }
+__device__ __forceinline__ ra_u64 ra_load_acquire_sys(const ra_u64 *p) { ra_host_op(p, 1, RA_HOST_LD_ACQ, 0); return __atomic_load_n(p, __ATOMIC_ACQUIRE); }
+__device__ __forceinline__ void ra_store_release_sys(ra_u64 *p, ra_u64 v) { ra_host_op(p, 1, RA_HOST_ST_REL, v); __atomic_store_n(p, v, __ATOMIC_RELEASE); }
+__device__ __forceinline__ ra_u64 ra_load_acquire_gpu(const ra_u64 *p) { ra_host_op(p, 0, RA_HOST_LD_ACQ, 0); return __atomic_load_n(p, __ATOMIC_ACQUIRE); }
+__device__ __forceinline__ void ra_store_release_gpu(ra_u64 *p, ra_u64 v) { ra_host_op(p, 0, RA_HOST_ST_REL, v); __atomic_store_n(p, v, __ATOMIC_RELEASE); }
+__device__ __forceinline__ ra_u32 ra_load_acquire_sys32(const ra_u32 *p) { ra_host_op(p, 1, RA_HOST_LD_ACQ, 0); return __atomic_load_n(p, __ATOMIC_ACQUIRE); }
+__device__ __forceinline__ void ra_store_release_sys32(ra_u32 *p, ra_u32 v) { ra_host_op(p, 1, RA_HOST_ST_REL, v); __atomic_store_n(p, v, __ATOMIC_RELEASE); }
+__device__ __forceinline__ ra_u64 ra_load_relaxed_sys(const ra_u64 *p) { ra_host_op(p, 1, RA_HOST_LD_RLX, 0); return __atomic_load_n(p, __ATOMIC_RELAXED); }
+__device__ __forceinline__ ra_u32 ra_load_relaxed_sys32(const ra_u32 *p) { ra_host_op(p, 1, RA_HOST_LD_RLX, 0); return __atomic_load_n(p, __ATOMIC_RELAXED); }
+__device__ __forceinline__ void ra_store_relaxed_sys(ra_u64 *p, ra_u64 v) { ra_host_op(p, 1, RA_HOST_ST_RLX, v); __atomic_store_n(p, v, __ATOMIC_RELAXED); }
+__device__ __forceinline__ void ra_store_relaxed_sys32(ra_u32 *p, ra_u32 v) { ra_host_op(p, 1, RA_HOST_ST_RLX, v); __atomic_store_n(p, v, __ATOMIC_RELAXED); }
+__device__ __forceinline__ void ra_fence_acq_rel(bool sys) { ra_host_fence(sys); __atomic_thread_fence(__ATOMIC_ACQ_REL); }
+__device__ __forceinline__ void ra_store_fenced(ra_u64 *p, ra_u64 v, bool sys) { ra_host_op(p, sys, RA_HOST_ST_FENCED, v); __atomic_store_n(p, v, __ATOMIC_RELEASE); }
 #elif defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 700
 __device__ __forceinline__ ra_u64 ra_load_acquire_sys(const ra_u64 *p) {
     ra_u64 v;

@@ -46,7 +46,9 @@
 //   - cuLaunchKernel copies the arguments and runs the kernel's grid on
 //     threads of its own: every block, each of blockDim.x threads (capped at
 //     RINGACTOR_EMU_THREADS, default 32), with per-block shared memory and a
-//     real __syncthreads (ra_host.h). A stream is NOT_READY while a kernel
+//     real __syncthreads (ra_host.h); a *_ring kernel counts its costs into
+//     a ledger of its own (ra_host_ledger), which cudaemu_ledger reads
+//     (another entry point no real driver has). A stream is NOT_READY while a kernel
 //     launched on it runs. A cooperative launch of more blocks than
 //     RINGACTOR_EMU_BLOCKS_PER_SM times the device's SMs fails with
 //     CUDA_ERROR_COOPERATIVE_LAUNCH_TOO_LARGE.
@@ -330,6 +332,7 @@ struct Launch {
     ra_host_dim3 grid{1, 1, 1}, block{1, 1, 1};  // the launch's shape (ra_host_run_grid caps the threads)
     std::shared_ptr<const std::vector<Node>> graph;  // a graph launch's nodes, run in order
     bool threaded = false;  // it runs on a thread of its own (not cudaemu_test_seam's pretend kernel)
+    std::shared_ptr<ra_host_ledger> ledger;  // a *_ring kernel's cost ledger (ledger_for), else null
 };
 
 // What a graph launch's Launch names as its kernel.
@@ -1394,6 +1397,52 @@ static CUresult check_ring_args(const char *call, const Launch *l) {
     return res;
 }
 
+// ---- The cost ledger (ra_host.h): one per *_ring launch, kept after the
+// kernel ends (the last RA_LEDGER_KEEP launches), read by
+// cudaemu_ledger. Ids are the launches' (next_launch_id).
+#define RA_LEDGER_KEEP 1024
+struct LedgerEntry {
+    unsigned long long id;
+    std::string name;
+    std::shared_ptr<ra_host_ledger> l;
+};
+static std::mutex ledger_mu;
+static std::deque<LedgerEntry> ledgers;  // guarded by ledger_mu, by id
+
+// ledger_for gives a *_ring launch its ledger: the control block and the
+// links of its ra_ring_args, and the offsets to classify words by. Holds
+// mu (l->id is assigned by start, next).
+static void ledger_for(Launch *l) {
+    const cudaemu_kernel *k = l->k;
+    size_t n = strlen(k->name);
+    if (n <= 5 || strcmp(k->name + n - 5, "_ring") != 0 || k->nparams != 1 || l->args[0].size() < RA_ARG_SIZE) return;
+    const unsigned char *a = l->args[0].data();
+    auto u64 = [a](unsigned off) {
+        unsigned long long v;
+        memcpy(&v, a + off, 8);
+        return v;
+    };
+    auto u32 = [a](unsigned off) {
+        unsigned v;
+        memcpy(&v, a + off, 4);
+        return v;
+    };
+    auto L = std::make_shared<ra_host_ledger>();
+    L->ctrl = (uintptr_t)u64(RA_ARG_OFF_CTRL);
+    unsigned nin = std::min(u32(RA_ARG_OFF_NUM_IN), (unsigned)RA_MAX_IN_LINKS), nout = std::min(u32(RA_ARG_OFF_NUM_OUT), (unsigned)RA_MAX_OUT_LINKS);
+    for (unsigned i = 0; i < nin; i++) L->links[L->nlinks++] = (uintptr_t)u64(RA_ARG_OFF_IN + 8 * i);
+    L->nin = L->nlinks;
+    for (unsigned i = 0; i < nout; i++) L->links[L->nlinks++] = (uintptr_t)u64(RA_ARG_OFF_OUT + 8 * i);
+    L->off_tail = RA_Q_OFF_TAIL, L->off_head = RA_Q_OFF_HEAD, L->off_closed = RA_Q_OFF_CLOSED;
+    L->off_releases = RA_Q_OFF_RELEASES, L->off_slots = RA_Q_OFF_SLOTS;
+    L->off_cmd = RA_CB_OFF_COMMAND, L->off_cmd_seq = RA_CB_OFF_COMMAND_SEQ, L->off_cmd_arg = RA_CB_OFF_COMMAND_ARG;
+    L->off_clock = RA_CB_OFF_CLOCK_OFFSET, L->off_beat = RA_CB_OFF_HEARTBEAT, L->off_processed = RA_CB_OFF_PROCESSED;
+    l->ledger = L;
+    std::lock_guard<std::mutex> g(ledger_mu);
+    ledgers.push_back({next_launch_id, k->name, L});
+    while (ledgers.size() > RA_LEDGER_KEEP) ledgers.pop_front();
+}
+
 // run_graph runs a graph launch's nodes in order on its thread: each
 // kernel as its grid (with copies of its arguments of its own), each copy
 // at once.
@@ -1425,7 +1474,9 @@ static void start(const std::shared_ptr<Launch> &l, Stream *st) {
         } else {
             std::vector<void *> ps;
             for (auto &a : l->args) ps.push_back(a.data());
+            ra_host_led = l->ledger.get();  // ra_host_run_grid sets it on every thread
             ra_host_run_grid(l->grid, l->block, l->k->run, ps.data(), l.get());
+            ra_host_led = nullptr;
         }
         l->end_ns = now_ns();
         l->done.store(true, std::memory_order_release);
@@ -1492,6 +1543,7 @@ static CUresult launch(const char *call, bool coop, void *f, unsigned gx, unsign
     }
     reap();
     if (CUresult r = check_ring_args(call, l.get())) return r;
+    ledger_for(l.get());
     rec.grid[0] = gx, rec.grid[1] = gy, rec.grid[2] = gz;
     rec.block[0] = bx, rec.block[1] = by, rec.block[2] = bz;
     rec.shared = shared;
@@ -1864,6 +1916,32 @@ void ra_host_seam(const void *p, int sys) {
     if (!seam_seen[sys ? 1 : 0].insert(w).second) return;
     std::lock_guard<std::mutex> g(mu);
     seam_check(l, w, sys == 0);
+}
+
+// cudaemu_ledger_mark is the id the next launch will have: the ledgers
+// of the launches after a mark are those with an id at or above it.
+unsigned long long cudaemu_ledger_mark(void) {
+    std::lock_guard<std::mutex> g(mu);
+    return next_launch_id;
+}
+
+// cudaemu_ledger copies the ledger of the i-th *_ring launch (in launch
+// order) whose id is at or above from: up to n counters into out (in
+// RA_HOST_LEDGER_* order), its kernel's name into name (NUL-terminated,
+// cap bytes) and its id into *id. It returns RA_HOST_LEDGER_N, or -1 when
+// there is no such launch. A running kernel's counters are read live
+// (acquire loads: a later call sees every count made before one this call
+// saw).
+int cudaemu_ledger(unsigned long long from, int i, char *name, int cap, unsigned long long *id, unsigned long long *out, int n) {
+    std::lock_guard<std::mutex> g(ledger_mu);
+    for (auto &e : ledgers) {
+        if (e.id < from || i-- > 0) continue;
+        if (name && cap > 0) snprintf(name, (size_t)cap, "%s", e.name.c_str());
+        if (id) *id = e.id;
+        for (int k = 0; k < n && k < RA_HOST_LEDGER_N; k++) out[k] = e.l->c[k].load(std::memory_order_acquire);
+        return RA_HOST_LEDGER_N;
+    }
+    return -1;
 }
 
 // cudaemu_test_seam lets a test (testdata/scope.c) drive the hook as a

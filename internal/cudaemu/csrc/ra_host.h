@@ -64,6 +64,75 @@ struct ra_host_dim3 {
 // (cudaemu.cpp: scope checker, jitter) or by a harness.
 extern "C" void ra_host_seam(const void *p, int sys);
 
+// ---- the cost ledger -----------------------------------------------------
+// What a ring kernel's loop spends on its critical path, counted in the host
+// build by the seams (ringactor.cuh calls ra_host_op and ra_host_fence
+// there), __syncthreads and the idle backoff, into the ledger of the
+// launch the thread runs for (ra_host_led: the emulated driver allocates
+// one per *_ring launch and fills in the addresses below; null elsewhere,
+// as in the ThreadSanitizer harness: nothing is counted). Only thread 0
+// touches links and the control block, so the counters have one writer
+// (atomics, stored with release: a reader on another thread may read them
+// live, and one that has seen a count sees the counts made before it).
+//
+// A load is classified by its word (a link's tail, head or closed flag;
+// the control block's command words or clock offset; anything else) and
+// its scope. Loads are held per polling round: a round that ends in the
+// idle backoff (ra_host_sleep_ns) adds them to the idle bank, a round that
+// ends at thread 0's next __syncthreads (a batch, or the loop's end) to
+// the work bank, so the work bank is what a message waits for.
+// internal/gpubench/ledger.go mirrors RA_HOST_LEDGER_* by name and order.
+enum {
+    // loads, work bank (add RA_HOST_LEDGER_IDLE for the idle bank)
+    RA_HOST_LEDGER_TAIL,    // an in-link's tail (ld.acquire: the ingress poll)
+    RA_HOST_LEDGER_HEAD,    // an out-link's head (ld.acquire: room to publish)
+    RA_HOST_LEDGER_CLOSED,  // a link's closed flag
+    RA_HOST_LEDGER_CMD,     // the command seq, command and argument
+    RA_HOST_LEDGER_CLOCK,   // the clock offset
+    RA_HOST_LEDGER_OTHER,   // any other word (attach, barrier flags, stage id)
+    RA_HOST_LEDGER_LD_SYS,  // all of the above at .sys scope
+    RA_HOST_LEDGER_LD_GPU,  // all of the above at .gpu scope
+    RA_HOST_LEDGER_IDLE,    // the same eight, idle bank
+    // stores and fences
+    RA_HOST_LEDGER_FENCE_SYS = 2 * RA_HOST_LEDGER_IDLE,  // fence.acq_rel.sys
+    RA_HOST_LEDGER_FENCE_GPU,   // fence.acq_rel.gpu
+    RA_HOST_LEDGER_REL_SYS,     // st.release.sys
+    RA_HOST_LEDGER_REL_GPU,     // st.release.gpu
+    RA_HOST_LEDGER_FENCED_SYS,  // st.relaxed.sys after a fence (a fenced release)
+    RA_HOST_LEDGER_FENCED_GPU,  // st.relaxed.gpu after a fence
+    RA_HOST_LEDGER_RLX_SYS,     // st.relaxed.sys (counters, last error)
+    RA_HOST_LEDGER_BEATS,       // heartbeat stores (st.release.sys)
+    // the block and the backoff
+    RA_HOST_LEDGER_BARRIERS,  // __syncthreads reached by thread 0
+    RA_HOST_LEDGER_SLEEPS,    // __nanosleep calls (idle backoff, trace ring full)
+    RA_HOST_LEDGER_SLEEP_NS,  // ns they asked for
+    // the loop's own counts, from its stores
+    RA_HOST_LEDGER_BATCHES,   // in-link releases stored (one per batch taken)
+    RA_HOST_LEDGER_MESSAGES,  // the last processed count stored
+    RA_HOST_LEDGER_N,
+};
+// The seams' operations (ra_host_op).
+enum { RA_HOST_LD_ACQ, RA_HOST_LD_RLX, RA_HOST_ST_REL, RA_HOST_ST_RLX, RA_HOST_ST_FENCED };
+#define RA_HOST_LEDGER_MAX_LINKS 24
+struct ra_host_ledger {
+    // Filled by whoever allocates it, before the launch: the words to
+    // classify by (link bases; the offsets of ringactor_layout.h).
+    uintptr_t ctrl = 0, links[RA_HOST_LEDGER_MAX_LINKS] = {};
+    unsigned nin = 0, nlinks = 0;  // links[0, nin) are in-links, then out-links
+    unsigned off_tail = 0, off_head = 0, off_closed = 0, off_releases = 0, off_slots = 0;  // a link's header: [base, base + off_slots)
+    unsigned off_cmd = 0, off_cmd_seq = 0, off_cmd_arg = 0, off_clock = 0, off_beat = 0, off_processed = 0;
+    std::atomic<unsigned long long> c[RA_HOST_LEDGER_N] = {};
+    unsigned long long round[RA_HOST_LEDGER_IDLE] = {};  // this polling round's loads (thread 0)
+    // add: one writer, so a load and a store; a release, so a reader that
+    // acquires a count sees every count the loop made before it.
+    void add(int i, unsigned long long v = 1) { c[i].store(c[i].load(std::memory_order_relaxed) + v, std::memory_order_release); }
+    // fold ends a polling round: its loads to the idle or the work bank.
+    void fold(bool idle) {
+        for (int i = 0; i < RA_HOST_LEDGER_IDLE; i++)
+            if (round[i]) add(i + (idle ? RA_HOST_LEDGER_IDLE : 0), round[i]), round[i] = 0;
+    }
+};
+
 // The block a thread belongs to: its barrier and its shared arena.
 #define RA_HOST_SHARED_BYTES (64 * 1024)
 #define RA_HOST_SHARED_OBJECTS 16
@@ -87,6 +156,8 @@ inline thread_local ra_host_block *ra_host_blk = nullptr;
 // The launch a thread runs for (the emulated driver's Launch*): set on
 // every thread of the grid from the launching thread's value.
 inline thread_local void *ra_host_tag = nullptr;
+// The cost ledger a thread counts into (null: none), set like ra_host_tag.
+inline thread_local ra_host_ledger *ra_host_led = nullptr;
 #else
 // A user module (RA_HOST_MODULE): a user op's source, which the emulated
 // driver builds into a library of its own (cudaemu.cpp's
@@ -96,7 +167,49 @@ inline thread_local void *ra_host_tag = nullptr;
 extern thread_local ra_host_dim3 threadIdx, blockIdx, blockDim, gridDim;
 extern thread_local ra_host_block *ra_host_blk;
 extern thread_local void *ra_host_tag;
+extern thread_local ra_host_ledger *ra_host_led;
 #endif
+
+// ra_host_op: what the host build's seams call before each cross-agent
+// access (op RA_HOST_*; v the value a store writes): the driver's
+// ra_host_seam, then the ledger.
+inline void ra_host_op(const void *p, int sys, int op, unsigned long long v) {
+    ra_host_seam(p, sys);
+    ra_host_ledger *L = ra_host_led;
+    if (L == nullptr) return;
+    const uintptr_t a = (uintptr_t)p;
+    int link = -1;
+    unsigned off = 0;
+    for (unsigned i = 0; i < L->nlinks; i++)
+        if (a >= L->links[i] && a < L->links[i] + L->off_slots) link = (int)i, off = (unsigned)(a - L->links[i]);
+    if (op == RA_HOST_LD_ACQ || op == RA_HOST_LD_RLX) {
+        int k = RA_HOST_LEDGER_OTHER;
+        if (link >= 0) {
+            if (off == L->off_tail && (unsigned)link < L->nin) k = RA_HOST_LEDGER_TAIL;
+            else if (off == L->off_head && (unsigned)link >= L->nin) k = RA_HOST_LEDGER_HEAD;
+            else if (off == L->off_closed) k = RA_HOST_LEDGER_CLOSED;
+        } else if (a == L->ctrl + L->off_cmd || a == L->ctrl + L->off_cmd_seq || a == L->ctrl + L->off_cmd_arg) {
+            k = RA_HOST_LEDGER_CMD;
+        } else if (a == L->ctrl + L->off_clock) {
+            k = RA_HOST_LEDGER_CLOCK;
+        }
+        L->round[k]++;
+        L->round[sys ? RA_HOST_LEDGER_LD_SYS : RA_HOST_LEDGER_LD_GPU]++;
+        return;
+    }
+    if (op == RA_HOST_ST_REL) L->add(sys ? RA_HOST_LEDGER_REL_SYS : RA_HOST_LEDGER_REL_GPU);
+    else if (op == RA_HOST_ST_FENCED) L->add(sys ? RA_HOST_LEDGER_FENCED_SYS : RA_HOST_LEDGER_FENCED_GPU);
+    else if (sys) L->add(RA_HOST_LEDGER_RLX_SYS);
+    if (link >= 0 && (unsigned)link < L->nin && off == L->off_releases) L->add(RA_HOST_LEDGER_BATCHES);
+    else if (L->ctrl && a == L->ctrl + L->off_beat) L->add(RA_HOST_LEDGER_BEATS);
+    else if (L->ctrl && a == L->ctrl + L->off_processed) L->c[RA_HOST_LEDGER_MESSAGES].store(v, std::memory_order_relaxed);
+}
+
+// ra_host_fence: what the host build's ra_fence_acq_rel calls (the
+// ledger's count; the fence itself is the caller's).
+inline void ra_host_fence(bool sys) {
+    if (ra_host_ledger *L = ra_host_led) L->add(sys ? RA_HOST_LEDGER_FENCE_SYS : RA_HOST_LEDGER_FENCE_GPU);
+}
 
 // Ends the current barrier if c (the count after this thread's change)
 // says every thread has arrived or exited: the arrivals go back to 0,
@@ -113,6 +226,7 @@ inline void ra_host_release_if_all(ra_host_block *b, unsigned long long c) {
 // __syncthreads: arrive, then park on the generation until the last
 // thread moves it (a futex: no spinning, no lock to re-take on wake-up).
 inline void __syncthreads() {
+    if (ra_host_ledger *L = ra_host_led; L != nullptr && threadIdx.x == 0) L->fold(false), L->add(RA_HOST_LEDGER_BARRIERS);
     ra_host_block *b = ra_host_blk;
     if (b == nullptr || b->size == 1) return;
     const unsigned g = b->gen.load(std::memory_order_acquire);
@@ -178,6 +292,7 @@ inline void ra_host_run_grid(ra_host_dim3 grid, ra_host_dim3 block, ra_host_kern
         blocks.emplace_back(new ra_host_block);
         blocks.back()->size = threads;
     }
+    ra_host_ledger *const led = ra_host_led;  // the launching thread's, as the tag
     auto body = [=](ra_host_block *blk, unsigned b, unsigned t) {
         threadIdx = {t, 0, 0};
         blockIdx = {b % gdim.x, (b / gdim.x) % gdim.y, b / (gdim.x * gdim.y)};
@@ -185,6 +300,7 @@ inline void ra_host_run_grid(ra_host_dim3 grid, ra_host_dim3 block, ra_host_kern
         gridDim = gdim;
         ra_host_blk = blk;
         ra_host_tag = tag;
+        ra_host_led = led;
         fn(params);
         ra_host_exit_block(blk);
         ra_host_blk = nullptr;
@@ -230,6 +346,7 @@ inline unsigned long long ra_host_clock_ns() {
 // sleep up (timer slack, tens of microseconds), which keeps idle emulated
 // kernels from eating a small machine's cores.
 inline void ra_host_sleep_ns(unsigned ns) {
+    if (ra_host_ledger *L = ra_host_led) L->fold(true), L->add(RA_HOST_LEDGER_SLEEPS), L->add(RA_HOST_LEDGER_SLEEP_NS, ns);
     struct timespec ts = {0, (long)ns};
     nanosleep(&ts, 0);
 }
