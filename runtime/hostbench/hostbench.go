@@ -4,9 +4,9 @@
 // runtime stage configures it) and the egress pump's decode of an exit's
 // link into Results handed to a sink (runtime/internal/egress). The
 // other end of each link is a Go loop that does as little as a link
-// allows (release what it reads; publish prebuilt results), and Queue is
-// the same two loops around a bare p2pqueue, the baseline the host rows
-// are a ratio of. `ringactor bench`'s host/ rows run it.
+// allows (release what it reads; publish prebuilt results), and the same
+// loops around a bare p2pqueue are the baselines the host rows are a
+// ratio of (QueueIn, QueueOut). `ringactor bench`'s host/ rows run it.
 //
 // It is a measuring tool, not an API: it may change in any release.
 package hostbench
@@ -255,10 +255,43 @@ func (*host) Answer(uint64, ra.Result) bool                      { return false 
 func (h *host) Dead(_ uint32, _ uint64, _ egress.Why, err error) { h.dead.CompareAndSwap(nil, &err) }
 func (*host) Traced(uint32, uint64, time.Time)                   {}
 
-// Queue is the baseline: the same producer and consumer loops around a
-// bare link, n messages of 64-byte payloads in batches of Batch,
-// EnqueueBatch in, DequeueBatch (a copy out) out.
-func Queue(ctx context.Context, n int) (time.Duration, error) {
+// QueueIn is SendBatch's baseline: the same consumer, which releases
+// what it reads, and a producer that publishes n prebuilt messages of 64
+// bytes in batches of Batch with EnqueueBatch (a copy into the slots).
+func QueueIn(ctx context.Context, n int) (time.Duration, error) {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	p, c, err := newLink()
+	if err != nil {
+		return 0, err
+	}
+	got := make(chan error, 1)
+	var released int
+	start := time.Now()
+	go func() {
+		var err error
+		released, err = drain(ctx, c)
+		got <- err
+	}()
+	if err := produce(ctx, p, n); err != nil {
+		cancel()
+		<-got
+		return 0, err
+	}
+	if err := <-got; err != nil {
+		return 0, err
+	}
+	el := time.Since(start)
+	if released != n {
+		return 0, fmt.Errorf("published %d, released %d", n, released)
+	}
+	return el, nil
+}
+
+// QueueOut is Egress's baseline: the same producer, and a consumer that
+// takes the messages out with DequeueBatch (a copy out of the slots, into
+// reused buffers), in batches of Batch.
+func QueueOut(ctx context.Context, n int) (time.Duration, error) {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	p, c, err := newLink()

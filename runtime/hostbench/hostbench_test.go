@@ -21,7 +21,8 @@ func BenchmarkEgressChan(b *testing.B) {
 		return hostbench.Egress(ctx, n, hostbench.Chan)
 	})
 }
-func BenchmarkQueue(b *testing.B) { bench(b, hostbench.Queue) }
+func BenchmarkQueueIn(b *testing.B)  { bench(b, hostbench.QueueIn) }
+func BenchmarkQueueOut(b *testing.B) { bench(b, hostbench.QueueOut) }
 
 func bench(b *testing.B, run func(context.Context, int) (time.Duration, error)) {
 	b.ReportAllocs()
@@ -44,8 +45,11 @@ func TestRows(t *testing.T) {
 				t.Fatalf("Egress(%d, %d): %v", n, s, err)
 			}
 		}
-		if _, err := hostbench.Queue(ctx, n); err != nil {
-			t.Fatalf("Queue(%d): %v", n, err)
+		if _, err := hostbench.QueueIn(ctx, n); err != nil {
+			t.Fatalf("QueueIn(%d): %v", n, err)
+		}
+		if _, err := hostbench.QueueOut(ctx, n); err != nil {
+			t.Fatalf("QueueOut(%d): %v", n, err)
 		}
 	}
 }
