@@ -111,8 +111,11 @@ func SendBatch(ctx context.Context, n int) (time.Duration, error) {
 		Refusal: func() (ra.Reason, error) { return ra.ReasonPipelineClosed, ra.ErrClosed },
 		Running: func() (bool, fmt.Stringer) { return true, nil },
 	})
-	ds := make([]ra.Data, Batch)
+	ds := make([]ra.Data, Batch) // Send leaves them as they are: made once
 	v := message()
+	for i := range ds {
+		ds[i] = ra.Data{Floats: v}
+	}
 	got := make(chan error, 1)
 	var released int
 	start := time.Now()
@@ -123,9 +126,6 @@ func SendBatch(ctx context.Context, n int) (time.Duration, error) {
 	}()
 	for sent := 0; sent < n; {
 		k := min(Batch, n-sent)
-		for i := range k {
-			ds[i] = ra.Data{Floats: v}
-		}
 		taken, err := l.Send(ctx, ds[:k], nil)
 		if err != nil {
 			cancel()
@@ -192,7 +192,7 @@ func Egress(ctx context.Context, n int, sink Sink) (time.Duration, error) {
 	var acct account.Account
 	acct.Enter(n) // the messages' sends, which this measures not
 	h := &host{}
-	pump := &egress.Pump[ra.Result]{Name: "host", Host: h, Acct: &acct, Ctx: ctx, Closing: make(chan struct{}), ErrNotRead: ra.ErrSinkNotRead}
+	pump := &egress.Pump[ra.Result]{Name: "host", Host: h, Pending: func() bool { return false }, Acct: &acct, Ctx: ctx, Closing: make(chan struct{}), ErrNotRead: ra.ErrSinkNotRead}
 	var got atomic.Int64
 	read := make(chan struct{})
 	switch sink {
