@@ -15,7 +15,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"runtime"
 	"sync/atomic"
 	"time"
 
@@ -150,8 +149,8 @@ func SendBatch(ctx context.Context, n int) (time.Duration, error) {
 }
 
 // produce is a kernel's egress cut to nothing: it publishes n results of
-// 64-byte float vectors, prebuilt, in batches of Batch, polling while the
-// link is full, then closes the link.
+// 64-byte float vectors, prebuilt, in batches of Batch, then closes the
+// link.
 func produce(ctx context.Context, p *p2pqueue.Producer, n int) error {
 	defer p.Close()
 	ms := make([]p2pqueue.Message, Batch)
@@ -164,21 +163,8 @@ func produce(ctx context.Context, p *p2pqueue.Producer, n int) error {
 		for i := range k {
 			ms[i].ID = uint64(id + i + 1)
 		}
-		for done := 0; done < k; {
-			w, err := p.TryEnqueueBatch(ms[done:k])
-			done += w
-			switch {
-			case errors.Is(err, p2pqueue.ErrFull):
-				// A kernel polls: it does not back off to a sleep of
-				// up to 500 µs, as EnqueueBatch does, which would
-				// measure the sleep, not the consumer.
-				if err := ctx.Err(); err != nil {
-					return err
-				}
-				runtime.Gosched()
-			case err != nil:
-				return err
-			}
+		if _, err := p.EnqueueBatch(ctx, ms[:k]); err != nil {
+			return err
 		}
 	}
 	return nil
