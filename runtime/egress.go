@@ -11,7 +11,7 @@ import (
 // its results to the spec's sink; pumpDone closes when all have ended.
 func (p *Pipeline) startPumps() {
 	pump := &eg.Pump[Result]{Name: p.spec.Name, Sink: p.spec.Deliver.sink(), Slots: p.spec.Deliver.slots, Host: exitHost{p}, Acct: p.acct,
-		Send: p.rt.system.Root.Send, Ctx: p.pumpCtx, Closing: p.closingCh, Gate: &p.rt.pumpStall, ErrNotRead: ErrSinkNotRead}
+		Pending: p.reqs.Pending, Send: p.rt.system.Root.Send, Ctx: p.pumpCtx, Closing: p.closingCh, Gate: &p.rt.pumpStall, ErrNotRead: ErrSinkNotRead}
 	exits := make([]eg.Exit, len(p.exits))
 	for i, s := range p.exits {
 		exits[i] = eg.Exit{From: s.id(), Stage: s.spec.Name, Link: s.egress.c}

@@ -39,6 +39,9 @@ type Row struct {
 	// Path is the path a copy row's copies took: peer, staged (through
 	// pinned host memory), local, or host (the CPU at an end).
 	Path string `json:"path,omitempty"`
+	// AllocsPerMsg is the process's heap allocations per message while
+	// the row ran, median over the rounds (the host/ rows only).
+	AllocsPerMsg float64 `json:"allocs_per_msg,omitempty"`
 }
 
 // Options sizes and selects a run.
@@ -101,6 +104,8 @@ type comparison struct {
 	rounds int
 	// path, when set, is the path the candidate's copies took (Row.Path).
 	path func() string
+	// allocs: count heap allocations per message (Row.AllocsPerMsg).
+	allocs bool
 }
 
 func (c comparison) names() []string {
@@ -261,7 +266,7 @@ func (c comparison) measure(ctx context.Context, n, rounds int, progress func(in
 		defer teardown()
 	}
 	all := append(append([]member{c.candidate}, c.baselines...), c.limits...)
-	rates := make([][]float64, len(all))
+	rates, allocs := make([][]float64, len(all)), make([][]float64, len(all))
 	lats := make([]*latencies, len(all))
 	for i := range lats {
 		lats[i] = newLatencies(n)
@@ -272,7 +277,14 @@ func (c comparison) measure(ctx context.Context, n, rounds int, progress func(in
 			i := (k + r) % len(all)
 			progress(r, all[i])
 			lats[i].reset(n)
+			var m0 uint64
+			if c.allocs {
+				m0 = mallocs()
+			}
 			el, err := all[i].run(ctx, n, lats[i])
+			if c.allocs {
+				allocs[i] = append(allocs[i], float64(mallocs()-m0)/float64(n))
+			}
 			if err != nil {
 				return nil, fmt.Errorf("%s: %w", all[i].name, err)
 			}
@@ -287,6 +299,9 @@ func (c comparison) measure(ctx context.Context, n, rounds int, progress func(in
 	for i, m := range all {
 		p50, p99 := lats[i].percentiles()
 		rows[i] = Row{Name: m.name, Backend: m.backend, MsgsPerSec: median(rates[i]), P50: p50, P99: p99, Note: c.note}
+		if c.allocs {
+			rows[i].AllocsPerMsg = median(allocs[i])
+		}
 		if c.bytes > 0 {
 			rows[i].Bytes, rows[i].GBPerSec = c.bytes, rows[i].MsgsPerSec*float64(c.bytes)/1e9
 		}
@@ -338,6 +353,7 @@ func Print(w io.Writer, rows []Row) {
 	}
 	tw.Flush()
 	printNotes(w, rows)
+	printHost(w, rows)
 	printP2P(w, rows)
 	printCopy(w, rows)
 }

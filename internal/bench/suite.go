@@ -24,7 +24,7 @@ func suite() []comparison {
 			return func() { r.rt.Close() }, nil
 		}
 	}
-	return []comparison{
+	return append([]comparison{
 		{
 			candidate: member{"link/64B-single", "host", linkRun(1)},
 			baselines: []member{{"channel/64B-single", "go", chanSingle}},
@@ -81,5 +81,5 @@ func suite() []comparison {
 				return ""
 			},
 		},
-	}
+	}, hostComparisons()...)
 }

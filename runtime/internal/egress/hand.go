@@ -2,37 +2,14 @@ package egress
 
 import (
 	"fmt"
-	"runtime/debug"
 	"time"
 
 	rk "github.com/ringactor/ringactor/ringkernel"
 )
 
-// hand gives r, message id's result, to the sink. A Func that panics is
-// recovered, so the pump goes on, and r is dead (Panicked); a Chan that
-// never took r gives NotRead.
-func (p *Pump[R]) hand(id uint64, r R) (Why, error) {
-	if f := p.Sink.Func; f != nil {
-		if err := callFunc(f, id, r); err != nil {
-			return Panicked, fmt.Errorf("pipeline %q: %w", p.Name, err)
-		}
-		return 0, nil
-	}
-	if !p.deliver(r) {
-		return NotRead, fmt.Errorf("%w: pipeline %q closed with the result unread in its Deliver channel; read the channel until Close returns, or raise Sink.CloseWait", p.ErrNotRead, p.Name)
-	}
-	return 0, nil
-}
-
-// callFunc calls f(r) and returns its panic, if any, as an error.
-func callFunc[R any](f func(R), id uint64, r R) (err error) {
-	defer func() {
-		if v := recover(); v != nil {
-			err = panicError("Sink.Func", id, v, debug.Stack())
-		}
-	}()
-	f(r)
-	return nil
+// notRead is the error of a result a Chan sink never took.
+func (p *Pump[R]) notRead() error {
+	return fmt.Errorf("%w: pipeline %q closed with the result unread in its Deliver channel; read the channel until Close returns, or raise Sink.CloseWait", p.ErrNotRead, p.Name)
 }
 
 // panicError is the error of a panic with value v in what, on message

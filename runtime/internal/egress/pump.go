@@ -3,6 +3,8 @@ package egress
 import (
 	"context"
 	"errors"
+	"fmt"
+	"runtime/debug"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -50,10 +52,12 @@ type Exit struct {
 	Stage string // its name, for a Result
 	Link  *p2pqueue.Consumer
 
-	// The headers and payloads of the batch its pump is at, kept from
-	// one batch to the next (Slots is handed them).
-	hs [Batch]p2pqueue.Header
-	ps [Batch][]byte
+	// The headers, payloads and read errors of the batch its pump is at,
+	// kept from one batch to the next (Slots is handed them), off the
+	// pump's stack; an error is cleared once it is told.
+	hs   [Batch]p2pqueue.Header
+	ps   [Batch][]byte
+	errs [Batch]error
 }
 
 // Pump delivers a pipeline's results: Start starts its pump per exit.
@@ -67,7 +71,12 @@ type Pump[R any] struct {
 	// as delivered here, and it must end each one.
 	Slots func(ctx context.Context, hs []p2pqueue.Header, payloads [][]byte)
 	Host  Host[R]
-	Acct  *account.Account
+	// Pending, when set, reports whether any request waits for a
+	// result: asked once a batch, after the batch was peeked (a request
+	// is registered before its message is sent), and when false no
+	// result of the batch is offered to Host.Answer.
+	Pending func() bool
+	Acct    *account.Account
 	// Send is the actor system's, for a PID sink.
 	Send func(pid *actor.PID, msg any)
 	// Ctx's end stops the pumps: each sweeps what is in its link and
@@ -133,15 +142,13 @@ func (p *Pump[R]) sweep(e *Exit) {
 // from their slots into one allocation, and releases them. It reports
 // false if the link is corrupt.
 func (p *Pump[R]) batch(e *Exit, n int) bool {
+	hs, ps := &e.hs, &e.ps
 	var (
-		hs, ps = &e.hs, &e.ps
-		errs   [Batch]error
-		total  int       // floats
-		typed  int       // bytes of typed results
-		now    time.Time // read once a batch, and only for a sampled message
+		total int // floats
+		typed int // bytes of typed results
 	)
 	for i := range n {
-		hs[i], ps[i], errs[i] = e.Link.Read(i)
+		hs[i], ps[i], e.errs[i] = e.Link.Read(i)
 		if hs[i].Type == kernels.TypeFloats {
 			total += len(ps[i]) / 4
 		} else {
@@ -149,63 +156,109 @@ func (p *Pump[R]) batch(e *Exit, n int) bool {
 		}
 	}
 	if p.Slots != nil {
-		return p.forward(e, hs[:n], ps[:n], errs[:n])
+		return p.forward(e, n)
 	}
-	slab := make([]float32, total)
-	var bslab []byte
+	d := decoder{floats: make([]float32, total), ask: p.Pending == nil || p.Pending()}
 	if typed > 0 {
-		bslab = make([]byte, typed)
+		d.bytes = make([]byte, typed)
 	}
-	for i := range n {
-		h, err := &hs[i], errs[i]
-		var v []float32
-		var b []byte
-		switch {
-		case err != nil:
-		case h.Type == kernels.TypeFloats:
-			k := len(ps[i]) / 4
-			v, err = kernels.DecodeFloats(slab[:k:k], ps[i])
-			slab = slab[k:]
-		default:
-			k := len(ps[i])
-			b = bslab[:k:k]
-			copy(b, ps[i])
-			bslab = bslab[k:]
+	for i := 0; i < n; {
+		i = p.hand(e, &d, i, n)
+	}
+	return e.Link.Release(n) == nil
+}
+
+// decoder is what is left of a batch's allocations for its results,
+// the time its sampled results were delivered (read once, for the
+// first), and whether a request may wait for one of them.
+type decoder struct {
+	floats []float32
+	bytes  []byte
+	now    time.Time
+	ask    bool // offer each result to Host.Answer first (Pump.Pending)
+}
+
+// decode is message i's payload, copied out of its slot into d's
+// allocations: floats for a float vector, else bytes.
+func (d *decoder) decode(e *Exit, i int) (v []float32, b []byte, err error) {
+	if e.errs[i] != nil {
+		err, e.errs[i] = e.errs[i], nil
+		return nil, nil, err
+	}
+	if e.hs[i].Type == kernels.TypeFloats {
+		k := len(e.ps[i]) / 4
+		v, err = kernels.DecodeFloats(d.floats[:k:k], e.ps[i])
+		d.floats = d.floats[k:]
+		return v, nil, err
+	}
+	k := len(e.ps[i])
+	b = d.bytes[:k:k]
+	copy(b, e.ps[i])
+	d.bytes = d.bytes[k:]
+	return nil, b, nil
+}
+
+// hand delivers messages from on, up to n, of e's peeked batch, each
+// counted as delivered before it is handed over (so that whoever
+// receives it finds it counted; one the sink never takes moves to the
+// dead), and returns where it stopped: n, or just past a result whose
+// Sink.Func panicked, which is dead-lettered (Panicked). One recovery
+// serves the whole batch, not one per result.
+func (p *Pump[R]) hand(e *Exit, d *decoder, from, n int) (next int) {
+	i, inFunc := from, false
+	defer func() {
+		if !inFunc { // no panic, or not the Func's: it goes on up
+			return
 		}
+		err := panicError("Sink.Func", e.hs[i].ID, recover(), debug.Stack())
+		p.Acct.Undeliver()
+		p.Host.Dead(e.From, e.hs[i].ID, Panicked, fmt.Errorf("pipeline %q: %w", p.Name, err))
+		next = i + 1
+	}()
+	f := p.Sink.Func
+	for ; i < n; i++ {
+		h := &e.hs[i]
+		v, b, err := d.decode(e, i)
 		if err != nil {
 			p.Acct.DeadLetter()
 			p.Host.Dead(e.From, h.ID, Undecodable, err)
 			continue
 		}
-		// Counted before it is handed over, so that whoever receives it
-		// finds it counted; one the sink never takes moves to the dead.
 		p.Acct.Deliver(1)
 		r := p.Host.Result(e.Stage, h, v, b)
-		if !p.Host.Answer(h.ID, r) {
-			if why, err := p.hand(h.ID, r); err != nil {
+		switch {
+		case d.ask && p.Host.Answer(h.ID, r):
+		case f != nil:
+			inFunc = true
+			f(r)
+			inFunc = false
+		default:
+			if !p.deliver(r) {
 				p.Acct.Undeliver()
-				p.Host.Dead(e.From, h.ID, why, err)
+				p.Host.Dead(e.From, h.ID, NotRead, p.notRead())
 				continue
 			}
 		}
 		if h.Flags&p2pqueue.FlagSampled != 0 {
-			if now.IsZero() {
-				now = time.Now()
+			if d.now.IsZero() {
+				d.now = time.Now()
 			}
-			p.Host.Traced(e.From, h.ID, now)
+			p.Host.Traced(e.From, h.ID, d.now)
 		}
 	}
-	return e.Link.Release(n) == nil
+	return n
 }
 
 // forward hands the good messages of a peeked batch to Slots, in place,
 // then releases them.
-func (p *Pump[R]) forward(e *Exit, hs []p2pqueue.Header, ps [][]byte, errs []error) bool {
+func (p *Pump[R]) forward(e *Exit, n int) bool {
+	hs, ps, errs := e.hs[:n], e.ps[:n], e.errs[:n]
 	k := 0
 	for i := range hs {
-		if errs[i] != nil {
+		if err := errs[i]; err != nil {
+			errs[i] = nil
 			p.Acct.DeadLetter()
-			p.Host.Dead(e.From, hs[i].ID, Undecodable, errs[i])
+			p.Host.Dead(e.From, hs[i].ID, Undecodable, err)
 			continue
 		}
 		hs[k], ps[k] = hs[i], ps[i]

@@ -453,3 +453,114 @@ func BenchmarkSend(b *testing.B) {
 		})
 	}
 }
+
+// ref is the ids and traces one Account.ID per message gives ms, in
+// order: what write's runs of auto ids must equal.
+func ref(ms []msg, every uint64) (ids []uint64, traced map[uint64]bool) {
+	var next uint64
+	traced = map[uint64]bool{}
+	for _, m := range ms {
+		id := m.id
+		if id == 0 {
+			next++
+			id = next
+		} else if id > next {
+			next = id
+		}
+		ids = append(ids, id)
+		if m.sampled || every != 0 && id%every == 0 {
+			traced[id] = true
+		}
+	}
+	return ids, traced
+}
+
+// A batch longer than a chunk, with explicit ids (one at a chunk's
+// start, one at its end), refusals and sampled messages among auto ids,
+// gets the ids and traces one message at a time would: into a link that
+// holds it all, and into one that holds less than a chunk, drained while
+// the sender waits (the batch straddles a full queue).
+func TestRunsOfAutoIDs(t *testing.T) {
+	for _, capacity := range []int{512, 16} {
+		t.Run(fmt.Sprint(capacity), func(t *testing.T) {
+			f := newFixture(t, capacity, false, 7)
+			ms := batch(3*chunk + 5)
+			ms[0].id = 5
+			ms[chunk-1].id = 3 // below the counter: moves nothing
+			ms[chunk].id = 300
+			ms[chunk+1].id = 90 // a duplicate auto id would follow it, were the run not cut
+			ms[2*chunk+3].id = 400
+			for _, i := range []int{1, 2, chunk + 2, 2 * chunk} {
+				ms[i].sampled = true
+			}
+			ms[chunk+5].bad = true
+			ms[2*chunk-1].payload = strings.Repeat("x", 100)
+			want, traced := ref(ms, 7)
+			var inLink []p2pqueue.Header
+			done := make(chan struct{})
+			go func() { // the kernel: drains until the link is closed
+				defer close(done)
+				for {
+					hs, _ := f.drain(t)
+					inLink = append(inLink, hs...)
+					if _, err := f.c.Peek(1); errors.Is(err, p2pqueue.ErrClosed) {
+						return
+					}
+					time.Sleep(20 * time.Microsecond)
+				}
+			}()
+			ids := make([]uint64, len(ms))
+			n, err := f.l.Send(context.Background(), ms, ids)
+			f.l.Close()
+			<-done
+			if n != len(ms)-2 || !errors.Is(err, errBad) && !errors.Is(err, p2pqueue.ErrTooLarge) {
+				t.Fatalf("Send = %d, %v; want %d and a refusal", n, err, len(ms)-2)
+			}
+			if fmt.Sprint(ids) != fmt.Sprint(want) {
+				t.Fatalf("ids\n%v, want\n%v", ids, want)
+			}
+			var begun []uint64
+			for _, id := range want {
+				if traced[id] {
+					begun = append(begun, id)
+				}
+			}
+			if fmt.Sprint(f.begun) != fmt.Sprint(begun) {
+				t.Errorf("traces begun for %v, want %v", f.begun, begun)
+			}
+			for _, h := range inLink {
+				if got := h.Flags&p2pqueue.FlagSampled != 0; got != traced[h.ID] || (h.Enqueued != 0) != got {
+					t.Errorf("message %d: sampled %v, enqueued %d; want traced %v", h.ID, got, h.Enqueued, traced[h.ID])
+				}
+			}
+			reasons := map[reason]int{}
+			for i := range f.dead {
+				reasons[f.dead[i].reason]++
+				f.dead[i].reason = ""
+			}
+			if reasons["wrong type"] != 1 || reasons["oversize payload"] != 1 {
+				t.Errorf("dead letters %+v", reasons)
+			}
+			f.check(t, len(ms), n, ids, inLink, 2, "")
+		})
+	}
+}
+
+// A batch of 64 takes its auto ids with one atomic add and allocates
+// nothing, sampled or not.
+func TestBatchAllocatesNothing(t *testing.T) {
+	f := newFixture(t, 256, false, 5)
+	ctx := context.Background()
+	var ms [64]msg
+	ms[10].sampled = true
+	allocs := testing.AllocsPerRun(100, func() {
+		if _, err := f.l.Send(ctx, ms[:], nil); err != nil {
+			t.Fatal(err)
+		}
+		n, _ := f.c.Peek(256)
+		f.c.Release(n)
+	})
+	if allocs != 0 {
+		t.Errorf("%v allocations per batch, want 0", allocs)
+	}
+}

@@ -68,55 +68,132 @@ func (l *Link[M, R]) Send(ctx context.Context, ms []M, ids []uint64) (int, error
 	return taken, firstErr
 }
 
-// write writes ms into the slots Reserve gave (one each), counting each
-// into the account as it is encoded, dead-letters those that do not
-// encode (the first one's error goes to firstErr, if it has none), and
-// commits the rest. It returns how many it wrote.
+// write writes ms into the slots Reserve gave (one each), counting them
+// all into the account first (each is then written or dead-lettered),
+// dead-letters those that do not encode (the first one's error goes to
+// firstErr, if it has none), and commits the rest. It returns how many
+// it wrote.
 func (l *Link[M, R]) write(ms []M, ids []uint64, firstErr *error) (int, error) {
-	c := &l.c
+	l.c.Acct.Enter(len(ms))
 	var now time.Time // read only for traced messages: a clock read costs as much as a copy
 	written := 0
+	for lo := 0; lo < len(ms); lo += chunk {
+		written = l.chunk(ms[lo:min(lo+chunk, len(ms))], idsFrom(ids, lo), written, &now, firstErr)
+	}
+	return written, l.q.Commit(written)
+}
+
+// chunk is the most messages write handles in one pass of each kind.
+const chunk = 64
+
+// chunk writes ms (at most chunk of them, counted) from reserved slot
+// written on and returns the slots written then. First the payloads,
+// each into the next slot (a refused one's is the next one's); then, in
+// order, each message's id (auto ids taken from the account a run at a
+// time, autoIDs, not one atomic add per message), header and trace, or
+// its dead letter.
+func (l *Link[M, R]) chunk(ms []M, ids []uint64, written int, now *time.Time, firstErr *error) int {
+	c := &l.c
+	var (
+		es      [chunk]Encoded
+		errs    [chunk]error
+		reasons [chunk]R
+	)
+	for i, w := 0, written; i < len(ms); i++ {
+		buf, _ := l.q.Slot(w)
+		es[i], reasons[i], errs[i] = c.Encode(ms[i], buf[:l.payload])
+		if errs[i] == nil {
+			w++
+		}
+	}
+	var auto autoIDs
 	for i := range ms {
-		buf, _ := l.q.Slot(written)
-		e, reason, err := c.Encode(ms[i], buf[:l.payload])
-		id := c.Acct.ID(e.Own)
+		e := &es[i]
+		var id uint64
+		var traced bool
+		if e.Own == 0 {
+			if auto.left == 0 {
+				auto = l.reserve(es[i+1 : len(ms)])
+			}
+			id, traced = auto.take(e.Sampled, c.SampleEvery)
+		} else {
+			id = c.Acct.ID(e.Own)
+			traced = l.traced(id, e.Sampled)
+		}
 		if i < len(ids) {
 			ids[i] = id
 		}
-		c.Acct.Enter(1)
-		if err != nil {
-			l.dead(ms[i], id, e.Sampled, reason, err)
+		if err := errs[i]; err != nil {
+			l.dead(ms[i], id, traced, reasons[i], err)
 			if *firstErr == nil {
 				*firstErr = fmt.Errorf("ringactor: message %d: %w", id, err)
 			}
 			continue
 		}
 		h := p2pqueue.Header{ID: id, Type: e.Type}
-		if l.traced(id, e.Sampled) {
+		if traced {
 			if now.IsZero() {
-				now = time.Now()
+				*now = time.Now()
 			}
 			h.Flags |= p2pqueue.FlagSampled
 			h.Enqueued = uint64(now.UnixNano())
-			c.Begin(ms[i], id, now)
+			c.Begin(ms[i], id, *now)
 		}
 		l.q.WriteHeader(written, &h, e.N) // in order, size checked by Encode
 		written++
 	}
-	return written, l.q.Commit(written)
+	return written
+}
+
+// autoIDs is a run of auto ids taken from the account at once: next and
+// the left after it, and the next of them that the sampling ratio
+// traces (sample).
+type autoIDs struct{ next, left, sample uint64 }
+
+// reserve takes the auto ids of a message that has none and of those
+// encoded after it (rest) that follow it without one: up to the first
+// with its own id, which moves the account's counter itself (Account.ID),
+// so that no auto id after it repeats it. The ids are the ones one
+// Account.ID per message would have given.
+func (l *Link[M, R]) reserve(rest []Encoded) autoIDs {
+	n := 1
+	for i := range rest {
+		if rest[i].Own != 0 {
+			break
+		}
+		n++
+	}
+	a := autoIDs{next: l.c.Acct.IDs(n), left: uint64(n)}
+	if e := l.c.SampleEvery; e != 0 {
+		a.sample = (a.next + e - 1) / e * e // the first multiple of e from next on
+	}
+	return a
+}
+
+// take is the run's next id, and whether it is traced: its sender asked
+// (sampled), or it falls on the sampling ratio, every'th.
+func (a *autoIDs) take(sampled bool, every uint64) (uint64, bool) {
+	id := a.next
+	a.next++
+	a.left--
+	if id == a.sample && every != 0 {
+		a.sample += every
+		return id, true
+	}
+	return id, sampled
 }
 
 // refuse counts and dead-letters messages kept out before they reached
 // a slot, each with reason and cause; ids, when not nil, receives their
 // ids.
 func (l *Link[M, R]) refuse(ms []M, ids []uint64, reason R, cause error) {
+	l.c.Acct.Enter(len(ms))
 	for i := range ms {
 		own, sampled := l.c.Own(ms[i])
 		id := l.c.Acct.ID(own)
 		if i < len(ids) {
 			ids[i] = id
 		}
-		l.c.Acct.Enter(1)
 		l.dead(ms[i], id, sampled, reason, cause)
 	}
 }
