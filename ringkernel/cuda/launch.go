@@ -30,6 +30,9 @@ func (b *Backend) Start(job *rk.Job) (rk.Loop, error) {
 		return nil, fmt.Errorf("ringkernel/cuda: stage %q has %d steal links; a device loop forwards stolen work into at most %d (a stage group of at most %d instances)",
 			spec.Stage.Name, n, rk.MaxDeviceStealLinks, rk.MaxDeviceStealLinks+1)
 	}
+	if err := refuseFlagged(job); err != nil {
+		return nil, err
+	}
 	d, err := b.device(spec.Device)
 	if err == nil {
 		err = b.bindings(job, nil) // before its module loads
@@ -334,4 +337,24 @@ func (l *loop) Err() error {
 func hashPTX(ptx []byte) string {
 	h := sha256.Sum256(ptx)
 	return hex.EncodeToString(h[:8])
+}
+
+// refuseFlagged refuses a link of the experimental flagged format
+// (p2pqueue.FormatFlagged): the device loop reads and writes indexed
+// links only, and would fault on attaching one (its layout version).
+func refuseFlagged(job *rk.Job) error {
+	var links []*p2pqueue.Link
+	for _, c := range job.In {
+		links = append(links, c.Link())
+	}
+	for _, p := range append(append([]*p2pqueue.Producer(nil), job.Out...), job.StealTo...) {
+		links = append(links, p.Link())
+	}
+	for _, l := range links {
+		if l.Format() != p2pqueue.FormatIndexed {
+			return fmt.Errorf("ringkernel/cuda: stage %q: %w: link %v is %s; the device loop reads and writes indexed links only (flagged links are experimental, host and sim only): use p2pqueue.FormatIndexed",
+				job.Spec.Stage.Name, rk.ErrUnsupported, l.Config().LinkID, l.Format())
+		}
+	}
+	return nil
 }
