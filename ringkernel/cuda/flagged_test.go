@@ -13,9 +13,10 @@ import (
 	rkcuda "github.com/ringactor/ringactor/ringkernel/cuda"
 )
 
-// The device loop reads and writes indexed links only (its attach does not
-// read the layout version): Start refuses a flagged in- or out-link with
-// ErrUnsupported, naming the format, and the link's claims are given back.
+// The device loop reads flagged in-links but writes indexed links only:
+// Start refuses a flagged out-link, and a flagged in-link whose slot its
+// staging area cannot hold, with ErrUnsupported naming the format, and the
+// links' claims are given back.
 func TestFlaggedLinksRefused(t *testing.T) {
 	cudatest.Driver(t)
 	b, err := rkcuda.New(rkcuda.Options{})
@@ -29,8 +30,8 @@ func TestFlaggedLinksRefused(t *testing.T) {
 			t.Errorf("close: %v", err)
 		}
 	}()
-	alloc := func(f p2pqueue.Format) *p2pqueue.Link {
-		cfg := p2pqueue.ConfigForFormat(16, 4*8, f)
+	alloc := func(f p2pqueue.Format, floats int) *p2pqueue.Link {
+		cfg := p2pqueue.ConfigForFormat(16, 4*floats, f)
 		n, err := cfg.RegionSize()
 		if err != nil {
 			t.Fatal(err)
@@ -47,24 +48,27 @@ func TestFlaggedLinksRefused(t *testing.T) {
 		return l
 	}
 	ctx := ctxFor(t, time.Minute)
-	for _, flaggedIn := range []bool{true, false} {
-		in, out := alloc(p2pqueue.FormatIndexed), alloc(p2pqueue.FormatFlagged)
-		if flaggedIn {
-			in, out = out, in
-		}
-		k, err := rk.Launch(ctx, b, rk.Spec{Stage: rk.Stage{Name: "pass", Op: "identity"}, In: []*p2pqueue.Link{in}, Out: []*p2pqueue.Link{out}})
+	for _, c := range []struct {
+		name    string
+		in, out *p2pqueue.Link
+		want    string
+	}{
+		{"flagged out-link", alloc(p2pqueue.FormatIndexed, 8), alloc(p2pqueue.FormatFlagged, 8), "out-link"},
+		{"flagged in-link too big to stage", alloc(p2pqueue.FormatFlagged, 4096), alloc(p2pqueue.FormatIndexed, 8), "stages a flagged slot whole"},
+	} {
+		k, err := rk.Launch(ctx, b, rk.Spec{Stage: rk.Stage{Name: "pass", Op: "identity"}, In: []*p2pqueue.Link{c.in}, Out: []*p2pqueue.Link{c.out}})
 		if err == nil {
 			k.Terminate(ctx, false)
-			t.Fatalf("flagged in-link %v: launched", flaggedIn)
+			t.Fatalf("%s: launched", c.name)
 		}
-		if !errors.Is(err, rk.ErrUnsupported) || !strings.Contains(err.Error(), "flagged") {
-			t.Fatalf("flagged in-link %v: %v, want ErrUnsupported naming the format", flaggedIn, err)
+		if !errors.Is(err, rk.ErrUnsupported) || !strings.Contains(err.Error(), c.want) {
+			t.Fatalf("%s: %v, want ErrUnsupported saying %q", c.name, err, c.want)
 		}
-		if _, err := in.Consumer(); err != nil {
-			t.Fatalf("in-link's consumer claim after the refusal: %v", err)
+		if _, err := c.in.Consumer(); err != nil {
+			t.Fatalf("%s: in-link's consumer claim after the refusal: %v", c.name, err)
 		}
-		if _, err := out.Producer(); err != nil {
-			t.Fatalf("out-link's producer claim after the refusal: %v", err)
+		if _, err := c.out.Producer(); err != nil {
+			t.Fatalf("%s: out-link's producer claim after the refusal: %v", c.name, err)
 		}
 	}
 }

@@ -11,11 +11,11 @@ import (
 	rk "github.com/ringactor/ringactor/ringkernel"
 )
 
-// allocFlagged makes a link of the experimental flagged format in mapped
-// pinned memory of device 0, freed at cleanup.
-func (s *suite) allocFlagged(t testing.TB, capacity uint32, floats int) *p2pqueue.Link {
+// allocFormat makes a link of format f in mapped pinned memory of device
+// 0, freed at cleanup.
+func (s *suite) allocFormat(t testing.TB, f p2pqueue.Format, capacity uint32, floats int) *p2pqueue.Link {
 	t.Helper()
-	cfg := p2pqueue.ConfigForFormat(capacity, 4*floats, p2pqueue.FormatFlagged)
+	cfg := p2pqueue.ConfigForFormat(capacity, 4*floats, f)
 	n, err := cfg.RegionSize()
 	if err != nil {
 		t.Fatal(err)
@@ -29,19 +29,33 @@ func (s *suite) allocFlagged(t testing.TB, capacity uint32, floats int) *p2pqueu
 	if err != nil {
 		t.Fatal(err)
 	}
-	if l.Format() != p2pqueue.FormatFlagged {
-		t.Fatalf("link format %s, want flagged", l.Format())
+	if l.Format() != f {
+		t.Fatalf("link format %s, want %s", l.Format(), f)
 	}
 	return l
 }
 
 // A pipeline over flagged links only (host ingress → x*2 → x+1 → host
-// egress, a small ring so each link wraps many laps): every message
-// arrives once, in order, with the right values; a message that is not
-// floats is dead-lettered by the first stage and leaves no gap; closing
-// the ingress drains both kernels; the counters conserve.
+// egress): see flaggedPipeline.
 func (s *suite) testFlaggedLinks(t *testing.T) {
-	in, mid, out := s.allocFlagged(t, 16, 8), s.allocFlagged(t, 16, 8), s.allocFlagged(t, 16, 8)
+	s.flaggedPipeline(t, p2pqueue.FormatFlagged)
+}
+
+// A flagged host ingress into a pipeline whose other links are indexed
+// (what a device loop reads but does not yet write): see flaggedPipeline.
+func (s *suite) testFlaggedIngress(t *testing.T) {
+	s.flaggedPipeline(t, p2pqueue.FormatIndexed)
+}
+
+// flaggedPipeline: a flagged host ingress → x*2 → x+1 → host egress, the
+// two later links of format rest, small rings so each link wraps many
+// laps: every message arrives once, in order, with the right values; a
+// message that is not floats is dead-lettered by the first stage and
+// leaves no gap; closing the ingress drains both kernels; the counters
+// conserve.
+func (s *suite) flaggedPipeline(t *testing.T, rest p2pqueue.Format) {
+	in := s.allocFormat(t, p2pqueue.FormatFlagged, 16, 8)
+	mid, out := s.allocFormat(t, rest, 16, 8), s.allocFormat(t, rest, 16, 8)
 	ctx := ctxFor(t, time.Minute)
 	var mu sync.Mutex
 	var dead []rk.DeadLetter

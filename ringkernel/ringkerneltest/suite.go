@@ -44,8 +44,8 @@ const (
 	CountsBeforeHead // counters stored before the head
 	// Buffers: the backend is a devmem.Backend (buffers on its devices).
 	Buffers // buffers
-	// FlaggedLinks: the loop reads and writes links of the experimental
-	// flagged format (p2pqueue.FormatFlagged).
+	// FlaggedLinks: the loop writes links of the experimental flagged
+	// format (p2pqueue.FormatFlagged); every loop reads them.
 	FlaggedLinks // flagged links
 )
 
@@ -110,6 +110,7 @@ var cases = []Case{
 	{"BarrierArriveAndWait", nil, (*suite).testBarrierArriveAndWait},
 	{"Buffers", []Capability{Buffers}, (*suite).testBuffers},
 	{"BoundBuffers", []Capability{Buffers, UserStages}, (*suite).testBoundBuffers},
+	{"FlaggedIngress", nil, (*suite).testFlaggedIngress},
 	{"FlaggedLinks", []Capability{FlaggedLinks}, (*suite).testFlaggedLinks},
 }
 
