@@ -48,8 +48,8 @@ __device__ __forceinline__ long long ra_ll_avail(ra_link_end *in) {
     ra_u64 k = 0;
     for (; k < RA_BATCH && k <= in->q.mask; k++) {
         const int st = ra_ll_state(in->q, in->own + k, ra_load_relaxed_sys(ra_ll_word(in->q, in->own + k, 0)));
-        if (st < 0) return k ? (long long)k : -1;  // the slots before it are good
-        if (st == 0) break;
+        if (st < 0 && k == 0) return -1;
+        if (st <= 0) break;  // a foreign flag after good slots: those first, the fault at the next poll
     }
     in->other = in->own + k;
     return (long long)k;
