@@ -792,7 +792,9 @@ struct run {
             const uint64_t lid = ld_acq64(ctrl, RA_CB_OFF_LAST_ERROR_ID);
             const uint32_t st = ld_acq32(ctrl, RA_CB_OFF_STATE);
             (void)ld_acq32(ctrl, RA_CB_OFF_COMMAND_ACK);
-            const uint64_t t = ld_acq64(in.base, RA_Q_OFF_TAIL);
+            // A flagged in-link's tail is lazy (slots are published by their
+            // words): bound by the messages written instead.
+            const uint64_t t = c.ll ? (uint64_t)sent.load() : ld_acq64(in.base, RA_Q_OFF_TAIL);
             const uint64_t head2 = ld_acq64(in.base, RA_Q_OFF_HEAD);
             const uint64_t bytes_out = ld_acq64(in.base, RA_Q_OFF_BYTES_OUT), releases = ld_acq64(in.base, RA_Q_OFF_RELEASES);
             if (head2 <= (uint64_t)total && (bytes_out < below[head2] || (head2 > 0 && releases == 0)))
