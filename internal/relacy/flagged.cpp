@@ -11,7 +11,9 @@
 //              when its cached copy says full. closed is released after the
 //              last slot's words.
 //   consumer   p2pqueue/flagged.go Consumer.peekFlagged/gather and
-//              peekFlaggedOrClosed: polls the next slot's first word for the
+//              peekFlaggedOrClosed, kernels/cuda/ra_ll.cuh ra_ll_avail and
+//              ra_ll_get (the device loop's flagged in-link; both publish
+//              head once per batch, more often than here): polls the next slot's first word for the
 //              slot's lap flag, then every other word it uses until its flag
 //              matches; publishes head lazily (a release, once half the ring
 //              is consumed since the last one, or when it finds the ring
