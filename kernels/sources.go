@@ -14,6 +14,10 @@ var cudaFS embed.FS
 // source includes.
 const DeviceHeaderName = "ringactor.cuh"
 
+// LLHeaderName is the include name of the flagged-link helpers
+// DeviceHeaderName includes (experimental).
+const LLHeaderName = "ra_ll.cuh"
+
 // Headers returns the headers a stage source compiles against, by include
 // name, for NVRTC's in-memory includes.
 func Headers() map[string]string {
@@ -21,6 +25,7 @@ func Headers() map[string]string {
 		LayoutHeaderName: LayoutHeader,
 		TypesHeaderName:  typesHeader,
 		DeviceHeaderName: mustRead("cuda/" + DeviceHeaderName),
+		LLHeaderName:     mustRead("cuda/" + LLHeaderName),
 	}
 }
 

@@ -18,6 +18,7 @@ type Consumer struct {
 	tailCache uint64 // last valid tail we observed; re-read only when we look empty
 	peeked    int
 	w         wait.Waiter
+	fs        []flaggedSlot // flagged: copies of the peeked slots
 
 	bytesOut, emptyPolls, releases uint64
 }
@@ -53,6 +54,9 @@ func (c *Consumer) Peek(n int) (int, error) {
 	if n <= 0 {
 		return 0, nil
 	}
+	if c.l.cfg.Format == FormatFlagged {
+		return c.peekFlaggedOrClosed(n)
+	}
 	a, err := c.avail()
 	if err != nil {
 		return 0, err
@@ -80,6 +84,35 @@ func (c *Consumer) Peek(n int) (int, error) {
 	return c.peeked, nil
 }
 
+// peekFlaggedOrClosed is Peek on a flagged link. Closed counts only once
+// drained: the producer stores closed (release) after its last slot's
+// words, so a consumer that sees closed and then finds the next slot
+// still unwritten has drained the link.
+func (c *Consumer) peekFlaggedOrClosed(n int) (int, error) {
+	if c.l.dev != nil {
+		return 0, c.l.dev.hostUse(c.l, "consume from")
+	}
+	k, err := c.peekFlagged(n)
+	if err != nil || k > 0 {
+		c.peeked = k
+		return k, err
+	}
+	switch closed := order.LoadAcquire32(c.l.closed); closed {
+	case 0:
+		c.emptyPolls++
+		order.StoreRelease64(c.l.emptyPolls, c.emptyPolls)
+		return 0, ErrEmpty
+	case 1:
+		if k, err = c.peekFlagged(n); err != nil || k > 0 {
+			c.peeked = k
+			return k, err
+		}
+		return 0, fmt.Errorf("%w: %s drained", ErrClosed, c.l.cfg.LinkID.named())
+	default:
+		return 0, fmt.Errorf("%w: %s: closed flag is %d, want 0 or 1", ErrCorrupt, c.l.cfg.LinkID.named(), closed)
+	}
+}
+
 // Read decodes peeked message i (0 <= i < the count Peek returned). The
 // payload aliases the slot and is valid until Release. A corrupt slot yields
 // an error wrapping ErrCorruptSlot with whatever header could be read; the
@@ -89,6 +122,9 @@ func (c *Consumer) Read(i int) (Header, []byte, error) {
 		return Header{}, nil, fmt.Errorf("%w: read of slot %d of a peek of %d; call Peek first", ErrMisuse, i, c.peeked)
 	}
 	idx := c.head + uint64(i)
+	if c.l.cfg.Format == FormatFlagged {
+		return c.readFlagged(i, idx)
+	}
 	h, payload, err := DecodeSlot(c.l.slot(idx))
 	if err != nil {
 		return h, nil, fmt.Errorf("%s slot %d: %w", c.l.cfg.LinkID.named(), idx, err)
@@ -104,6 +140,10 @@ func (c *Consumer) Release(k int) error {
 	}
 	c.peeked = 0
 	if k == 0 {
+		return nil
+	}
+	if c.l.cfg.Format == FormatFlagged {
+		c.release(k, c.flaggedBytes(k))
 		return nil
 	}
 	payloadCap := uint32(c.l.cfg.PayloadCap())
@@ -133,6 +173,12 @@ func (c *Consumer) release(k int, bytes uint64) {
 // holding what could be read, so the caller can dead-letter it.
 func (c *Consumer) TryDequeue(m *Message) error {
 	if _, err := c.Peek(1); err != nil {
+		return err
+	}
+	if c.l.cfg.Format == FormatFlagged {
+		h, payload, err := c.readFlagged(0, c.head)
+		m.Header, m.Payload = h, append(m.Payload[:0], payload...)
+		c.release(1, c.flaggedBytes(1))
 		return err
 	}
 	err := c.copyOut(c.l.slot(c.head), c.head, m)
@@ -175,6 +221,18 @@ func (c *Consumer) TryDequeueBatch(ms []Message) (int, error) {
 	k, err := c.Peek(len(ms))
 	if err != nil {
 		return 0, err
+	}
+	if c.l.cfg.Format == FormatFlagged {
+		for i := range k {
+			h, payload, err := c.readFlagged(i, c.head+uint64(i))
+			ms[i].Header, ms[i].Payload = h, append(ms[i].Payload[:0], payload...)
+			if err != nil {
+				c.release(i+1, c.flaggedBytes(i+1))
+				return i + 1, err
+			}
+		}
+		c.release(k, c.flaggedBytes(k))
+		return k, nil
 	}
 	// Decoded straight from the slots: a host consumer's link is host
 	// memory (device-resident links are consumed on their device), so a
@@ -242,7 +300,7 @@ func (c *Consumer) pause(ctx context.Context) error {
 	defer order.StoreRelease32(c.l.parked, 0)
 	// Re-check after announcing: either we see the producer's new tail here,
 	// or the producer sees our flag after its tail store and rings.
-	if c.l.Len() != 0 || c.l.Closed() {
+	if c.l.Len() != 0 || c.l.Closed() || (c.l.cfg.Format == FormatFlagged && c.firstReady()) {
 		return nil
 	}
 	return c.w.Sleep(ctx, bell.fallback, bell.ch)

@@ -56,6 +56,14 @@ func initDevice(r Region, cfg Config) (*Link, error) {
 	if err := r.Access.CopyIn(4, shadow.Bytes[4:OffSlots]); err != nil {
 		return nil, fmt.Errorf("p2pqueue: formatting %s in %s memory on device %d: %w", cfg.LinkID.named(), r.Kind, r.Device, err)
 	}
+	if cfg.Format == FormatFlagged { // device memory is not cleared: no word may carry a flag a reader expects
+		zero := make([]byte, min(need-OffSlots, 1<<20))
+		for off := OffSlots; off < need; off += len(zero) {
+			if err := r.Access.CopyIn(off, zero[:min(len(zero), need-off)]); err != nil {
+				return nil, fmt.Errorf("p2pqueue: clearing the slots of %s in %s memory on device %d: %w", cfg.LinkID.named(), r.Kind, r.Device, err)
+			}
+		}
+	}
 	if err := r.Access.CopyIn(OffMagic, shadow.Bytes[OffMagic:OffMagic+4]); err != nil {
 		return nil, fmt.Errorf("p2pqueue: formatting %s in %s memory on device %d: %w", cfg.LinkID.named(), r.Kind, r.Device, err)
 	}

@@ -18,6 +18,8 @@ var (
 	ErrBadMagic = errors.New("p2pqueue: bad magic")
 	// ErrBadVersion: the region holds a queue of another layout version.
 	ErrBadVersion = errors.New("p2pqueue: unsupported layout version")
+	// ErrBadFormat: a Config names a queue format this build does not know.
+	ErrBadFormat = errors.New("p2pqueue: unknown queue format")
 	// ErrBadCapacity: the capacity is not a power of two within bounds.
 	ErrBadCapacity = errors.New("p2pqueue: bad capacity")
 	// ErrBadSlotSize: the slot size is not a multiple of SlotAlign within bounds.

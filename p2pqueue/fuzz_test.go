@@ -11,8 +11,8 @@ import (
 // between operations. Whatever they hold, every call must return a count
 // within bounds or an error: never panic or read outside the region.
 func FuzzAttach(f *testing.F) {
-	valid := func(capacity uint32, slot uint32, mangle func([]byte)) []byte {
-		l, err := NewHostQueue(Config{Capacity: capacity, SlotSize: slot})
+	validFmt := func(format Format, capacity uint32, slot uint32, mangle func([]byte)) []byte {
+		l, err := NewHostQueue(Config{Capacity: capacity, SlotSize: slot, Format: format})
 		if err != nil {
 			f.Fatal(err)
 		}
@@ -26,8 +26,14 @@ func FuzzAttach(f *testing.F) {
 		}
 		return b
 	}
+	valid := func(capacity uint32, slot uint32, mangle func([]byte)) []byte {
+		return validFmt(FormatIndexed, capacity, slot, mangle)
+	}
 	le := binary.LittleEndian
 	f.Add(valid(4, 64, nil), []byte(nil))
+	f.Add(validFmt(FormatFlagged, 4, 128, nil), []byte(nil))
+	f.Add(validFmt(FormatFlagged, 4, 128, func(b []byte) { le.PutUint32(b[OffSlots+2*SlotOffLen:], 1<<30) }), []byte{0xff, 0, 0, 0, 0, 0, 0, 0x80})
+	f.Add(validFmt(FormatFlagged, 4, 128, func(b []byte) { le.PutUint32(b[OffSlots+4:], 6) }), []byte{0xff, 0, 0, 0, 0, 0, 0, 0x80})
 	f.Add(valid(2, 128, nil), []byte{0xff, 0, 0, 0, 0, 0, 0, 0x80})
 	f.Add(valid(4, 64, func(b []byte) { le.PutUint32(b[OffSlots+SlotOffLen:], 1<<30) }), []byte{0xff, 0, 0, 0, 0, 0, 0, 0x80})
 	f.Add(valid(4, 64, func(b []byte) { le.PutUint32(b[OffCapacity:], 3) }), []byte{0xff, 0, 0, 0, 0, 0, 0, 0x80})

@@ -9,8 +9,12 @@ import "fmt"
 const (
 	// Magic identifies a ringactor queue ("RARQ" in memory order).
 	Magic uint32 = 0x51524152
-	// Version is the layout version; Attach refuses any other.
+	// Version is the layout version of an indexed queue (FormatIndexed).
+	// Attach reads it and VersionFlagged and refuses any other.
 	Version uint16 = 2
+	// VersionFlagged is the layout version of a flagged queue
+	// (FormatFlagged, experimental): a lap flag in every 8-byte slot word.
+	VersionFlagged uint16 = 3
 
 	// RegionAlign is the alignment of a region's base address: one producer
 	// or consumer line, so the two sides never share a cache line.
@@ -89,6 +93,64 @@ type Config struct {
 	// LinkID names the link; it is stored in the header for diagnostics
 	// and decoded by errors (NewLinkID).
 	LinkID LinkID
+	// Format is the queue layout: FormatIndexed (the zero value, version
+	// 2) or FormatFlagged (version 3, experimental), whose slots carry
+	// half their size in message bytes (PayloadCap).
+	Format Format
+}
+
+// Format is a queue's layout: how a consumer learns that a slot is
+// published.
+type Format uint8
+
+const (
+	// FormatIndexed (layout version 2, the default): the producer
+	// publishes a batch with one release store of tail; the consumer
+	// acquires tail, then reads the slots.
+	FormatIndexed Format = iota
+	// FormatFlagged (layout version 3) is EXPERIMENTAL: every 8-byte word
+	// of a slot holds 4 message bytes and a 4-byte lap flag, written with
+	// one 8-byte store, so one read returns data and validity together
+	// (NCCL's LL protocol). The consumer polls the next slot instead of
+	// tail, the producer needs no fence, and a slot of SlotSize bytes
+	// carries SlotSize/2 bytes of slot header and payload. Device loops
+	// do not read or write it yet: ringkernel/cuda refuses such links.
+	FormatFlagged
+)
+
+// String names the format.
+func (f Format) String() string {
+	switch f {
+	case FormatIndexed:
+		return "indexed"
+	case FormatFlagged:
+		return "flagged"
+	}
+	return fmt.Sprintf("Format(%d)", uint8(f))
+}
+
+// version is the layout version of format f.
+func (f Format) version() uint16 {
+	if f == FormatFlagged {
+		return VersionFlagged
+	}
+	return Version
+}
+
+// ConfigForFormat is ConfigFor for a queue of format f: a flagged slot
+// needs twice the bytes for the same payload.
+func ConfigForFormat(capacity uint32, payloadBytes int, f Format) Config {
+	if f != FormatFlagged {
+		c := ConfigFor(capacity, payloadBytes)
+		c.Format = f
+		return c
+	}
+	s := 2 * (uint64(SlotHeaderSize) + uint64(max(payloadBytes, 0)))
+	s = (s + SlotAlign - 1) / SlotAlign * SlotAlign
+	if s > MaxSlotSize {
+		s = MaxSlotSize + SlotAlign // invalid on purpose: Validate names the problem
+	}
+	return Config{Capacity: capacity, SlotSize: uint32(s), Format: f}
 }
 
 // ConfigFor returns the smallest Config whose slots hold payloads of
@@ -102,8 +164,14 @@ func ConfigFor(capacity uint32, payloadBytes int) Config {
 	return Config{Capacity: capacity, SlotSize: uint32(s)}
 }
 
-// PayloadCap is the largest payload one slot holds.
-func (c Config) PayloadCap() int { return int(c.SlotSize) - SlotHeaderSize }
+// PayloadCap is the largest payload one slot holds: the slot size less
+// the slot header, or for FormatFlagged half the slot size less it.
+func (c Config) PayloadCap() int {
+	if c.Format == FormatFlagged {
+		return int(c.SlotSize)/2 - SlotHeaderSize
+	}
+	return int(c.SlotSize) - SlotHeaderSize
+}
 
 // Validate reports the first thing wrong with c, naming the fix.
 func (c Config) Validate() error {
@@ -114,6 +182,9 @@ func (c Config) Validate() error {
 	if c.SlotSize < MinSlotSize || c.SlotSize > MaxSlotSize || c.SlotSize%SlotAlign != 0 {
 		return fmt.Errorf("%w: %d bytes; use a multiple of %d from %d to %d (the %d-byte slot header included)",
 			ErrBadSlotSize, c.SlotSize, SlotAlign, MinSlotSize, MaxSlotSize, SlotHeaderSize)
+	}
+	if c.Format > FormatFlagged {
+		return fmt.Errorf("%w: %s; use FormatIndexed or FormatFlagged", ErrBadFormat, c.Format)
 	}
 	return nil
 }

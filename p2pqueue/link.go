@@ -3,6 +3,7 @@ package p2pqueue
 import (
 	"encoding/binary"
 	"fmt"
+	"math/bits"
 	"sync/atomic"
 
 	"github.com/ringactor/ringactor/internal/order"
@@ -17,6 +18,7 @@ type Link struct {
 	r     Region
 	cfg   Config
 	mask  uint64
+	shift uint   // log2(capacity): a slot's lap is its index >> shift
 	hdr   []byte // the header: the region's, or a device link's shadow
 	slots []byte
 
@@ -67,6 +69,9 @@ func initAt(r Region, cfg Config, start uint64) (*Link, error) {
 	}
 	b := r.Bytes
 	order.StoreRelease32(order.Word32(b, OffMagic), 0) // invalidate first: a reformat is not a live queue
+	if cfg.Format == FormatFlagged {
+		clear(b[OffSlots:need]) // no word may carry a flag a reader expects
+	}
 	l := newLink(r, cfg)
 	format(l, cfg, start)
 	return l, nil
@@ -76,7 +81,7 @@ func initAt(r Region, cfg Config, start uint64) (*Link, error) {
 func format(l *Link, cfg Config, start uint64) {
 	b := l.hdr
 	clear(b[4:OffSlots])
-	binary.LittleEndian.PutUint16(b[OffVersion:], Version)
+	binary.LittleEndian.PutUint16(b[OffVersion:], cfg.Format.version())
 	binary.LittleEndian.PutUint32(b[OffCapacity:], cfg.Capacity)
 	binary.LittleEndian.PutUint32(b[OffSlotSize:], cfg.SlotSize)
 	binary.LittleEndian.PutUint64(b[OffLinkID:], uint64(cfg.LinkID))
@@ -99,10 +104,17 @@ func Attach(r Region) (*Link, error) {
 	if m := order.LoadAcquire32(order.Word32(b, OffMagic)); m != Magic {
 		return nil, fmt.Errorf("%w: %#08x, want %#08x; the region was not initialised with p2pqueue.Init", ErrBadMagic, m, Magic)
 	}
-	if v := binary.LittleEndian.Uint16(b[OffVersion:]); v != Version {
-		return nil, fmt.Errorf("%w: %d, this build reads version %d; build producer and consumer from the same release", ErrBadVersion, v, Version)
+	var f Format
+	switch v := binary.LittleEndian.Uint16(b[OffVersion:]); v {
+	case Version:
+		f = FormatIndexed
+	case VersionFlagged:
+		f = FormatFlagged
+	default:
+		return nil, fmt.Errorf("%w: %d, this build reads versions %d and %d; build producer and consumer from the same release", ErrBadVersion, v, Version, VersionFlagged)
 	}
 	cfg := Config{
+		Format:   f,
 		Capacity: binary.LittleEndian.Uint32(b[OffCapacity:]),
 		SlotSize: binary.LittleEndian.Uint32(b[OffSlotSize:]),
 		LinkID:   LinkID(binary.LittleEndian.Uint64(b[OffLinkID:])),
@@ -151,6 +163,7 @@ func newLinkOver(r Region, b []byte, cfg Config) *Link {
 		r:          r,
 		cfg:        cfg,
 		mask:       uint64(cfg.Capacity) - 1,
+		shift:      uint(bits.TrailingZeros32(cfg.Capacity)),
 		hdr:        b[:OffSlots:OffSlots],
 		slots:      slots,
 		tail:       order.Word64(b, OffTail),
@@ -173,8 +186,12 @@ func (l *Link) slot(i uint64) []byte {
 	return l.slots[off : off+s : off+s]
 }
 
-// Config returns the link's capacity, slot size and id.
+// Config returns the link's capacity, slot size, id and format.
 func (l *Link) Config() Config { return l.cfg }
+
+// Format returns the link's queue layout, as Init was given it or Attach
+// read it from the header's version.
+func (l *Link) Format() Format { return l.cfg.Format }
 
 // Region returns the memory the link lives in.
 func (l *Link) Region() Region { return l.r }
@@ -322,6 +339,13 @@ func (l *Link) Queued() ([]Header, error) {
 	out := make([]Header, 0, n)
 	for i := range n {
 		var hd Header
+		if l.cfg.Format == FormatFlagged {
+			var s [SlotHeaderSize]byte
+			l.gatherHeader(h+i, s[:])
+			readSlot(s[:], &hd)
+			out = append(out, hd)
+			continue
+		}
 		readSlot(l.slot(h+i), &hd)
 		out = append(out, hd)
 	}

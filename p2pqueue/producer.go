@@ -21,6 +21,8 @@ type Producer struct {
 	lens      []int // payload lengths of the reserved slots written so far, in order
 	closed    bool
 	w         wait.Waiter
+	first     []uint64 // flagged: first words of the written slots, stored at Commit
+	stage     [][]byte // flagged: what Slot hands out, encoded by WriteHeader
 
 	bytesIn, fullWaits, publishes uint64
 }
@@ -53,7 +55,7 @@ func (p *Producer) free(want int) (int, error) {
 // 0 with ErrFull when none is free. Write the slots in order, then Commit.
 // A new Reserve drops any earlier reservation that was not committed.
 func (p *Producer) Reserve(n int) (int, error) {
-	p.reserved, p.lens = 0, p.lens[:0]
+	p.reserved, p.lens, p.first = 0, p.lens[:0], p.first[:0]
 	if p.closed {
 		return 0, fmt.Errorf("%w: %s: no enqueue after Close", ErrClosed, p.l.cfg.LinkID.named())
 	}
@@ -84,9 +86,23 @@ func (p *Producer) Write(i int, m *Message) error {
 	if len(m.Payload) > p.l.cfg.PayloadCap() {
 		return p.tooLarge(m.ID, len(m.Payload))
 	}
-	writeMessage(p.l.slot(p.tail+uint64(i)), m)
+	if p.l.cfg.Format == FormatFlagged {
+		h := stamped(&m.Header)
+		p.writeFlagged(i, &h, m.Payload)
+	} else {
+		writeMessage(p.l.slot(p.tail+uint64(i)), m)
+	}
 	p.lens = append(p.lens, len(m.Payload))
 	return nil
+}
+
+// stamped is h with the host clock's timestamp if it is sampled and has none.
+func stamped(h *Header) Header {
+	c := *h
+	if c.Flags&FlagSampled != 0 && c.Enqueued == 0 {
+		c.Enqueued = uint64(time.Now().UnixNano())
+	}
+	return c
 }
 
 // writeMessage encodes m into slot; a sampled message without a timestamp
@@ -110,6 +126,9 @@ func (p *Producer) Slot(i int) ([]byte, error) {
 	if i < 0 || i >= p.reserved {
 		return nil, fmt.Errorf("%w: slot %d of %d reserved; call Reserve first", ErrMisuse, i, p.reserved)
 	}
+	if p.l.cfg.Format == FormatFlagged {
+		return p.stageFlagged(i), nil
+	}
 	s := p.l.slot(p.tail + uint64(i))
 	return s[SlotHeaderSize:], nil
 }
@@ -125,6 +144,11 @@ func (p *Producer) WriteHeader(i int, h *Header, n int) error {
 	if n < 0 || n > p.l.cfg.PayloadCap() {
 		return p.tooLarge(h.ID, n)
 	}
+	if p.l.cfg.Format == FormatFlagged {
+		p.writeFlagged(i, h, p.stageFlagged(i)[:n])
+		p.lens = append(p.lens, n)
+		return nil
+	}
 	s := p.l.slot(p.tail + uint64(i))
 	writeHeader(s, h, n)
 	p.lens = append(p.lens, n)
@@ -139,6 +163,9 @@ func (p *Producer) Commit(k int) error {
 	}
 	for _, n := range p.lens[:k] {
 		p.bytesIn += uint64(n)
+	}
+	if p.l.cfg.Format == FormatFlagged {
+		p.commitFlagged(k)
 	}
 	p.reserved, p.lens = 0, p.lens[:0]
 	return p.publish(k)
@@ -207,6 +234,7 @@ func (p *Producer) TryEnqueueBatch(ms []Message) (int, error) {
 	// Write's work inline, without its per-call checks: the reservation
 	// is ours and the slots are written in order.
 	payloadCap := p.l.cfg.PayloadCap()
+	flagged := p.l.cfg.Format == FormatFlagged
 	var bytes uint64
 	for i := 0; i < k; i++ {
 		m := &ms[i]
@@ -218,7 +246,13 @@ func (p *Producer) TryEnqueueBatch(ms []Message) (int, error) {
 			}
 			return i, p.tooLarge(m.ID, len(m.Payload))
 		}
-		writeMessage(p.l.slot(p.tail+uint64(i)), m)
+		if flagged { // each slot published by its first word as soon as written
+			h := stamped(&m.Header)
+			seq := p.tail + uint64(i)
+			order.StoreRelease64(p.l.word(seq, 0), p.l.encodeFlagged(seq, &h, m.Payload))
+		} else {
+			writeMessage(p.l.slot(p.tail+uint64(i)), m)
+		}
 		bytes += uint64(len(m.Payload))
 	}
 	p.bytesIn += bytes
@@ -252,7 +286,7 @@ func (p *Producer) EnqueueBatch(ctx context.Context, ms []Message) (int, error) 
 // Close marks the link closed after everything committed so far. The
 // consumer sees ErrClosed once it has drained the queue. Close is idempotent.
 func (p *Producer) Close() {
-	p.reserved, p.lens = 0, p.lens[:0]
+	p.reserved, p.lens, p.first = 0, p.lens[:0], p.first[:0]
 	if p.closed || p.l.dev != nil { // a device link is closed by its device producer
 		return
 	}

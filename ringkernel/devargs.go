@@ -36,8 +36,10 @@ const (
 	ArgOffStealSys  = ArgOffNumSteal + 4                  // u32: bit i set: steal link i's consumer is the host or a peer GPU
 	ArgOffBuf       = ArgOffStealSys + 4                  // u64[MaxStageBuffers]: bound buffers' addresses (Stage.Buffers)
 	ArgOffBufSize   = ArgOffBuf + 8*MaxStageBuffers       // u64[MaxStageBuffers]: their sizes in bytes
-	ArgOffNumBuf    = ArgOffBufSize + 8*MaxStageBuffers   // u32: bound buffers, then 4 bytes of padding
-	ArgSize         = ArgOffNumBuf + 8                    // bytes, a multiple of 8
+	ArgOffNumBuf    = ArgOffBufSize + 8*MaxStageBuffers   // u32: bound buffers
+	ArgOffInLL      = ArgOffNumBuf + 4                    // u32: bit i set: in-link i is flagged (p2pqueue.FormatFlagged)
+	ArgOffOutLL     = ArgOffInLL + 4                      // u32: bit i set: out-link i is flagged (0 until the loop writes them), then 4 bytes of padding
+	ArgSize         = ArgOffOutLL + 8                     // bytes, a multiple of 8
 )
 
 // The block is read as u64 words: its size must be a whole number of them.

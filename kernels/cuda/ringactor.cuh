@@ -396,7 +396,10 @@ struct ra_link_end {
     // (publishes, releases). Taken up from the header at attach.
     ra_u64 bytes, ops;
     bool sys;
+    bool ll;  // flagged (p2pqueue FormatFlagged): ra_ll.cuh reads it
 };
+
+#include "ra_ll.cuh"
 
 __device__ __forceinline__ bool ra_attach(unsigned char *base, ra_link_end *e, bool consumer, bool sys) {
     if (base == 0) return false;
@@ -404,7 +407,7 @@ __device__ __forceinline__ bool ra_attach(unsigned char *base, ra_link_end *e, b
     ra_u32 cap = ra_load_relaxed_sys32((const ra_u32 *)(base + RA_Q_OFF_CAPACITY));
     ra_u32 ss = ra_load_relaxed_sys32((const ra_u32 *)(base + RA_Q_OFF_SLOT_SIZE));
     if (cap < RA_MIN_CAPACITY || cap > RA_MAX_CAPACITY || (cap & (cap - 1)) || ss < RA_MIN_SLOT_SIZE || ss % RA_SLOT_ALIGN) return false;
-    e->q.base = base; e->q.mask = cap - 1; e->q.slot_size = ss; e->sys = sys;
+    e->q.base = base; e->q.mask = cap - 1; e->q.slot_size = ss; e->sys = sys; e->ll = false;
     ra_u64 t = ra_load_acquire_sys(ra_q_word(e->q, RA_Q_OFF_TAIL));
     ra_u64 h = ra_load_acquire_sys(ra_q_word(e->q, RA_Q_OFF_HEAD));
     if (t - h > cap) return false;
@@ -419,6 +422,7 @@ __device__ __forceinline__ bool ra_attach(unsigned char *base, ra_link_end *e, b
 // Slots published and not yet consumed; re-reads tail only when empty.
 // Returns -1 on a tail no correct producer writes.
 __device__ __forceinline__ long long ra_avail(ra_link_end *in) {
+    if (in->ll) return ra_ll_avail(in);
     if (in->other != in->own) return (long long)(in->other - in->own);
     ra_u64 t = ra_load_acquire(ra_q_word(in->q, RA_Q_OFF_TAIL), in->sys);
     if (t - in->own > (ra_u64)in->q.mask + 1) return -1;
@@ -682,14 +686,17 @@ struct ra_loop {
         s.life = RA_STATE_LAUNCHED;
         s.ack = ra_load_acquire_sys32((const ra_u32 *)(ctrl + RA_CB_OFF_COMMAND_ACK));
         const ra_u32 in_sys = ra_arg_u32(a, RA_ARG_OFF_IN_SYS), out_sys = ra_arg_u32(a, RA_ARG_OFF_OUT_SYS);
+        const ra_u32 in_ll = ra_arg_u32(a, RA_ARG_OFF_IN_LL), out_ll = ra_arg_u32(a, RA_ARG_OFF_OUT_LL);
         bool ok = nin >= 1 && nin <= RA_MAX_IN_LINKS && nout <= RA_MAX_OUT_LINKS && (nout <= 1 || routed) &&
                   route <= RA_ROUTE_PORT && ra_attach(ra_arg_ptr(a, RA_ARG_OFF_TRACE), &s.tr, false, true);
         s.ocap = 0xffffffffu;  // bytes: the least any out-slot holds, so a routed result fits wherever it goes
         for (ra_u32 k = 0; ok && k < nout; k++) {
-            ok = ra_attach(ra_arg_ptr(a, RA_ARG_OFF_OUT + 8 * k), &s.outs[k], false, (out_sys >> k) & 1u);
+            ok = ra_attach(ra_arg_ptr(a, RA_ARG_OFF_OUT + 8 * k), &s.outs[k], false, (out_sys >> k) & 1u) &&
+                 ra_ll_check(&s.outs[k], false) && !((out_ll >> k) & 1u);  // flagged out-links: not yet
             if (ok) s.ocap = min(s.ocap, s.outs[k].q.slot_size - RA_SLOT_HEADER_SIZE);
         }
-        for (ra_u32 k = 0; ok && k < nin; k++) ok = ra_attach(ra_arg_ptr(a, RA_ARG_OFF_IN + 8 * k), &s.ins[k], true, (in_sys >> k) & 1u);
+        for (ra_u32 k = 0; ok && k < nin; k++)
+            ok = ra_attach(ra_arg_ptr(a, RA_ARG_OFF_IN + 8 * k), &s.ins[k], true, (in_sys >> k) & 1u) && ra_ll_check(&s.ins[k], (in_ll >> k) & 1u);
         ok = attach_steal(a) && ok;
         if (!ok) {
             s.life = RA_STATE_FAULTED;
@@ -892,8 +899,9 @@ struct ra_loop {
                 if (av < 0) { fault(); break; }
                 if (av == 0) break;
                 ra_u64 i = 0;
+                ra_u32 hb[RA_SLOT_HEADER_SIZE / 4];
                 for (; i < (ra_u64)av; i++) {
-                    if (!ra_record(&s.tr, ctrl, s.ack, RA_REC_DEAD_LETTER, ra_q_slot(s.ins[k].q, s.ins[k].own + i), stage, 0,
+                    if (!ra_record(&s.tr, ctrl, s.ack, RA_REC_DEAD_LETTER, ra_ll_header(s.ins[k], s.ins[k].own + i, hb), stage, 0,
                                    ra_globaltimer() + s.clk, RA_CODE_SHUTDOWN)) break;
                     dropped++;
                 }
@@ -987,6 +995,12 @@ struct ra_loop {
         stg = pitch <= RA_STAGE_BYTES;
         const ra_u32 n = s.n;
         if (threadIdx.x == 0) s.gaps = 0;  // the other threads read the last one before the step's first barrier
+        if (in->ll) {  // flagged: logical slots, staged whole (ringkernel/cuda refuses bigger ones)
+            pitch = ra_stage_pitch(in->q.slot_size / 2);
+            stg = true;
+            ra_ll_stage_in(in, s.n, (unsigned char *)s.staged, pitch);
+            return;
+        }
         const ra_u32 words = stg ? in->q.slot_size / 8 : RA_SLOT_HEADER_SIZE / 8;
         const ra_u32 pw = stg ? pitch / 8 : words;
         for (ra_u32 x = threadIdx.x; x < n * words; x += blockDim.x) {
@@ -1020,7 +1034,7 @@ struct ra_loop {
             const ra_u64 now = ra_globaltimer() + s.clk;
             const ra_u64 gap = enq > now ? enq - now : 0;
             s.t0[i] = now + gap;
-            if (len > in->q.slot_size - RA_SLOT_HEADER_SIZE) s.res[i] = RA_CODE_CORRUPT_SLOT;
+            if (len > ra_ll_cap(*in)) s.res[i] = RA_CODE_CORRUPT_SLOT;
             else {
                 int port = 0;
                 ra_u32 ot = 0;
@@ -1138,7 +1152,7 @@ struct ra_loop {
     // The payload bytes of a slot whose header is h, as the Go consumer
     // counts them (a length past the slot counts the slot's payload).
     static __device__ __forceinline__ ra_u64 payload_len(const ra_link_end &e, const unsigned char *h) {
-        return min(ra_slot_len(h), e.q.slot_size - RA_SLOT_HEADER_SIZE);
+        return min(ra_slot_len(h), ra_ll_cap(e));
     }
     static __device__ __forceinline__ void store_consumer(ra_link_end *e) {
         e->ops++;
@@ -1155,7 +1169,8 @@ struct ra_loop {
     // consumed with one head store to come (a drop without drain).
     __device__ __forceinline__ void consumed_in_place(ra_link_end *e, ra_u64 n) {
         if (n == 0) return;
-        for (ra_u64 i = 0; i < n; i++) e->bytes += payload_len(*e, ra_q_slot(e->q, e->own + i));
+        ra_u32 hb[RA_SLOT_HEADER_SIZE / 4];
+        for (ra_u64 i = 0; i < n; i++) e->bytes += payload_len(*e, ra_ll_header(*e, e->own + i, hb));
         store_consumer(e);
     }
 

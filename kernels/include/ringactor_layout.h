@@ -9,6 +9,7 @@
 
 #define RA_Q_MAGIC                 0x51524152u // identifies a ringactor queue
 #define RA_Q_VERSION               2u        // layout version
+#define RA_Q_VERSION_FLAGGED       3u        // layout version of a flagged queue (experimental)
 #define RA_Q_REGION_ALIGN          0x80u     // alignment of a region's base
 #define RA_Q_LINE_SIZE             0x80u     // header, producer and consumer lines
 #define RA_Q_OFF_MAGIC             0u        // u32
@@ -130,8 +131,10 @@
 #define RA_ARG_OFF_BUF             0x180u    // ra_ring_args: bound buffers' addresses
 #define RA_ARG_OFF_BUF_SIZE        0x1c0u    // ra_ring_args: bound buffers' sizes
 #define RA_ARG_OFF_NUM_BUF         0x200u    // ra_ring_args: bound buffers
+#define RA_ARG_OFF_IN_LL           0x204u    // ra_ring_args: flagged in-links, bit mask
+#define RA_ARG_OFF_OUT_LL          0x208u    // ra_ring_args: flagged out-links, bit mask
 #define RA_MAX_STAGE_BUFFERS       8u        // ringkernel.MaxStageBuffers
-#define RA_ARG_SIZE                0x208u    // ra_ring_args: bytes
+#define RA_ARG_SIZE                0x210u    // ra_ring_args: bytes
 
 // Dead-letter codes (negative: a stage function may return them).
 #define RA_CODE_OUTPUT_TOO_SMALL   (-1) // result larger than the out slot

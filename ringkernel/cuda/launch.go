@@ -30,6 +30,9 @@ func (b *Backend) Start(job *rk.Job) (rk.Loop, error) {
 		return nil, fmt.Errorf("ringkernel/cuda: stage %q has %d steal links; a device loop forwards stolen work into at most %d (a stage group of at most %d instances)",
 			spec.Stage.Name, n, rk.MaxDeviceStealLinks, rk.MaxDeviceStealLinks+1)
 	}
+	if err := refuseFlagged(job); err != nil {
+		return nil, err
+	}
 	d, err := b.device(spec.Device)
 	if err == nil {
 		err = b.bindings(job, nil) // before its module loads
@@ -204,16 +207,20 @@ func (l *loop) args(job *rk.Job) ([]byte, error) {
 	put := func(off int, v uint64) { binary.LittleEndian.PutUint64(a[off:], v) }
 	put32 := func(off int, v uint32) { binary.LittleEndian.PutUint32(a[off:], v) }
 	put(rk.ArgOffCtrl, job.Control.Region().DeviceAddr)
-	var inSys uint32
+	var inSys, inLL uint32
 	for i, c := range job.In {
 		r := c.Link().Region()
 		put(rk.ArgOffIn+8*i, r.DeviceAddr)
+		if c.Link().Format() == p2pqueue.FormatFlagged {
+			inLL |= 1 << i
+		}
 		if !(r.Kind == p2pqueue.DeviceMemory && r.Device == spec.Device && i < len(spec.InLocal) && spec.InLocal[i]) {
 			inSys |= 1 << i
 		}
 	}
 	put32(rk.ArgOffNumIn, uint32(len(job.In)))
 	put32(rk.ArgOffInSys, inSys)
+	put32(rk.ArgOffInLL, inLL) // ArgOffOutLL stays 0: refuseFlagged refuses flagged out-links
 	put(rk.ArgOffTrace, job.Trace.Region().DeviceAddr)
 	var outSys uint32
 	for i, pr := range job.Out {
@@ -334,4 +341,38 @@ func (l *loop) Err() error {
 func hashPTX(ptx []byte) string {
 	h := sha256.Sum256(ptx)
 	return hex.EncodeToString(h[:8])
+}
+
+// llStageBytes is the device loop's staging area (RA_STAGE_BYTES): a
+// flagged in-link's slots are gathered there, never read in place.
+const llStageBytes = 32768
+
+// refuseFlagged refuses what the device loop cannot do with a link of the
+// experimental flagged format (p2pqueue.FormatFlagged): it reads flagged
+// in-links (kernels/cuda/ra_ll.cuh) but writes indexed out-links only,
+// forwards stolen work from indexed in-links only, and gathers a flagged
+// slot into its staging area, which must hold one.
+func refuseFlagged(job *rk.Job) error {
+	name := job.Spec.Stage.Name
+	for _, c := range job.In {
+		l := c.Link()
+		if l.Format() != p2pqueue.FormatFlagged {
+			continue
+		}
+		if len(job.StealTo) > 0 {
+			return fmt.Errorf("ringkernel/cuda: stage %q: %w: in-link %v is flagged and the stage has steal links; the device loop forwards stolen work from indexed in-links only: use p2pqueue.FormatIndexed",
+				name, rk.ErrUnsupported, l.Config().LinkID)
+		}
+		if l.Config().SlotSize+8 > llStageBytes { // pick cuts a batch by the slot's whole size
+			return fmt.Errorf("ringkernel/cuda: stage %q: %w: flagged in-link %v has %d-byte slots; the device loop stages a flagged slot whole, at most %d bytes: use smaller slots or p2pqueue.FormatIndexed",
+				name, rk.ErrUnsupported, l.Config().LinkID, l.Config().SlotSize, llStageBytes-8)
+		}
+	}
+	for _, p := range append(append([]*p2pqueue.Producer(nil), job.Out...), job.StealTo...) {
+		if l := p.Link(); l.Format() != p2pqueue.FormatIndexed {
+			return fmt.Errorf("ringkernel/cuda: stage %q: %w: out-link %v is %s; the device loop writes indexed links only (flagged links are experimental: a kernel reads them, host and sim write them): use p2pqueue.FormatIndexed",
+				name, rk.ErrUnsupported, l.Config().LinkID, l.Format())
+		}
+	}
+	return nil
 }

@@ -15,11 +15,12 @@ func _() {
 	_ = x[ErrorTexts-5]
 	_ = x[CountsBeforeHead-6]
 	_ = x[Buffers-7]
+	_ = x[FlaggedLinks-8]
 }
 
-const _Capability_name = "Go stage functionsparallel workerswork stealinguser stagesstage error textscounters stored before the headbuffers"
+const _Capability_name = "Go stage functionsparallel workerswork stealinguser stagesstage error textscounters stored before the headbuffersflagged links"
 
-var _Capability_index = [...]uint8{0, 18, 34, 47, 58, 75, 106, 113}
+var _Capability_index = [...]uint8{0, 18, 34, 47, 58, 75, 106, 113, 126}
 
 func (i Capability) String() string {
 	idx := int(i) - 1

@@ -44,6 +44,9 @@ const (
 	CountsBeforeHead // counters stored before the head
 	// Buffers: the backend is a devmem.Backend (buffers on its devices).
 	Buffers // buffers
+	// FlaggedLinks: the loop writes links of the experimental flagged
+	// format (p2pqueue.FormatFlagged); every loop reads them.
+	FlaggedLinks // flagged links
 )
 
 // Options describes the backend under test.
@@ -107,6 +110,8 @@ var cases = []Case{
 	{"BarrierArriveAndWait", nil, (*suite).testBarrierArriveAndWait},
 	{"Buffers", []Capability{Buffers}, (*suite).testBuffers},
 	{"BoundBuffers", []Capability{Buffers, UserStages}, (*suite).testBoundBuffers},
+	{"FlaggedIngress", nil, (*suite).testFlaggedIngress},
+	{"FlaggedLinks", []Capability{FlaggedLinks}, (*suite).testFlaggedLinks},
 }
 
 // Run runs every conformance case on the backend newBackend returns, each

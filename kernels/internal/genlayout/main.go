@@ -26,6 +26,7 @@ func defs() []def {
 	return []def{
 		{"RA_Q_MAGIC", uint64(q.Magic), "identifies a ringactor queue"},
 		{"RA_Q_VERSION", uint64(q.Version), "layout version"},
+		{"RA_Q_VERSION_FLAGGED", uint64(q.VersionFlagged), "layout version of a flagged queue (experimental)"},
 		{"RA_Q_REGION_ALIGN", q.RegionAlign, "alignment of a region's base"},
 		{"RA_Q_LINE_SIZE", q.LineSize, "header, producer and consumer lines"},
 		{"RA_Q_OFF_MAGIC", q.OffMagic, "u32"},
@@ -152,6 +153,8 @@ func defs() []def {
 		{"RA_ARG_OFF_BUF", rk.ArgOffBuf, "ra_ring_args: bound buffers' addresses"},
 		{"RA_ARG_OFF_BUF_SIZE", rk.ArgOffBufSize, "ra_ring_args: bound buffers' sizes"},
 		{"RA_ARG_OFF_NUM_BUF", rk.ArgOffNumBuf, "ra_ring_args: bound buffers"},
+		{"RA_ARG_OFF_IN_LL", rk.ArgOffInLL, "ra_ring_args: flagged in-links, bit mask"},
+		{"RA_ARG_OFF_OUT_LL", rk.ArgOffOutLL, "ra_ring_args: flagged out-links, bit mask"},
 		{"RA_MAX_STAGE_BUFFERS", rk.MaxStageBuffers, "ringkernel.MaxStageBuffers"},
 		{"RA_ARG_SIZE", rk.ArgSize, "ra_ring_args: bytes"},
 	}

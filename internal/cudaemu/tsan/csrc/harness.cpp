@@ -110,8 +110,9 @@ static bool failed() {
 struct region {
     unsigned char *base = nullptr;
     uint32_t cap = 0, slot = 0;
+    bool ll = false;  // flagged (p2pqueue FormatFlagged): slot/2 logical bytes, a lap flag in every word
     unsigned char *slot_at(uint64_t i) const { return base + RA_Q_OFF_SLOTS + (size_t)(i & (cap - 1)) * slot; }
-    uint32_t payload_cap() const { return slot - RA_SLOT_HEADER_SIZE; }
+    uint32_t payload_cap() const { return (ll ? slot / 2 : slot) - RA_SLOT_HEADER_SIZE; }
 };
 
 static unsigned char *alloc_region(size_t n) {
@@ -127,15 +128,17 @@ static unsigned char *alloc_region(size_t n) {
 
 // init_link is p2pqueue's initAt/format at start 0: magic invalidated first,
 // the header cleared and written, tail and head released, magic last.
-static region init_link(uint32_t cap, uint32_t slot, uint64_t id) {
+static region init_link(uint32_t cap, uint32_t slot, uint64_t id, bool ll = false) {
     region r;
     r.cap = cap;
     r.slot = slot;
+    r.ll = ll;
     r.base = alloc_region((size_t)RA_Q_OFF_SLOTS + (size_t)cap * slot);
     unsigned char *b = r.base;
     st_rel32(b, RA_Q_OFF_MAGIC, 0);
     memset(b + 4, 0, RA_Q_OFF_SLOTS - 4);
-    uint16_t ver = RA_Q_VERSION;
+    if (ll) memset(b + RA_Q_OFF_SLOTS, 0, (size_t)cap * slot);  // Init clears a flagged queue's slots
+    uint16_t ver = ll ? RA_Q_VERSION_FLAGGED : RA_Q_VERSION;
     memcpy(b + RA_Q_OFF_VERSION, &ver, 2);
     put32(b + RA_Q_OFF_CAPACITY, cap);
     put32(b + RA_Q_OFF_SLOT_SIZE, slot);
@@ -173,6 +176,22 @@ struct producer {
         return f < (long long)n ? f : (long long)n;
     }
     unsigned char *slot(uint32_t i) { return l.slot_at(tail + i); }
+    // put_ll, a flagged link (p2pqueue Link.encodeFlagged, as a device
+    // producer may store it): logical slot s of n bytes into reserved slot
+    // i, one relaxed 8-byte store per word, data | lap flag << 32, the
+    // words in a rotated order (the first word not always first or last),
+    // so the kernel must poll every word's flag.
+    void put_ll(uint32_t i, const unsigned char *s, uint32_t n, uint32_t rot) {
+        const uint64_t seq = tail + i, flag = (uint64_t)(((uint32_t)(seq / l.cap) << 1) | 1u) << 32;
+        uint64_t *w = (uint64_t *)slot(i);
+        const uint32_t nw = (n + 3) / 4;
+        for (uint32_t x = 0; x < nw; x++) {
+            const uint32_t j = (x + rot) % nw;
+            uint32_t d = 0;
+            memcpy(&d, s + 4 * j, 4 * j + 4 <= n ? 4 : n - 4 * j);
+            __atomic_store_n(&w[j], flag | d, __ATOMIC_RELAXED);
+        }
+    }
     void publish(uint32_t k, uint64_t bytes) {
         tail += k;
         bytes_in += bytes;
@@ -255,6 +274,7 @@ struct tcase {
     int state_floats;
     bool keyed;
     uint32_t steal_slot, steal_cap;  // END_STEAL: the steal link (0: none)
+    bool ll;                         // the in-link is flagged (in_slot holds in_slot/2 logical bytes)
 };
 
 static const tcase cases[] = {
@@ -278,6 +298,8 @@ static const tcase cases[] = {
      1, RA_ROUTE_ONE, 128, 128, 64, 64, 4096, 3000, 7, 23, 0, END_STEAL, 2.0f, 0, false, 64, 16},
     {"barrier", "scale", "CmdBarrier: the kernel arrives once head reaches P, a host thread plays the other participant; phase 2 held till then", 1,
      RA_ROUTE_ONE, 128, 128, 512, 64, 32, 800, 7, 23, 0, END_BARRIER, 2.0f, 0, false},
+    {"ll", "scale", "flagged in-link (FormatFlagged, words stored relaxed in rotated order, tail lazy), sampled, dead letters, ingress closed", 1,
+     RA_ROUTE_ONE, 256, 64, 16, 64, 16, 3000, 7, 23, 31, END_CLOSE, 2.0f, 0, false, 0, 0, true},
 };
 
 static const uint32_t STAGE_ID = 7;
@@ -296,7 +318,7 @@ static uint32_t key_of(uint64_t id) { return (uint32_t)((id * 2654435761ull) % 1
 static void make_msg(const tcase &c, uint64_t id, msg *m) {
     m->flags = c.sample_every && id % c.sample_every == 0 ? RA_FLAG_SAMPLED : 0;
     m->code = 0;
-    const uint32_t in_cap = c.in_slot - RA_SLOT_HEADER_SIZE, out_cap = c.out_slot - RA_SLOT_HEADER_SIZE;
+    const uint32_t in_cap = (c.ll ? c.in_slot / 2 : c.in_slot) - RA_SLOT_HEADER_SIZE, out_cap = c.out_slot - RA_SLOT_HEADER_SIZE;
     if (c.keyed) {
         if (c.bad_every && id % c.bad_every == 0) {
             m->type = RA_TYPE_FLOATS;
@@ -372,7 +394,8 @@ struct run {
         for (int id = 1; id <= total; id++) {
             make_msg(c, id, m);
             expect[id] = m->code;
-            below[id] = below[id - 1] + (m->len < c.in_slot - RA_SLOT_HEADER_SIZE ? m->len : c.in_slot - RA_SLOT_HEADER_SIZE);
+            const uint32_t in_cap = (c.ll ? c.in_slot / 2 : c.in_slot) - RA_SLOT_HEADER_SIZE;
+            below[id] = below[id - 1] + (m->len < in_cap ? m->len : in_cap);
             if (!m->code && c.route == RA_ROUTE_PORT) port[id] = m->len > 0 && m->f[0] >= c.param ? 1 : 0;
             if (!m->code && c.keyed) {
                 ra_keyed k;
@@ -402,6 +425,7 @@ struct run {
         put(RA_ARG_OFF_IN, (uint64_t)(uintptr_t)in.base);
         put_u32(RA_ARG_OFF_NUM_IN, 1);
         put_u32(RA_ARG_OFF_IN_SYS, 1);
+        put_u32(RA_ARG_OFF_IN_LL, c.ll ? 1 : 0);
         put(RA_ARG_OFF_TRACE, (uint64_t)(uintptr_t)tr.base);
         uint32_t out_sys = 0;
         for (uint32_t k = 0; k < outs.size(); k++) {
@@ -500,6 +524,7 @@ struct run {
     // pauses now and then so the kernel also goes idle.
     void produce(producer &p, int from, int to) {
         msg *m = new msg;
+        unsigned char ll_buf[RA_SLOT_HEADER_SIZE + sizeof m->f];  // a flagged slot's logical bytes
         uint64_t rnd = 0x9E3779B97F4A7C15ull ^ (uint64_t)from;
         int id = from;
         unsigned waits = 0;
@@ -515,9 +540,10 @@ struct run {
                 continue;
             }
             uint64_t bytes = 0;
+            if (c.ll) sent.fetch_add(k);  // a flagged slot is published by its words, before tail
             for (long long i = 0; i < k; i++, id++) {
                 make_msg(c, id, m);
-                unsigned char *s = p.slot((uint32_t)i);
+                unsigned char *s = c.ll ? ll_buf : p.slot((uint32_t)i);
                 put64(s + RA_SLOT_OFF_ID, id);
                 put32(s + RA_SLOT_OFF_TYPE, m->type);
                 put32(s + RA_SLOT_OFF_LEN, m->len);
@@ -525,10 +551,11 @@ struct run {
                 put32(s + RA_SLOT_OFF_ORIGIN, 0);
                 put64(s + RA_SLOT_OFF_ENQUEUED, m->flags & RA_FLAG_SAMPLED ? now_ns() : 0);
                 memcpy(s + RA_SLOT_HEADER_SIZE, m->f, m->len);
+                if (c.ll) p.put_ll((uint32_t)i, s, RA_SLOT_HEADER_SIZE + m->len, (uint32_t)(id * 5));
                 bytes += m->len;
             }
             p.publish((uint32_t)k, bytes);
-            sent.fetch_add(k);
+            if (!c.ll) sent.fetch_add(k);
             if ((rnd >> 40) % 8 == 0) sleep_us(50);
         }
         delete m;
@@ -765,7 +792,9 @@ struct run {
             const uint64_t lid = ld_acq64(ctrl, RA_CB_OFF_LAST_ERROR_ID);
             const uint32_t st = ld_acq32(ctrl, RA_CB_OFF_STATE);
             (void)ld_acq32(ctrl, RA_CB_OFF_COMMAND_ACK);
-            const uint64_t t = ld_acq64(in.base, RA_Q_OFF_TAIL);
+            // A flagged in-link's tail is lazy (slots are published by their
+            // words): bound by the messages written instead.
+            const uint64_t t = c.ll ? (uint64_t)sent.load() : ld_acq64(in.base, RA_Q_OFF_TAIL);
             const uint64_t head2 = ld_acq64(in.base, RA_Q_OFF_HEAD);
             const uint64_t bytes_out = ld_acq64(in.base, RA_Q_OFF_BYTES_OUT), releases = ld_acq64(in.base, RA_Q_OFF_RELEASES);
             if (head2 <= (uint64_t)total && (bytes_out < below[head2] || (head2 > 0 && releases == 0)))
@@ -799,7 +828,7 @@ struct run {
 
     int go() {
         init_ctrl();
-        in = init_link(c.in_cap, c.in_slot, 1);
+        in = init_link(c.in_cap, c.in_slot, 1, c.ll);
         for (uint32_t d = 0; d < c.nout; d++) outs.push_back(init_link(c.out_cap, c.out_slot, 10 + d));
         tr = init_link(c.trace_cap, RA_TRACE_SLOT_SIZE, 100);
         if (c.steal_slot) steal = init_link(c.steal_cap, c.steal_slot, 200);
