@@ -179,12 +179,19 @@ type LedgerVariant struct {
 	Missing string
 	Spec    func(*rk.Spec)         // adjusts the kernel's spec (a loop variant), or nil
 	Link    func(*p2pqueue.Config) // adjusts both links' configuration (a link format), or nil
+	InLink  func(*p2pqueue.Config) // adjusts the in-link's alone, after Link, or nil
 }
 
 // LedgerVariants are the rows RunLedger runs by default.
 var LedgerVariants = []LedgerVariant{
 	{Name: "classic"},
+	{Name: "flagged-in", InLink: flagged},
+	{Name: "flagged", Missing: "the device loop writes no flagged out-links yet (issue 38 item 1)"},
 }
+
+// flagged makes a link's format p2pqueue.FormatFlagged, its slots twice
+// the size (a flagged slot carries half its bytes).
+func flagged(c *p2pqueue.Config) { c.Format, c.SlotSize = p2pqueue.FormatFlagged, 2*c.SlotSize }
 
 // LedgerOptions sizes a ledger run.
 type LedgerOptions struct {
@@ -249,10 +256,13 @@ func RunLedger(ctx context.Context, b *rkcuda.Backend, o LedgerOptions) ([]Ledge
 func ledgerRun(ctx context.Context, b *rkcuda.Backend, e ledgerDriver, v LedgerVariant, o LedgerOptions) (Ledger, error) {
 	r := &rig{b: b}
 	defer r.close()
-	link := func(capacity uint32) (*p2pqueue.Link, error) {
+	link := func(capacity uint32, in bool) (*p2pqueue.Link, error) {
 		cfg := p2pqueue.ConfigFor(capacity, 64)
 		if v.Link != nil {
 			v.Link(&cfg)
+		}
+		if v.InLink != nil && in {
+			v.InLink(&cfg)
 		}
 		n, err := cfg.RegionSize()
 		if err != nil {
@@ -265,11 +275,11 @@ func ledgerRun(ctx context.Context, b *rkcuda.Backend, e ledgerDriver, v LedgerV
 		r.regions = append(r.regions, reg)
 		return p2pqueue.Init(reg, cfg)
 	}
-	in, err := link(256)
+	in, err := link(256, true)
 	if err != nil {
 		return Ledger{}, err
 	}
-	egress, err := link(ledgerOutCapacity)
+	egress, err := link(ledgerOutCapacity, false)
 	if err != nil {
 		return Ledger{}, err
 	}
