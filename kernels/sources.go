@@ -21,6 +21,7 @@ func Headers() map[string]string {
 		LayoutHeaderName: LayoutHeader,
 		TypesHeaderName:  typesHeader,
 		DeviceHeaderName: mustRead("cuda/" + DeviceHeaderName),
+		"ra_warp.cuh":    mustRead("cuda/ra_warp.cuh"), // the warp loop, which ringactor.cuh includes
 	}
 }
 

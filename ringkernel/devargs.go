@@ -37,8 +37,15 @@ const (
 	ArgOffBuf       = ArgOffStealSys + 4                  // u64[MaxStageBuffers]: bound buffers' addresses (Stage.Buffers)
 	ArgOffBufSize   = ArgOffBuf + 8*MaxStageBuffers       // u64[MaxStageBuffers]: their sizes in bytes
 	ArgOffNumBuf    = ArgOffBufSize + 8*MaxStageBuffers   // u32: bound buffers, then 4 bytes of padding
-	ArgSize         = ArgOffNumBuf + 8                    // bytes, a multiple of 8
+	ArgOffVariant   = ArgOffNumBuf + 8                    // u32: Spec.Variant, the device loop; then 4 bytes of padding
+	ArgSize         = ArgOffVariant + 8                   // bytes, a multiple of 8
 )
+
+// LoopVariant is a device loop, picked at launch (Spec.Variant, ArgOffVariant; ARCHITECTURE §4.1).
+type LoopVariant uint32
+
+// LoopClassic is the block loop (the default); LoopWarp the experimental warp hot path (kernels/cuda/ra_warp.cuh).
+const LoopClassic, LoopWarp LoopVariant = 0, 1
 
 // The block is read as u64 words: its size must be a whole number of them.
 var _ [0]struct{} = [ArgSize % 8]struct{}{}

@@ -153,6 +153,8 @@ func defs() []def {
 		{"RA_ARG_OFF_BUF_SIZE", rk.ArgOffBufSize, "ra_ring_args: bound buffers' sizes"},
 		{"RA_ARG_OFF_NUM_BUF", rk.ArgOffNumBuf, "ra_ring_args: bound buffers"},
 		{"RA_MAX_STAGE_BUFFERS", rk.MaxStageBuffers, "ringkernel.MaxStageBuffers"},
+		{"RA_ARG_OFF_VARIANT", rk.ArgOffVariant, "ra_ring_args: the device loop (ringkernel.LoopVariant)"},
+		{"RA_LOOP_WARP", uint64(rk.LoopWarp), "ringkernel.LoopWarp: the warp loop (ra_warp.cuh)"},
 		{"RA_ARG_SIZE", rk.ArgSize, "ra_ring_args: bytes"},
 	}
 }
