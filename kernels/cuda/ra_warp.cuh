@@ -138,8 +138,10 @@ __device__ void ra_warp_loop(ra_loop_shared &sh, const ra_ring_args &a) {
                     picked = sh.n != 0;
                 }
             }
-            ra_warp_sync(lanes);  // n read before lane 0 writes it again; the idle poll's end seen
-            if (sh.stop) break;
+            // n read before lane 0 writes it again. A stop the idle poll set
+            // is read after the next step's barrier (that step's lane 0 does
+            // nothing then): read here, lane 0 could write it meanwhile.
+            ra_warp_sync(lanes);
             continue;
         }
         spins = 0;
