@@ -26,6 +26,7 @@ func Headers() map[string]string {
 		TypesHeaderName:  typesHeader,
 		DeviceHeaderName: mustRead("cuda/" + DeviceHeaderName),
 		LLHeaderName:     mustRead("cuda/" + LLHeaderName),
+		"ra_warp.cuh":    mustRead("cuda/ra_warp.cuh"), // the warp loop, which ringactor.cuh includes
 	}
 }
 

@@ -38,9 +38,16 @@ const (
 	ArgOffBufSize   = ArgOffBuf + 8*MaxStageBuffers       // u64[MaxStageBuffers]: their sizes in bytes
 	ArgOffNumBuf    = ArgOffBufSize + 8*MaxStageBuffers   // u32: bound buffers
 	ArgOffInLL      = ArgOffNumBuf + 4                    // u32: bit i set: in-link i is flagged (p2pqueue.FormatFlagged)
-	ArgOffOutLL     = ArgOffInLL + 4                      // u32: bit i set: out-link i is flagged (0 until the loop writes them), then 4 bytes of padding
-	ArgSize         = ArgOffOutLL + 8                     // bytes, a multiple of 8
+	ArgOffOutLL     = ArgOffInLL + 4                      // u32: bit i set: out-link i is flagged (0 until the loop writes them)
+	ArgOffVariant   = ArgOffOutLL + 4                     // u32: Spec.Variant, the device loop
+	ArgSize         = ArgOffVariant + 4                   // bytes, a multiple of 8
 )
+
+// LoopVariant is a device loop, picked at launch (Spec.Variant, ArgOffVariant; ARCHITECTURE §4.1).
+type LoopVariant uint32
+
+// LoopClassic is the block loop (the default); LoopWarp the experimental warp hot path (kernels/cuda/ra_warp.cuh).
+const LoopClassic, LoopWarp LoopVariant = 0, 1
 
 // The block is read as u64 words: its size must be a whole number of them.
 var _ [0]struct{} = [ArgSize % 8]struct{}{}

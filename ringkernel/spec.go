@@ -140,6 +140,8 @@ type Spec struct {
 	// quick. Nil drops them (the counters still count).
 	OnTrace      func(TraceRecord)
 	OnDeadLetter func(DeadLetter)
+	// Variant picks the device loop (LoopClassic, the zero value, or LoopWarp); the sim backend ignores it.
+	Variant LoopVariant
 }
 
 func (s *Spec) defaults() {

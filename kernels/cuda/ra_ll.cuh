@@ -84,22 +84,26 @@ __device__ __forceinline__ const unsigned char *ra_ll_header(const ra_link_end &
 // head into staged (pitch bytes apart, logical bytes), in two rounds
 // across the block: the slot headers, then, the lengths known, the words
 // of each payload (a producer writes no word past its message, so a word
-// past the length may hold an older lap forever). Ends in a barrier.
-__device__ __forceinline__ void ra_ll_stage_in(const ra_link_end *in, ra_u32 n, unsigned char *staged, ra_u32 pitch) {
+// past the length may hold an older lap forever). tid of nthr threads
+// take part (the block, or the warp loop's warp), meeting at sync (the
+// loop's barrier: __syncthreads, or the warp loop's); ends in one.
+template <class Sync>
+__device__ __forceinline__ void ra_ll_stage_in(const ra_link_end *in, ra_u32 n, unsigned char *staged, ra_u32 pitch, ra_u32 tid,
+                                               ra_u32 nthr, Sync sync) {
     const ra_u32 hw = RA_SLOT_HEADER_SIZE / 4;
-    for (ra_u32 x = threadIdx.x; x < n * hw; x += blockDim.x) {
+    for (ra_u32 x = tid; x < n * hw; x += nthr) {
         const ra_u32 i = x / hw, j = x - i * hw;
         ((ra_u32 *)(staged + (size_t)i * pitch))[j] = ra_ll_get(in->q, in->own + i, j);
     }
-    __syncthreads();
+    sync();
     const ra_u32 cap = ra_ll_cap(*in), pw = (cap + 3) / 4;
-    for (ra_u32 x = threadIdx.x; x < n * pw; x += blockDim.x) {
+    for (ra_u32 x = tid; x < n * pw; x += nthr) {
         const ra_u32 i = x / pw, j = x - i * pw;
         unsigned char *d = staged + (size_t)i * pitch;
         if (4 * j >= min(ra_slot_len(d), cap)) continue;
         ((ra_u32 *)(d + RA_SLOT_HEADER_SIZE))[j] = ra_ll_get(in->q, in->own + i, hw + j);
     }
-    __syncthreads();
+    sync();
 }
 
 // ra_ll_check, at attach: a link's layout version agrees with what the

@@ -600,6 +600,9 @@ struct ra_loop_shared {
     ra_u64 staged[RA_STAGE_BYTES / 8];
 };
 
+// The warp loop (ringkernel.LoopWarp): ra_warp_sync, ra_warp_loop.
+#include "ra_warp.cuh"
+
 // ra_loop is one ring kernel's loop, a phase per method, named as its Go
 // twin's in ringkernel/sim/loop.go: commands, deadLetterQueued, pick,
 // stageIn, process, publishRouted, publish (the results), flush (counters,
@@ -640,6 +643,11 @@ struct ra_loop {
     ra_u32 nsteal;
     ra_u64 stolen;
     bool steal_closed;
+    // Who shares a batch: this thread's index and the threads in it (the
+    // block; the warp loop's lanes, ra_warp.cuh), and sync(): their barrier.
+    ra_u32 tid, nthr;
+    bool warp;
+    __device__ __forceinline__ void sync() { if (warp) ra_warp_sync(nthr); else __syncthreads(); }
 
     __device__ ra_loop(ra_loop_shared &sh, const ra_ring_args &a) : s(sh) {
         ctrl = ra_arg_ptr(a, RA_ARG_OFF_CTRL);
@@ -661,6 +669,7 @@ struct ra_loop {
         in = 0;
         pitch = 0;
         stg = true;
+        tid = threadIdx.x; nthr = blockDim.x; warp = false;
     }
 
     // bind, thread 0 (before the first barrier): the bound buffers from
@@ -713,17 +722,25 @@ struct ra_loop {
     // moves the lifecycle by ringkernel.Next's table.
     __device__ __forceinline__ void commands() {
         const ra_u32 it = iter++;
-        const ra_u64 now = ra_globaltimer();
-        bool beat = false;
-        if (it == 0 || now - last_beat >= RA_BEAT_NS) {
-            beat = true;
-            last_beat = now;
-            s.clk = ra_clock_offset(ctrl);
-            ra_store_release_sys((ra_u64 *)(ctrl + RA_CB_OFF_HEARTBEAT), now + s.clk);
-        }
+        const bool beat = heartbeat(it == 0, &s.clk);
         // Every 8th iteration, or at a beat: a loop whose batches take longer
         // than RA_BEAT_NS reads it every step (a steal waits one batch, not 8).
-        const ra_u32 q = ((it & 7u) == 0 || beat) ? ra_load_acquire_sys32((const ra_u32 *)(ctrl + RA_CB_OFF_COMMAND_SEQ)) : s.ack;
+        command(((it & 7u) == 0 || beat) ? ra_load_acquire_sys32((const ra_u32 *)(ctrl + RA_CB_OFF_COMMAND_SEQ)) : s.ack);
+    }
+
+    // heartbeat: a beat, and the clock offset re-read into *clk, once
+    // RA_BEAT_NS has passed since the last (or when forced).
+    __device__ __forceinline__ bool heartbeat(bool force, ra_u64 *clk) {
+        const ra_u64 now = ra_globaltimer();
+        if (!force && now - last_beat < RA_BEAT_NS) return false;
+        last_beat = now;
+        *clk = ra_clock_offset(ctrl);
+        ra_store_release_sys((ra_u64 *)(ctrl + RA_CB_OFF_HEARTBEAT), now + *clk);
+        return true;
+    }
+
+    // command, thread 0: apply command seq q (loaded with an acquire) if not yet acknowledged.
+    __device__ __forceinline__ void command(const ra_u32 q) {
         if (q == s.ack) return;
         const ra_u32 c = ra_load_relaxed_sys32((const ra_u32 *)(ctrl + RA_CB_OFF_COMMAND));  // after seq's acquire
         ra_u32 &life = s.life;
@@ -994,20 +1011,20 @@ struct ra_loop {
         pitch = ra_stage_pitch(in->q.slot_size);
         stg = pitch <= RA_STAGE_BYTES;
         const ra_u32 n = s.n;
-        if (threadIdx.x == 0) s.gaps = 0;  // the other threads read the last one before the step's first barrier
+        if (tid == 0) s.gaps = 0;  // the other threads read the last one before the step's first barrier
         if (in->ll) {  // flagged: logical slots, staged whole (ringkernel/cuda refuses bigger ones)
             pitch = ra_stage_pitch(in->q.slot_size / 2);
             stg = true;
-            ra_ll_stage_in(in, s.n, (unsigned char *)s.staged, pitch);
+            ra_ll_stage_in(in, s.n, (unsigned char *)s.staged, pitch, tid, nthr, [this] { sync(); });
             return;
         }
         const ra_u32 words = stg ? in->q.slot_size / 8 : RA_SLOT_HEADER_SIZE / 8;
         const ra_u32 pw = stg ? pitch / 8 : words;
-        for (ra_u32 x = threadIdx.x; x < n * words; x += blockDim.x) {
+        for (ra_u32 x = tid; x < n * words; x += nthr) {
             const ra_u32 i = x / words, o = x - i * words;
             s.staged[i * pw + o] = ((const ra_u64 *)ra_q_slot(in->q, in->own + i))[o];
         }
-        __syncthreads();
+        sync();
     }
 
     // process, every thread: the stage, one message per thread; a stage
@@ -1016,8 +1033,8 @@ struct ra_loop {
     __device__ __forceinline__ void process() {
         const ra_u32 n = s.n;
         const bool one = state != 0;
-        if (one && threadIdx.x != 0) return;
-        for (ra_u32 i = one ? 0 : threadIdx.x; i < n; i += one ? 1 : blockDim.x) {
+        if (one && tid != 0) return;
+        for (ra_u32 i = one ? 0 : tid; i < n; i += one ? 1 : nthr) {
             const unsigned char *h = hdr(i);
             const ra_u32 len = ra_slot_len(h);
             unsigned char *o;
@@ -1070,8 +1087,8 @@ struct ra_loop {
     // dead letter left a gap to close and nothing routes (the usual case).
     __device__ __forceinline__ void headers() {
         if (s.gaps || s.sink || routed) return;
-        for (ra_u32 i = threadIdx.x; i < s.n; i += blockDim.x) write_out_header(ra_q_slot(s.outs[0].q, s.outs[0].own + i), i);
-        __syncthreads();  // the headers before thread 0 publishes them
+        for (ra_u32 i = tid; i < s.n; i += nthr) write_out_header(ra_q_slot(s.outs[0].q, s.outs[0].own + i), i);
+        sync();  // the headers before thread 0 publishes them
     }
 
     // publishRouted, thread 0: each result to the out-link(s) its route
@@ -1269,6 +1286,7 @@ struct ra_loop {
 template <typename STAGE>
 __device__ void ra_ring_loop(const ra_ring_args &a) {
     RA_SHARED(ra_loop_shared, sh);
+    if (ra_arg_u32(a, RA_ARG_OFF_VARIANT) == RA_LOOP_WARP) return ra_warp_loop<STAGE>(sh, a);  // ringkernel.LoopWarp
     ra_loop<STAGE> L(sh, a);
     if (threadIdx.x == 0) L.attach(a);
     for (;;) {

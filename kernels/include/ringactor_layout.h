@@ -134,6 +134,8 @@
 #define RA_ARG_OFF_IN_LL           0x204u    // ra_ring_args: flagged in-links, bit mask
 #define RA_ARG_OFF_OUT_LL          0x208u    // ra_ring_args: flagged out-links, bit mask
 #define RA_MAX_STAGE_BUFFERS       8u        // ringkernel.MaxStageBuffers
+#define RA_ARG_OFF_VARIANT         0x20cu    // ra_ring_args: the device loop (ringkernel.LoopVariant)
+#define RA_LOOP_WARP               1u        // ringkernel.LoopWarp: the warp loop (ra_warp.cuh)
 #define RA_ARG_SIZE                0x210u    // ra_ring_args: bytes
 
 // Dead-letter codes (negative: a stage function may return them).

@@ -56,7 +56,41 @@ func TestConformance(t *testing.T) {
 			t.Errorf("closing the cuda backend: %v", err)
 		}
 	})
-	ringkerneltest.Run(t, func(testing.TB) rk.Backend { return b }, options())
+	var backend rk.Backend = b
+	if v := loopVariant(t); v != rk.LoopClassic {
+		backend = variantBackend{b, v}
+	}
+	ringkerneltest.Run(t, func(testing.TB) rk.Backend { return backend }, options())
+}
+
+// LoopEnv names the device loop every kernel of the conformance suite
+// runs (Spec.Variant): "warp" (ringkernel.LoopWarp) or "classic" (the
+// default). `make test` runs the suite once more with the warp loop.
+const LoopEnv = "RINGACTOR_TEST_LOOP"
+
+func loopVariant(t *testing.T) rk.LoopVariant {
+	switch v := os.Getenv(LoopEnv); v {
+	case "", "classic":
+		return rk.LoopClassic
+	case "warp":
+		t.Logf("%s=warp: every kernel runs the warp loop (ringkernel.LoopWarp)", LoopEnv)
+		return rk.LoopWarp
+	default:
+		t.Fatalf("%s=%q: want classic or warp", LoopEnv, v)
+		return 0
+	}
+}
+
+// variantBackend is the CUDA backend with every kernel launched in one
+// loop variant; its other methods (buffers, devices) are the backend's.
+type variantBackend struct {
+	*rkcuda.Backend
+	v rk.LoopVariant
+}
+
+func (b variantBackend) Start(job *rk.Job) (rk.Loop, error) {
+	job.Spec.Variant = b.v
+	return b.Backend.Start(job)
 }
 
 // A user stage's CUDA side builds through NVRTC into PTX with its ring

@@ -26,6 +26,9 @@ func (b *Backend) Start(job *rk.Job) (rk.Loop, error) {
 	if n := len(job.In); n < 1 || n > rk.MaxDeviceInLinks {
 		return nil, fmt.Errorf("ringkernel/cuda: stage %q has %d in-links; a device loop reads 1 to %d", spec.Stage.Name, n, rk.MaxDeviceInLinks)
 	}
+	if spec.Variant > rk.LoopWarp {
+		return nil, fmt.Errorf("%w %q: unknown device loop variant %d; set Spec.Variant to ringkernel.LoopClassic or LoopWarp", rk.ErrBadStage, spec.Stage.Name, spec.Variant)
+	}
 	if n := len(job.StealTo); n > rk.MaxDeviceStealLinks {
 		return nil, fmt.Errorf("ringkernel/cuda: stage %q has %d steal links; a device loop forwards stolen work into at most %d (a stage group of at most %d instances)",
 			spec.Stage.Name, n, rk.MaxDeviceStealLinks, rk.MaxDeviceStealLinks+1)
@@ -244,6 +247,7 @@ func (l *loop) args(job *rk.Job) ([]byte, error) {
 	put32(rk.ArgOffStealSys, stealSys)
 	put32(rk.ArgOffRoute, uint32(spec.Route))
 	put32(rk.ArgOffKeyOffset, uint32(spec.KeyOffset))
+	put32(rk.ArgOffVariant, uint32(spec.Variant)) // the loop ra_ring_loop runs (LoopWarp: ra_warp.cuh)
 	floats := func(vs []float32, n int) (uint64, error) {
 		if n == 0 {
 			return 0, nil

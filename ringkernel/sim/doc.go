@@ -16,6 +16,9 @@
 // error (kept whole for the host, ringkernel.CauseKeeper), and the loop
 // goes on.
 //
+// A Spec's Variant (the device loop a CUDA kernel runs, ringkernel.LoopWarp)
+// is ignored: sim has one loop.
+//
 // Devices. A Backend lists simulated GPUs (ListDevices: Devices of them, or
 // RINGACTOR_SIM_DEVICES, joined as Topology or RINGACTOR_SIM_P2P says), and
 // NewCPU makes the engine of the host's CPU, listed as one device of kind

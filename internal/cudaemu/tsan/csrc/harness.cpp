@@ -274,6 +274,7 @@ struct tcase {
     int state_floats;
     bool keyed;
     uint32_t steal_slot, steal_cap;  // END_STEAL: the steal link (0: none)
+    uint32_t variant;                // the device loop (RA_ARG_OFF_VARIANT): 0 the block loop, RA_LOOP_WARP the warp loop
     bool ll;                         // the in-link is flagged (in_slot holds in_slot/2 logical bytes)
 };
 
@@ -299,7 +300,19 @@ static const tcase cases[] = {
     {"barrier", "scale", "CmdBarrier: the kernel arrives once head reaches P, a host thread plays the other participant; phase 2 held till then", 1,
      RA_ROUTE_ONE, 128, 128, 512, 64, 32, 800, 7, 23, 0, END_BARRIER, 2.0f, 0, false},
     {"ll", "scale", "flagged in-link (FormatFlagged, words stored relaxed in rotated order, tail lazy), sampled, dead letters, ingress closed", 1,
-     RA_ROUTE_ONE, 256, 64, 16, 64, 16, 3000, 7, 23, 31, END_CLOSE, 2.0f, 0, false, 0, 0, true},
+     RA_ROUTE_ONE, 256, 64, 16, 64, 16, 3000, 7, 23, 31, END_CLOSE, 2.0f, 0, false, 0, 0, 0, true},
+    // The warp loop (ringkernel.LoopWarp, ra_warp.cuh): lanes meet at warp barriers, a watch lane reads the command seq
+    // and beats, lane 0 polls alone with the backoff once idle; the same checks.
+    {"warp-scale", "scale", "warp loop: plain float op, sampled, dead letters, ingress closed", 1, RA_ROUTE_ONE,
+     128, 64, 64, 64, 16, 3000, 7, 23, 31, END_CLOSE, 2.0f, 0, false, 0, 0, RA_LOOP_WARP},
+    {"warp-keyed-count", "keyed_count", "warp loop: stateful op (lane 0 only), counts checked in order", 1, RA_ROUTE_ONE,
+     128, 128, 64, 64, 32, 3000, 13, 29, 0, END_CLOSE, 0.0f, 256, true, 0, 0, RA_LOOP_WARP},
+    {"warp-no-drain", "scale", "warp loop: Deactivate, more queued, ingress closed, Terminate: shutdown dead letters", 1, RA_ROUTE_ONE,
+     128, 128, 256, 64, 32, 1200, 3, 41, 0, END_NODRAIN, 4.0f, 0, false, 0, 0, RA_LOOP_WARP},
+    {"warp-steal", "scale", "warp loop: CmdSteal (some while idle) as ingress feeds the victim and a thief drains the steal link",
+     1, RA_ROUTE_ONE, 128, 128, 64, 64, 4096, 3000, 7, 23, 0, END_STEAL, 2.0f, 0, false, 64, 16, RA_LOOP_WARP},
+    {"warp-barrier", "scale", "warp loop: CmdBarrier at P, phase 2 held till a host thread arrives", 1,
+     RA_ROUTE_ONE, 128, 128, 512, 64, 32, 800, 7, 23, 0, END_BARRIER, 2.0f, 0, false, 0, 0, RA_LOOP_WARP},
 };
 
 static const uint32_t STAGE_ID = 7;
@@ -436,6 +449,7 @@ struct run {
         put_u32(RA_ARG_OFF_NUM_OUT, (uint32_t)outs.size());
         put_u32(RA_ARG_OFF_ROUTE, c.route);
         put_u32(RA_ARG_OFF_KEY_OFFSET, 0);
+        put_u32(RA_ARG_OFF_VARIANT, c.variant);
         params.assign(4, c.param);
         put(RA_ARG_OFF_PARAMS, (uint64_t)(uintptr_t)params.data());
         if (c.state_floats) {
