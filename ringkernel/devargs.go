@@ -37,7 +37,8 @@ const (
 	ArgOffBuf       = ArgOffStealSys + 4                  // u64[MaxStageBuffers]: bound buffers' addresses (Stage.Buffers)
 	ArgOffBufSize   = ArgOffBuf + 8*MaxStageBuffers       // u64[MaxStageBuffers]: their sizes in bytes
 	ArgOffNumBuf    = ArgOffBufSize + 8*MaxStageBuffers   // u32: bound buffers, then 4 bytes of padding
-	ArgSize         = ArgOffNumBuf + 8                    // bytes, a multiple of 8
+	ArgOffPhase     = ArgOffNumBuf + 8                    // u64: per-phase timers (Spec.PhaseTimers), 0 = off
+	ArgSize         = ArgOffPhase + 8                     // bytes, a multiple of 8
 )
 
 // The block is read as u64 words: its size must be a whole number of them.

@@ -140,6 +140,9 @@ type Spec struct {
 	// quick. Nil drops them (the counters still count).
 	OnTrace      func(TraceRecord)
 	OnDeadLetter func(DeadLetter)
+	// PhaseTimers, if not 0, is the device address of the CUDA loop's
+	// per-phase timers (ringkernel/cuda.PhaseWords u64 words; bench-gpu).
+	PhaseTimers uint64
 }
 
 func (s *Spec) defaults() {

@@ -130,8 +130,9 @@
 #define RA_ARG_OFF_BUF             0x180u    // ra_ring_args: bound buffers' addresses
 #define RA_ARG_OFF_BUF_SIZE        0x1c0u    // ra_ring_args: bound buffers' sizes
 #define RA_ARG_OFF_NUM_BUF         0x200u    // ra_ring_args: bound buffers
+#define RA_ARG_OFF_PHASE           0x208u    // ra_ring_args: per-phase timers, 0 = off
 #define RA_MAX_STAGE_BUFFERS       8u        // ringkernel.MaxStageBuffers
-#define RA_ARG_SIZE                0x208u    // ra_ring_args: bytes
+#define RA_ARG_SIZE                0x210u    // ra_ring_args: bytes
 
 // Dead-letter codes (negative: a stage function may return them).
 #define RA_CODE_OUTPUT_TOO_SMALL   (-1) // result larger than the out slot

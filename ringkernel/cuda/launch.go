@@ -237,6 +237,7 @@ func (l *loop) args(job *rk.Job) ([]byte, error) {
 	put32(rk.ArgOffStealSys, stealSys)
 	put32(rk.ArgOffRoute, uint32(spec.Route))
 	put32(rk.ArgOffKeyOffset, uint32(spec.KeyOffset))
+	put(rk.ArgOffPhase, spec.PhaseTimers)
 	floats := func(vs []float32, n int) (uint64, error) {
 		if n == 0 {
 			return 0, nil

@@ -152,6 +152,7 @@ func defs() []def {
 		{"RA_ARG_OFF_BUF", rk.ArgOffBuf, "ra_ring_args: bound buffers' addresses"},
 		{"RA_ARG_OFF_BUF_SIZE", rk.ArgOffBufSize, "ra_ring_args: bound buffers' sizes"},
 		{"RA_ARG_OFF_NUM_BUF", rk.ArgOffNumBuf, "ra_ring_args: bound buffers"},
+		{"RA_ARG_OFF_PHASE", rk.ArgOffPhase, "ra_ring_args: per-phase timers, 0 = off"},
 		{"RA_MAX_STAGE_BUFFERS", rk.MaxStageBuffers, "ringkernel.MaxStageBuffers"},
 		{"RA_ARG_SIZE", rk.ArgSize, "ra_ring_args: bytes"},
 	}
