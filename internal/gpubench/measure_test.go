@@ -31,7 +31,7 @@ func TestMeasureOverEmulator(t *testing.T) {
 	defer cancel()
 	before := cudatest.Violations(t)
 	var progress strings.Builder
-	rep, err := Measure(ctx, b, Options{Samples: 80, Messages: 500, Progress: &progress})
+	rep, err := Measure(ctx, b, Options{Samples: 40, Messages: 300, Progress: &progress})
 	if err != nil {
 		t.Fatalf("%v\nprogress:\n%s", err, progress.String())
 	}
