@@ -118,7 +118,8 @@ extern "C" __global__ void ra_gb_devping_b_ring(ra_ring_args a) {
 }
 
 // micro/...: n samples of one ordered operation (GB_MODE) after GB_ARG
-// plain stores still outstanding (each to its own line), in cycles
+// plain stores still outstanding (each to its own line; the sample's own
+// store is drained by a GPU-scope fence outside the timed part), in cycles
 // (clock64) between the clock reads around it; the loads are read back
 // through a dependent add before the second clock read. nanosleep's
 // samples are globaltimer ns around __nanosleep(GB_ARG). GD_CYC and GD_NS
@@ -160,6 +161,7 @@ extern "C" __global__ void ra_gb_micro_ring(ra_ring_args a) {
             break;
         }
         d[GD_SAMPLES + i] = t1 - t0;
+        ra_fence_acq_rel(false);  // the sample's store is not outstanding at the next one's op
     }
     d[GD_CYC] = gb_clock() - c0;
     d[GD_NS] = ra_globaltimer() - n0;
