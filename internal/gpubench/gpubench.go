@@ -150,14 +150,14 @@ func Measure(ctx context.Context, b *rkcuda.Backend, o Options) (*Report, error)
 		rep.Stats = append(rep.Stats, s)
 	}
 	say("gpubench: (d) 3-stage pipeline, %d messages", o.Messages)
-	rate, err := pipeline(ctx, b, o.Messages, 3)
+	rate, err := pipeline(ctx, b, o.Messages, 3, &rep.Phases)
 	if err != nil {
 		return nil, fmt.Errorf("pipeline: %w", err)
 	}
 	say("gpubench: (e) where the pipeline's time goes: the host alone, host to a sink kernel, one stage; %d messages each", o.Messages)
 	var split [3]float64
 	for i, stages := range []int{-1, 0, 1} {
-		if split[i], err = pipeline(ctx, b, o.Messages, stages); err != nil {
+		if split[i], err = pipeline(ctx, b, o.Messages, stages, nil); err != nil {
 			return nil, fmt.Errorf("pipeline with %d stages: %w", stages, err)
 		}
 	}
@@ -177,6 +177,9 @@ func Measure(ctx context.Context, b *rkcuda.Backend, o Options) (*Report, error)
 	}
 	label(out, emu)
 	rep.Rows = out
+	for i := range rep.Phases {
+		rep.Phases[i].Emulated = emu
+	}
 	// The ledger (another part of bench-gpu) is measured here, over the
 	// emulated driver.
 	return rep, nil
@@ -267,6 +270,13 @@ type rig struct {
 	b       *rkcuda.Backend
 	regions []p2pqueue.Region
 	kernels []*rk.Kernel
+	// timed, when not nil, gets the phases of every kernel launched (each
+	// with its timers on), read as close ends them: rows of row, variant
+	// variants[0] (the rig launches that one).
+	timed  *[]Phase
+	row    string
+	clocks []p2pqueue.Region // per kernel, when timed
+	stages []string          // their stages' names
 }
 
 func (r *rig) link(kind p2pqueue.MemoryKind, capacity uint32, floats int) (*p2pqueue.Link, error) {
@@ -284,6 +294,19 @@ func (r *rig) link(kind p2pqueue.MemoryKind, capacity uint32, floats int) (*p2pq
 }
 
 func (r *rig) launch(ctx context.Context, spec rk.Spec) error {
+	if r.timed != nil {
+		reg, err := r.b.Alloc(0, 8*phaseWords, p2pqueue.DeviceMemory)
+		if err != nil {
+			return err
+		}
+		r.regions = append(r.regions, reg)
+		if err := reg.Access.CopyIn(0, make([]byte, 8*phaseWords)); err != nil {
+			return err
+		}
+		spec.PhaseTimers = reg.DeviceAddr
+		r.clocks = append(r.clocks, reg)
+		r.stages = append(r.stages, spec.Stage.Name)
+	}
 	k, err := rk.Launch(ctx, r.b, spec)
 	if err != nil {
 		return err
@@ -297,6 +320,14 @@ func (r *rig) close() {
 	defer cancel()
 	for _, k := range r.kernels {
 		k.Terminate(ctx, false)
+	}
+	for i, reg := range r.clocks { // the kernels have ended: their timers are stored
+		if i < len(r.kernels) {
+			if p, err := readPhase(reg, r.row, variants[0].name); err == nil {
+				p.Stage = r.stages[i]
+				*r.timed = append(*r.timed, p)
+			}
+		}
 	}
 	for _, reg := range r.regions {
 		r.b.Free(reg)
@@ -659,8 +690,11 @@ func (h *hopRecords) wait(ctx context.Context, from, to uint64, idle time.Durati
 // sqrt, +1, joined by links in device memory), 1 (identity), 0 (a sink
 // kernel: done when it has processed them all) or -1 (no kernel: the
 // receiver reads the sender's link itself).
-func pipeline(ctx context.Context, b *rkcuda.Backend, total, stages int) (float64, error) {
-	r := &rig{b: b}
+//
+// With phases not nil, each kernel runs with its phase timers on and its
+// phases are appended there once they have ended.
+func pipeline(ctx context.Context, b *rkcuda.Backend, total, stages int, phases *[]Phase) (float64, error) {
+	r := &rig{b: b, timed: phases, row: rowPipeline}
 	defer r.close()
 	in, err := r.link(p2pqueue.MappedPinnedMemory, 4096, 16)
 	if err != nil {

@@ -42,6 +42,21 @@ func TestMeasureOverEmulator(t *testing.T) {
 		t.Error("the report does not say it ran over the emulated driver")
 	}
 	checkReport(t, rep)
+	// The 3-stage pipeline's kernels ran with their timers on: each
+	// counted every message.
+	var stages []string
+	for _, p := range rep.Phases {
+		if p.Row != rowPipeline {
+			continue
+		}
+		stages = append(stages, p.Stage)
+		if p.Messages != 300 || p.Batches == 0 || p.Batches > p.Messages || p.StageIn <= 0 || p.Publish <= 0 {
+			t.Errorf("pipeline stage %s: phases %+v, want its 300 messages timed", p.Stage, p)
+		}
+	}
+	if strings.Join(stages, " ") != "x2 sqrt plus1" {
+		t.Errorf("pipeline phases for stages %q, want x2 sqrt plus1", stages)
+	}
 	// The report prints and encodes, every part of it there.
 	var out strings.Builder
 	rep.Print(&out)

@@ -31,11 +31,13 @@ type Stat struct {
 	Emulated bool `json:"emulated,omitempty"`
 }
 
-// Phase is where one loop variant's steps went, from the per-phase
-// timers inside the loop (ringkernel.Spec.PhaseTimers) of the kernel of
-// the row named Row: the mean ns per batch of each phase.
+// Phase is where one kernel's steps went, from the per-phase timers
+// inside its loop (ringkernel.Spec.PhaseTimers): the kernel of stage
+// Stage in the row named Row, run as Variant; the mean ns per batch of
+// each phase.
 type Phase struct {
 	Row      string  `json:"row"`
+	Stage    string  `json:"stage"`
 	Variant  string  `json:"variant"`
 	Batches  uint64  `json:"batches"`
 	Messages uint64  `json:"messages"`
@@ -108,9 +110,9 @@ func (r *Report) Print(w io.Writer) {
 		fmt.Fprintln(w)
 		fmt.Fprintln(w, "phases: mean per batch, from the loop's own timers (thread 0, globaltimer)")
 		tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
-		fmt.Fprintln(tw, "row\tvariant\ton\tbatches\tmsgs\tpoll\tstage-in\tcompute\tpublish\t")
+		fmt.Fprintln(tw, "row\tstage\tvariant\ton\tbatches\tmsgs\tpoll\tstage-in\tcompute\tpublish\t")
 		for _, p := range r.Phases {
-			fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%d\t%s\t%s\t%s\t%s\t\n", p.Row, p.Variant, on(p.Emulated), p.Batches, p.Messages,
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t%d\t%s\t%s\t%s\t%s\t\n", p.Row, p.Stage, p.Variant, on(p.Emulated), p.Batches, p.Messages,
 				ns(int64(p.Poll)), ns(int64(p.StageIn)), ns(int64(p.Compute)), ns(int64(p.Publish)))
 		}
 		tw.Flush()

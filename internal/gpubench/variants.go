@@ -168,12 +168,19 @@ func (e *echo) phases(ctx context.Context, row string) (Phase, error) {
 	if err := e.k.Terminate(ctx, false); err != nil {
 		return Phase{}, err
 	}
+	p, err := readPhase(e.phase, row, e.v.name)
+	p.Stage = "echo-" + e.v.name
+	return p, err
+}
+
+// readPhase reads the phase timers an ended kernel stored in reg.
+func readPhase(reg p2pqueue.Region, row, variant string) (Phase, error) {
 	b := make([]byte, 8*phaseWords)
-	if err := e.phase.Access.CopyOut(b, 0); err != nil {
+	if err := reg.Access.CopyOut(b, 0); err != nil {
 		return Phase{}, err
 	}
 	w := func(i int) uint64 { return binary.LittleEndian.Uint64(b[8*i:]) }
-	p := Phase{Row: row, Variant: e.v.name, Batches: w(phaseBatches), Messages: w(phaseMessages)}
+	p := Phase{Row: row, Variant: variant, Batches: w(phaseBatches), Messages: w(phaseMessages)}
 	if p.Batches > 0 {
 		mean := func(i int) float64 { return float64(w(i)) / float64(p.Batches) }
 		p.Poll, p.StageIn, p.Compute, p.Publish = mean(phasePoll), mean(phaseStageIn), mean(phaseCompute), mean(phasePublish)
