@@ -60,7 +60,7 @@ EMU_BUFFER_TESTS ?= TestBuffer|TestStageReadsBoundBuffers|CopyRows
 EMU_BUFFER_PKGS  ?= ./runtime ./internal/bench
 # The bench rows that go through the CUDA backend (the rest are sim's), and
 # bench-gpu (internal/gpubench, cmd/ringactor) over the emulated driver.
-EMU_BENCH_TESTS ?= P2PRowsOnTheGPUs|PipelineRowOnTheGPUs|AllReduceRowsOnTheGPUs|MeasureOverEmulator|BenchGPUOverEmulator
+EMU_BENCH_TESTS ?= P2PRowsOnTheGPUs|PipelineRowOnTheGPUs|AllReduceRowsOnTheGPUs|MeasureOverEmulator|PerMessageWithoutCapture|BenchGPUOverEmulator
 EMU_BENCH_PKGS  ?= ./internal/bench ./internal/gpubench ./cmd/ringactor
 # Once more with the emulated copy engine late (RINGACTOR_EMU_COPY_LAG_US):
 # device-memory setup copies land EMU_LAG_US later, so a launch that is not

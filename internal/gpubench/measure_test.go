@@ -3,10 +3,12 @@ package gpubench
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
 
+	drv "github.com/ringactor/ringactor/cuda"
 	"github.com/ringactor/ringactor/cuda/cudatest"
 	rkcuda "github.com/ringactor/ringactor/ringkernel/cuda"
 )
@@ -186,5 +188,36 @@ func TestStatsAndLabels(t *testing.T) {
 	label(rs, true)
 	if rs[0].Note != emulatedNote || rs[1].Note != "emulated already" {
 		t.Errorf("labels: %+v", rs)
+	}
+}
+
+// Over a driver without stream capture (its graph entry points missing:
+// package cuda's ErrUnsupported) the launch per message is measured alone
+// and the graph row is left out with the reason, not failed.
+func TestPerMessageWithoutCapture(t *testing.T) {
+	cudatest.Device(t, 0)
+	if !cudatest.Emulated() {
+		t.Skip("runs over the emulated driver (make test)")
+	}
+	b, err := rkcuda.New(rkcuda.Options{})
+	if err != nil {
+		t.Fatalf("cuda backend: %v", err)
+	}
+	defer b.Close()
+	w, err := newOneShot(b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.close()
+	t.Cleanup(func() { captureGraph = (*oneShot).capture })
+	captureGraph = func(*oneShot) (*drv.GraphExec, error) {
+		return nil, fmt.Errorf("cuda: cuStreamBeginCapture_v2: the driver lacks it: %w", drv.ErrUnsupported)
+	}
+	launch, graph, why, err := perMessage(context.Background(), w, 10)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(launch) != 10 || graph != nil || !strings.Contains(why, "cannot capture") || !strings.Contains(why, "lacks") {
+		t.Errorf("%d launches, %d graph replays, why %q: want 10, none, and the reason", len(launch), len(graph), why)
 	}
 }
