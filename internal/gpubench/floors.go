@@ -363,15 +363,20 @@ func floorStats(ctx context.Context, f *floors, n int, emu bool) ([]Stat, error)
 // settle waits, over the emulated driver, until no kernel it counts as a
 // ring kernel runs on GPU 0 (device attribute 9101, the emulator's own):
 // the device's clock kernel may still be answering a recalibration that
-// began while the benchmark's kernels ran, and a module unload or free
-// beside it is refused there. A GPU's driver waits for that short kernel
+// began while earlier kernels ran (the benchmark's, or the ledger's
+// before it), and a module load, unload or free beside it is refused
+// there. A GPU's driver waits for that short kernel
 // itself. Bounded: 5 s, then the close goes ahead.
-func settle(c *drv.Context, emu bool) {
-	if !emu || c == nil {
+func settle(b *rkcuda.Backend, emu bool) {
+	if !emu {
+		return
+	}
+	dev, err := b.Driver().Device(0)
+	if err != nil {
 		return
 	}
 	for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline); time.Sleep(time.Millisecond) {
-		if n, err := c.Device().Attribute(9101); err != nil || n == 0 {
+		if n, err := dev.Attribute(9101); err != nil || n == 0 {
 			return
 		}
 	}

@@ -79,13 +79,14 @@ func Measure(ctx context.Context, b *rkcuda.Backend, o Options) (*Report, error)
 	// Every module this run loads is loaded now, before the first ring
 	// kernel (a load beside a running one may wait for it forever), and
 	// unloaded once the last has ended.
+	settle(b, emu)
 	w, err := newOneShot(b)
 	if err != nil {
 		return nil, fmt.Errorf("the launch-per-message kernel: %w", err)
 	}
 	f, ferr := newFloors(b, o.Samples)
 	defer func() {
-		settle(w.c, emu)
+		settle(b, emu)
 		if f != nil {
 			f.close()
 		}
