@@ -58,9 +58,10 @@ CPU_PKGS ?= ./runtime ./runtime/group ./runtime/collective ./internal/nodeproc/i
 # both kinds of pair (0-1 peers, the rest staged): every ordered pair's copy.
 EMU_BUFFER_TESTS ?= TestBuffer|TestStageReadsBoundBuffers|CopyRows
 EMU_BUFFER_PKGS  ?= ./runtime ./internal/bench
-# The bench rows that go through the CUDA backend (the rest are sim's).
-EMU_BENCH_TESTS ?= P2PRowsOnTheGPUs|PipelineRowOnTheGPUs|AllReduceRowsOnTheGPUs
-EMU_BENCH_PKGS  ?= ./internal/bench
+# The bench rows that go through the CUDA backend (the rest are sim's), and
+# bench-gpu (internal/gpubench, cmd/ringactor) over the emulated driver.
+EMU_BENCH_TESTS ?= P2PRowsOnTheGPUs|PipelineRowOnTheGPUs|AllReduceRowsOnTheGPUs|MeasureOverEmulator|PerMessageWithoutCapture|BenchGPUOverEmulator
+EMU_BENCH_PKGS  ?= ./internal/bench ./internal/gpubench ./cmd/ringactor
 # The cost ledger (internal/gpubench, docs/BENCHMARKS.md "ledger"): each loop
 # variant held to the counts of its design, over the emulated driver.
 EMU_LEDGER_TESTS ?= TestLedger

@@ -40,7 +40,8 @@ const (
 	ArgOffInLL      = ArgOffNumBuf + 4                    // u32: bit i set: in-link i is flagged (p2pqueue.FormatFlagged)
 	ArgOffOutLL     = ArgOffInLL + 4                      // u32: bit i set: out-link i is flagged (0 until the loop writes them)
 	ArgOffVariant   = ArgOffOutLL + 4                     // u32: Spec.Variant, the device loop
-	ArgSize         = ArgOffVariant + 4                   // bytes, a multiple of 8
+	ArgOffPhase     = ArgOffVariant + 4                   // u64: per-phase timers (Spec.PhaseTimers), 0 = off
+	ArgSize         = ArgOffPhase + 8                     // bytes, a multiple of 8
 )
 
 // LoopVariant is a device loop, picked at launch (Spec.Variant, ArgOffVariant; ARCHITECTURE §4.1).

@@ -142,6 +142,9 @@ type Spec struct {
 	OnDeadLetter func(DeadLetter)
 	// Variant picks the device loop (LoopClassic, the zero value, or LoopWarp); the sim backend ignores it.
 	Variant LoopVariant
+	// PhaseTimers, if not 0, is the device address of the CUDA loop's
+	// per-phase timers (ringkernel/cuda.PhaseWords u64 words; bench-gpu).
+	PhaseTimers uint64
 }
 
 func (s *Spec) defaults() {

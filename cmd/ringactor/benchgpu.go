@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
 
@@ -11,7 +12,10 @@ import (
 
 // benchGPU runs the GPU benchmark: round trip against two baselines (a
 // kernel launch per message, and a captured CUDA graph replayed per
-// message), hop between kernels and pipeline throughput, in one run.
+// message), hop between kernels and pipeline throughput, the floors and
+// microbenchmarks, every loop variant interleaved with the floor, and the
+// loop's phases, in one run; over the emulated driver too, every row
+// labelled emulated. -json prints the whole report (gpubench.Report).
 func benchGPU(ctx context.Context, args []string, out, errOut io.Writer) error {
 	fs := newFlags("bench-gpu")
 	asJSON := fs.Bool("json", false, "print rows as JSON")
@@ -33,9 +37,15 @@ func benchGPU(ctx context.Context, args []string, out, errOut io.Writer) error {
 			return err
 		}
 	}
-	rows, err := gpubench.Run(ctx, b, gpubench.Options{Samples: *samples, Messages: *msgs, Progress: errOut})
+	rep, err := gpubench.Measure(ctx, b, gpubench.Options{Samples: *samples, Messages: *msgs, Progress: errOut})
 	if err != nil {
 		return err
 	}
-	return printRows(out, rows, *asJSON)
+	if *asJSON {
+		enc := json.NewEncoder(out)
+		enc.SetIndent("", "  ")
+		return enc.Encode(rep)
+	}
+	rep.Print(out)
+	return nil
 }

@@ -222,7 +222,7 @@ var commands = []commandDoc{
 	{"bench", "[-quick] [-json] [-only PREFIX] [-scale F] [-quiet] [-cpuprofile FILE] [-backend auto|sim|cuda]",
 		"run every benchmark this machine can, beside its baseline (progress and time left on stderr)"},
 	{"bench-gpu", "[-json] [-samples N] [-messages N]",
-		"ring kernels on GPU 0 vs a kernel launch and a CUDA graph replay per message (needs a GPU)"},
+		"ring kernels on GPU 0 vs a kernel launch and a CUDA graph replay per message, and vs the floors measured in the same run (needs a GPU or the emulated driver)"},
 	{"top", "[-once] [-duration D] [-interval D] [-devices auto] [-backend auto|sim|cuda] [-trace K] [-metrics K] [-pprof ADDR]",
 		"live view of devices, links and stages under a demo workload"},
 	{"version", "", "print ringactor's version, commit and Go version"},

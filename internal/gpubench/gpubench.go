@@ -20,6 +20,7 @@ import (
 	"time"
 
 	drv "github.com/ringactor/ringactor/cuda"
+	"github.com/ringactor/ringactor/cuda/hostbuild"
 	"github.com/ringactor/ringactor/internal/bench"
 	"github.com/ringactor/ringactor/internal/hist"
 	"github.com/ringactor/ringactor/kernels"
@@ -40,8 +41,23 @@ type Options struct {
 	Progress io.Writer
 }
 
-// Run measures them all on GPU 0.
+// Run measures them all on GPU 0 and returns the comparisons (Report's
+// Rows); Measure returns the rest too.
 func Run(ctx context.Context, b *rkcuda.Backend, o Options) ([]Row, error) {
+	rep, err := Measure(ctx, b, o)
+	if err != nil {
+		return nil, err
+	}
+	return rep.Rows, nil
+}
+
+// Measure measures everything on GPU 0: the floors and microbenchmarks
+// first (their module loads while no ring kernel runs), then every loop
+// variant's round trip interleaved with the mapped ping-pong floor, the
+// per-message baselines, the hops, the pipeline and its split. Over the
+// emulated driver every row is labelled emulated; a row the driver cannot
+// run is left out with the reason (Report.LeftOut), never failed.
+func Measure(ctx context.Context, b *rkcuda.Backend, o Options) (*Report, error) {
 	if o.Samples <= 0 {
 		o.Samples = 20000
 	}
@@ -53,34 +69,100 @@ func Run(ctx context.Context, b *rkcuda.Backend, o Options) ([]Row, error) {
 			fmt.Fprintf(o.Progress, f+"\n", a...)
 		}
 	}
-	say("gpubench: (a) ring-kernel round trip, %d samples", o.Samples)
-	rt, parts, err := roundTrip(ctx, b, o.Samples)
+	rep := &Report{}
+	leave := func(f string, a ...any) {
+		rep.LeftOut = append(rep.LeftOut, fmt.Sprintf(f, a...))
+		say("gpubench: left out: "+f, a...)
+	}
+	rep.Device, rep.Emulated = deviceName(b)
+	emu := rep.Emulated
+	// Every module this run loads is loaded now, before the first ring
+	// kernel (a load beside a running one may wait for it forever), and
+	// unloaded once the last has ended.
+	settle(b, emu)
+	w, err := newOneShot(b)
 	if err != nil {
+		return nil, fmt.Errorf("the launch-per-message kernel: %w", err)
+	}
+	f, ferr := newFloors(b, o.Samples)
+	defer func() {
+		settle(b, emu)
+		if f != nil {
+			f.close()
+		}
+		w.close()
+	}()
+	say("gpubench: (f) floors and microbenchmarks, %d samples each", o.Samples)
+	if ferr != nil {
+		leave("%s, %s and the micro/ rows: %v", rowFloorMapped, rowFloorDevice, ferr)
+	} else if rep.Stats, err = floorStats(ctx, f, o.Samples, emu); err != nil {
+		return nil, fmt.Errorf("floors: %w", err)
+	}
+	say("gpubench: (a) ring-kernel round trip, %d samples per variant (%d variants), interleaved with %s", o.Samples, len(variants), rowFloorMapped)
+	r := &rig{b: b}
+	es, floor, err := interleaved(ctx, r, f, o.Samples)
+	if err != nil {
+		r.close()
 		return nil, fmt.Errorf("round trip: %w", err)
 	}
+	rt, parts := es[0].lat, es[0].parts()
+	fs := stat(rowFloorMapped, "", floor, emu)
+	fs.Note = "one thread polls a flag in mapped pinned host memory and answers; the round trip the host sees"
+	if f != nil {
+		rep.Stats = append([]Stat{fs}, rep.Stats...)
+	}
+	for _, e := range es {
+		s := stat("variant/round-trip-64B", e.v.name, e.lat, emu)
+		if f != nil {
+			s = against(s, fs)
+		}
+		rep.Stats = append(rep.Stats, s)
+		p, err := e.phases(ctx, s.Name)
+		if err != nil {
+			r.close()
+			return nil, fmt.Errorf("variant %s: phases: %w", e.v.name, err)
+		}
+		p.Emulated = emu
+		rep.Phases = append(rep.Phases, p)
+	}
+	r.close()
 	say("gpubench: (b) launch per message and graph replay per message, %d samples each", o.Samples)
-	base, graph, err := perMessage(ctx, b, o.Samples)
+	base, graph, why, err := perMessage(ctx, w, o.Samples)
 	if err != nil {
 		return nil, fmt.Errorf("per-message baselines: %w", err)
 	}
-	say("gpubench: (c) hop between two ring kernels, %d samples", o.Samples/4)
-	hop, err := hop(ctx, b, o.Samples/4)
-	if err != nil {
-		return nil, fmt.Errorf("hop: %w", err)
+	if why != "" {
+		leave("%s: %s", rowGraph, why)
+	}
+	say("gpubench: (c) hop between two ring kernels, %d samples per variant", o.Samples/4)
+	var hopLat []time.Duration
+	for i, v := range variants {
+		lat, err := hop(ctx, b, o.Samples/4, v)
+		if err != nil {
+			return nil, fmt.Errorf("hop, variant %s: %w", v.name, err)
+		}
+		if i == 0 {
+			hopLat = lat
+		}
+		s := stat("variant/hop-device-link", v.name, lat, emu)
+		if d, ok := find(rep.Stats, rowFloorDevice); ok {
+			s = against(s, d)
+		}
+		rep.Stats = append(rep.Stats, s)
 	}
 	say("gpubench: (d) 3-stage pipeline, %d messages", o.Messages)
-	rate, err := pipeline(ctx, b, o.Messages, 3)
+	rate, err := pipeline(ctx, b, o.Messages, 3, &rep.Phases)
 	if err != nil {
 		return nil, fmt.Errorf("pipeline: %w", err)
 	}
 	say("gpubench: (e) where the pipeline's time goes: the host alone, host to a sink kernel, one stage; %d messages each", o.Messages)
 	var split [3]float64
 	for i, stages := range []int{-1, 0, 1} {
-		if split[i], err = pipeline(ctx, b, o.Messages, stages); err != nil {
+		if split[i], err = pipeline(ctx, b, o.Messages, stages, nil); err != nil {
 			return nil, fmt.Errorf("pipeline with %d stages: %w", stages, err)
 		}
 	}
-	out := rows(rt, base, graph, hop, rate)
+	out := rows(rt, base, graph, hopLat, rate)
 	for i, name := range []string{rowRTSend, rowRTStage, rowRTBack} {
 		out = append(out, Row{Name: name, Backend: "cuda", P50: pct(parts[i], .5), P99: pct(parts[i], .99)})
 	}
@@ -94,7 +176,27 @@ func Run(ctx context.Context, b *rkcuda.Backend, o Options) ([]Row, error) {
 		}
 		out = append(out, r)
 	}
-	return out, nil
+	label(out, emu)
+	rep.Rows = out
+	for i := range rep.Phases {
+		rep.Phases[i].Emulated = emu
+	}
+	// The ledger (another part of bench-gpu) is measured here, over the
+	// emulated driver.
+	return rep, nil
+}
+
+// deviceName is GPU 0's name, and whether the driver is the emulated one
+// (it builds kernels for the host: package hostbuild's dlsym of its
+// marker entry point).
+func deviceName(b *rkcuda.Backend) (string, bool) {
+	emu := hostbuild.Supported(b.Driver())
+	dev, err := b.Driver().Device(0)
+	if err != nil {
+		return "", emu
+	}
+	name, _ := dev.Name()
+	return name, emu
 }
 
 // Row names.
@@ -127,7 +229,7 @@ const (
 // rows lays the measurements out as package bench does: the round trip
 // once per baseline it is compared with (launch per message, then graph
 // replay per message), the graph replay against a launch per message,
-// then the rest. Latency rows have msgs/s = 1/p50, so each ratio is the
+// then the rest. A nil graph (no stream capture) has no graph rows. Latency rows have msgs/s = 1/p50, so each ratio is the
 // baseline's p50 over the row's.
 func rows(rt, launch, graph, hop []time.Duration, rate float64) []Row {
 	lat := func(name string, d []time.Duration) Row {
@@ -145,15 +247,14 @@ func rows(rt, launch, graph, hop []time.Duration, rate float64) []Row {
 		return r
 	}
 	rtRow, launchRow, graphRow := lat(rowRoundTrip, rt), lat(rowLaunch, launch), lat(rowGraph, graph)
-	return []Row{
-		vs(rtRow, launchRow),
-		vs(rtRow, graphRow),
-		launchRow,
-		vs(graphRow, launchRow),
-		// A hop is a latency between two kernels, not a rate anyone sends at.
-		{Name: rowHop, Backend: "cuda", P50: pct(hop, .5), P99: pct(hop, .99)},
-		{Name: rowPipeline, Backend: "cuda", MsgsPerSec: rate},
+	out := []Row{vs(rtRow, launchRow), vs(rtRow, graphRow), launchRow, vs(graphRow, launchRow)}
+	if graph == nil { // left out: the driver has no stream capture
+		out = []Row{out[0], out[2]}
 	}
+	return append(out,
+		// A hop is a latency between two kernels, not a rate anyone sends at.
+		Row{Name: rowHop, Backend: "cuda", P50: pct(hop, .5), P99: pct(hop, .99)},
+		Row{Name: rowPipeline, Backend: "cuda", MsgsPerSec: rate})
 }
 
 // pct is d's q quantile as package hist defines it (runtime's Latency
@@ -170,6 +271,13 @@ type rig struct {
 	b       *rkcuda.Backend
 	regions []p2pqueue.Region
 	kernels []*rk.Kernel
+	// timed, when not nil, gets the phases of every kernel launched (each
+	// with its timers on), read as close ends them: rows of row, variant
+	// variants[0] (the rig launches that one).
+	timed  *[]Phase
+	row    string
+	clocks []p2pqueue.Region // per kernel, when timed
+	stages []string          // their stages' names
 }
 
 func (r *rig) link(kind p2pqueue.MemoryKind, capacity uint32, floats int) (*p2pqueue.Link, error) {
@@ -187,6 +295,19 @@ func (r *rig) link(kind p2pqueue.MemoryKind, capacity uint32, floats int) (*p2pq
 }
 
 func (r *rig) launch(ctx context.Context, spec rk.Spec) error {
+	if r.timed != nil {
+		reg, err := r.b.Alloc(0, 8*phaseWords, p2pqueue.DeviceMemory)
+		if err != nil {
+			return err
+		}
+		r.regions = append(r.regions, reg)
+		if err := reg.Access.CopyIn(0, make([]byte, 8*phaseWords)); err != nil {
+			return err
+		}
+		spec.PhaseTimers = reg.DeviceAddr
+		r.clocks = append(r.clocks, reg)
+		r.stages = append(r.stages, spec.Stage.Name)
+	}
 	k, err := rk.Launch(ctx, r.b, spec)
 	if err != nil {
 		return err
@@ -201,95 +322,17 @@ func (r *rig) close() {
 	for _, k := range r.kernels {
 		k.Terminate(ctx, false)
 	}
+	for i, reg := range r.clocks { // the kernels have ended: their timers are stored
+		if i < len(r.kernels) {
+			if p, err := readPhase(reg, r.row, variants[0].name); err == nil {
+				p.Stage = r.stages[i]
+				*r.timed = append(*r.timed, p)
+			}
+		}
+	}
 	for _, reg := range r.regions {
 		r.b.Free(reg)
 	}
-}
-
-// roundTrip sends one 64-byte message at a time through an identity ring
-// kernel and spins for its return.
-func roundTrip(ctx context.Context, b *rkcuda.Backend, n int) ([]time.Duration, [3][]time.Duration, error) {
-	var parts [3][]time.Duration
-	r := &rig{b: b}
-	defer r.close()
-	in, err := r.link(p2pqueue.MappedPinnedMemory, 64, 16)
-	if err != nil {
-		return nil, parts, err
-	}
-	out, err := r.link(p2pqueue.MappedPinnedMemory, 64, 16)
-	if err != nil {
-		return nil, parts, err
-	}
-	// Every 16th message is sampled: its trace record splits its trip.
-	var mu sync.Mutex
-	recs := map[uint64]rk.TraceRecord{}
-	if err := r.launch(ctx, rk.Spec{Stage: rk.Stage{Name: "echo", Op: "identity"}, In: []*p2pqueue.Link{in}, Out: []*p2pqueue.Link{out},
-		TraceCapacity: 4096, OnTrace: func(t rk.TraceRecord) { mu.Lock(); recs[t.ID] = t; mu.Unlock() }}); err != nil {
-		return nil, parts, err
-	}
-	send, _ := in.Producer()
-	recv, _ := out.Consumer()
-	msg := p2pqueue.Message{Payload: kernels.EncodeFloats(nil, make([]float32, 16))}
-	var got p2pqueue.Message
-	lat := make([]time.Duration, 0, n)
-	type trip struct{ sent, back time.Time }
-	trips := map[uint64]trip{}
-	for i := range n + n/10 { // the first tenth warms up
-		msg.ID = uint64(i)
-		msg.Flags, msg.Enqueued = 0, 0
-		sampled := i >= n/10 && i%16 == 0 && len(trips) < 4000
-		if sampled {
-			msg.Flags = p2pqueue.FlagSampled
-		}
-		t0 := time.Now()
-		if err := send.TryEnqueue(&msg); err != nil {
-			return nil, parts, err
-		}
-		for {
-			err := recv.TryDequeue(&got)
-			if err == nil {
-				break
-			}
-			if !errors.Is(err, p2pqueue.ErrEmpty) {
-				return nil, parts, err
-			}
-			if ctx.Err() != nil {
-				return nil, parts, ctx.Err()
-			}
-		}
-		t1 := time.Now()
-		if i >= n/10 {
-			lat = append(lat, t1.Sub(t0))
-		}
-		if sampled {
-			trips[msg.ID] = trip{t0, t1}
-		}
-	}
-	// The records come through the trace pump; wait for them a little.
-	for deadline := time.Now().Add(2 * time.Second); time.Now().Before(deadline); time.Sleep(time.Millisecond) {
-		mu.Lock()
-		k := len(recs)
-		mu.Unlock()
-		if k >= len(trips) {
-			break
-		}
-	}
-	mu.Lock()
-	for id, tp := range trips {
-		rec, ok := recs[id]
-		if !ok {
-			continue
-		}
-		parts[0] = append(parts[0], rec.Dequeued.Sub(tp.sent))
-		parts[1] = append(parts[1], rec.Done.Sub(rec.Dequeued))
-		parts[2] = append(parts[2], tp.back.Sub(rec.Done))
-	}
-	mu.Unlock()
-	for i := range parts {
-		slices.Sort(parts[i])
-	}
-	slices.Sort(lat)
-	return lat, parts, nil
 }
 
 // perMessage measures the same work as the round trip done the
@@ -299,47 +342,53 @@ func roundTrip(ctx context.Context, b *rkcuda.Backend, n int) ([]time.Duration, 
 // calls (launch) or replaying a CUDA graph captured once from those three
 // calls (graph). The two alternate in blocks, so drift on the machine
 // falls on both alike.
-func perMessage(ctx context.Context, b *rkcuda.Backend, n int) (launch, graph []time.Duration, err error) {
-	w, err := newOneShot(b)
-	if err != nil {
-		return nil, nil, err
-	}
-	defer w.close()
-	x, err := w.capture()
-	if err != nil {
-		return nil, nil, fmt.Errorf("capturing the graph: %w", err)
-	}
-	defer x.Destroy()
-	replay := func() error { return x.Launch(w.s) }
-
-	// Both paths must do the work: check each once against the identity.
-	for name, step := range map[string]func() error{"launch": w.issue, "graph": replay} {
-		if err := w.check(step); err != nil {
-			return nil, nil, fmt.Errorf("%s per message: %w", name, err)
-		}
-	}
-	launch = make([]time.Duration, 0, n)
-	graph = make([]time.Duration, 0, n)
-	const block = 500
-	warm := max(n/10, 1)
-	for len(launch) < n || len(graph) < n {
-		for _, m := range []struct {
+//
+// A driver without stream capture (its graph entry points missing: package
+// cuda's ErrUnsupported) has no graph path: graph is nil and why says so.
+func perMessage(ctx context.Context, w *oneShot, n int) (launch, graph []time.Duration, why string, err error) {
+	paths := []struct {
+		name string
+		step func() error
+		lat  *[]time.Duration
+	}{{"launch", w.issue, &launch}}
+	x, err := captureGraph(w)
+	switch {
+	case errors.Is(err, drv.ErrUnsupported):
+		why = fmt.Sprintf("this driver cannot capture a stream into a graph (%v)", err)
+	case err != nil:
+		return nil, nil, "", fmt.Errorf("capturing the graph: %w", err)
+	default:
+		defer x.Destroy()
+		paths = append(paths, struct {
+			name string
 			step func() error
 			lat  *[]time.Duration
-		}{{w.issue, &launch}, {replay, &graph}} {
-			k := min(block, n-len(*m.lat))
-			if err := w.time(ctx, m.step, warm, nil); err != nil { // rewarm after the other path ran
-				return nil, nil, err
+		}{"graph", func() error { return x.Launch(w.s) }, &graph})
+	}
+	// Every path must do the work: check each once against the identity.
+	for _, p := range paths {
+		if err := w.check(p.step); err != nil {
+			return nil, nil, "", fmt.Errorf("%s per message: %w", p.name, err)
+		}
+		*p.lat = make([]time.Duration, 0, n)
+	}
+	const block = 500
+	warm := max(n/10, 1)
+	for len(launch) < n {
+		for _, p := range paths {
+			k := min(block, n-len(*p.lat))
+			if err := w.time(ctx, p.step, warm, nil); err != nil { // rewarm after the other path ran
+				return nil, nil, "", err
 			}
-			if err := w.time(ctx, m.step, k, m.lat); err != nil {
-				return nil, nil, err
+			if err := w.time(ctx, p.step, k, p.lat); err != nil {
+				return nil, nil, "", err
 			}
 		}
 		warm = min(warm, 32)
 	}
 	slices.Sort(launch)
 	slices.Sort(graph)
-	return launch, graph, nil
+	return launch, graph, why, nil
 }
 
 // oneShot is the launch-per-message setup: the identity stage's one-shot
@@ -362,9 +411,10 @@ func newOneShot(b *rkcuda.Backend) (w *oneShot, err error) {
 		return nil, err
 	}
 	w = &oneShot{}
+	built := w // an error returns a nil w: close what was built
 	defer func() {
 		if err != nil {
-			w.close()
+			built.close()
 		}
 	}()
 	if w.c, err = dev.PrimaryContext(); err != nil {
@@ -425,6 +475,10 @@ func (w *oneShot) issue() error {
 	}
 	return w.c.CopyFromDeviceAsync(w.host, 64, w.buf+64, 64, w.s)
 }
+
+// captureGraph is (*oneShot).capture; a test stands in a driver without
+// stream capture.
+var captureGraph = (*oneShot).capture
 
 // capture records issue on the stream into a graph and instantiates it.
 func (w *oneShot) capture() (*drv.GraphExec, error) {
@@ -502,7 +556,7 @@ func (w *oneShot) time(ctx context.Context, step func() error, k int, lat *[]tim
 // ID from both sides and paired at the end, and the trace rings are sized
 // for the whole run so a parked pump never makes a kernel wait for trace
 // space, which would delay the publish the hop is measured across.
-func hop(ctx context.Context, b *rkcuda.Backend, n int) ([]time.Duration, error) {
+func hop(ctx context.Context, b *rkcuda.Backend, n int, v variant) ([]time.Duration, error) {
 	r := &rig{b: b}
 	defer r.close()
 	in, err := r.link(p2pqueue.MappedPinnedMemory, 64, 16)
@@ -517,13 +571,16 @@ func hop(ctx context.Context, b *rkcuda.Backend, n int) ([]time.Duration, error)
 	total := n + warm
 	recs := newHopRecords()
 	tcap := traceCapacity(total)
-	if err := r.launch(ctx, rk.Spec{Stage: rk.Stage{Name: "a", Op: "identity"}, ID: 1, In: []*p2pqueue.Link{in}, Out: []*p2pqueue.Link{mid}, OutLocal: []bool{true},
-		TraceCapacity: tcap, OnTrace: func(t rk.TraceRecord) { recs.note(0, t.ID, t.Done) }}); err != nil {
-		return nil, err
-	}
-	if err := r.launch(ctx, rk.Spec{Stage: rk.Stage{Name: "b", Op: "identity"}, ID: 2, In: []*p2pqueue.Link{mid}, InLocal: []bool{true},
-		TraceCapacity: tcap, OnTrace: func(t rk.TraceRecord) { recs.note(1, t.ID, t.Dequeued) }}); err != nil {
-		return nil, err
+	for _, spec := range []rk.Spec{
+		{Stage: rk.Stage{Name: "a", Op: "identity"}, ID: 1, In: []*p2pqueue.Link{in}, Out: []*p2pqueue.Link{mid}, OutLocal: []bool{true},
+			TraceCapacity: tcap, OnTrace: func(t rk.TraceRecord) { recs.note(0, t.ID, t.Done) }},
+		{Stage: rk.Stage{Name: "b", Op: "identity"}, ID: 2, In: []*p2pqueue.Link{mid}, InLocal: []bool{true},
+			TraceCapacity: tcap, OnTrace: func(t rk.TraceRecord) { recs.note(1, t.ID, t.Dequeued) }},
+	} {
+		v.set(&spec)
+		if err := r.launch(ctx, spec); err != nil {
+			return nil, err
+		}
 	}
 	second := r.kernels[1]
 	send, _ := in.Producer()
@@ -638,8 +695,11 @@ func (h *hopRecords) wait(ctx context.Context, from, to uint64, idle time.Durati
 // sqrt, +1, joined by links in device memory), 1 (identity), 0 (a sink
 // kernel: done when it has processed them all) or -1 (no kernel: the
 // receiver reads the sender's link itself).
-func pipeline(ctx context.Context, b *rkcuda.Backend, total, stages int) (float64, error) {
-	r := &rig{b: b}
+//
+// With phases not nil, each kernel runs with its phase timers on and its
+// phases are appended there once they have ended.
+func pipeline(ctx context.Context, b *rkcuda.Backend, total, stages int, phases *[]Phase) (float64, error) {
+	r := &rig{b: b, timed: phases, row: rowPipeline}
 	defer r.close()
 	in, err := r.link(p2pqueue.MappedPinnedMemory, 4096, 16)
 	if err != nil {

@@ -171,9 +171,11 @@ func TestHopRecordsWaitReportsMissing(t *testing.T) {
 }
 
 // TestRunOnGPU runs the whole benchmark small on GPU 0; it skips without
-// one (fails under RINGACTOR_REQUIRE_GPU=1).
+// one (fails under RINGACTOR_REQUIRE_GPU=1). Over the emulated driver
+// TestMeasureOverEmulator runs it smaller.
 func TestRunOnGPU(t *testing.T) {
 	cudatest.Device(t, 0)
+	cudatest.RealGPU(t, "2,000 launches per message take minutes on the emulated driver; TestMeasureOverEmulator runs the benchmark there")
 	b, err := rkcuda.New(rkcuda.Options{})
 	if err != nil {
 		t.Fatalf("cuda backend: %v", err)

@@ -185,6 +185,7 @@ type LedgerVariant struct {
 // LedgerVariants are the rows RunLedger runs by default.
 var LedgerVariants = []LedgerVariant{
 	{Name: "classic"},
+	{Name: "warp", Spec: func(s *rk.Spec) { s.Variant = rk.LoopWarp }},
 	{Name: "flagged-in", InLink: flagged},
 	{Name: "flagged", Missing: "the device loop writes no flagged out-links yet (issue 38 item 1)"},
 }

@@ -24,8 +24,9 @@ type ledgerCase struct {
 // it exists (replace Missing with the variant's Spec or Link).
 var ledgerCases = []ledgerCase{
 	{variant: LedgerVariant{Name: "classic"}, check: checkClassic},
-	{variant: LedgerVariants[1], check: checkFlaggedIn},
-	{variant: LedgerVariants[2], check: checkFlagged},
+	{variant: LedgerVariants[1], check: checkWarp},
+	{variant: LedgerVariants[2], check: checkFlaggedIn},
+	{variant: LedgerVariants[3], check: checkFlagged},
 }
 
 // eq fails unless got is want; what says what the count is.
@@ -108,6 +109,19 @@ func checkFlagged(t *testing.T, l Ledger, rounds, batch, outCap uint64) {
 	// take one now and then (at most one per half the in-link's room).
 	atMost(t, ".sys fences", l.FenceSys, rounds/4)
 	atMost(t, "fenced .sys stores", l.FencedSys, rounds/4)
+}
+
+// checkWarp: the warp loop (ringkernel.LoopWarp): no block barrier and no
+// sleep while messages flow (its lanes meet at warp barriers, which the
+// ledger does not count as block barriers), its batches at most 32.
+func checkWarp(t *testing.T, l Ledger, rounds, batch, outCap uint64) {
+	eq(t, "messages processed", l.Messages, rounds*batch)
+	if l.Batches < rounds {
+		t.Errorf("batches: %d, want at least %d", l.Batches, rounds)
+	}
+	eq(t, "tail reads on the critical path", l.Work.Tail, l.Batches)
+	eq(t, ".sys fences (one per published batch)", l.FenceSys, l.Batches)
+	eq(t, "block barriers", l.Barriers, 0)
 }
 
 // checkFlaggedIn: a flagged in-link, an indexed egress (the device loop

@@ -121,6 +121,9 @@ __device__ void ra_warp_loop(ra_loop_shared &sh, const ra_ring_args &a) {
         }
         ra_warp_sync(lanes);
         if (sh.stop) break;
+#if defined(RA_HOST)
+        if (lane == 0) ra_host_ledger_fold(sh.n == 0);  // the emulator's ledger: a polling round ends
+#endif
         if (lane == 0) {
             picked = false;
             seen = w.seq;

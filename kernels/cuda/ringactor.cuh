@@ -602,6 +602,46 @@ struct ra_loop_shared {
 
 // The warp loop (ringkernel.LoopWarp): ra_warp_sync, ra_warp_loop.
 #include "ra_warp.cuh"
+// ---- per-phase timers (bench-gpu) ---------------------------------------
+// With ArgOffPhase set (ringkernel.Spec.PhaseTimers: device memory,
+// RA_PHASE_WORDS u64 words), thread 0 adds the globaltimer time of each
+// phase of a step into its own registers: poll (the look at the command
+// word and the in-links that found the batch; idle looks before it are
+// not counted), stage-in (to the barrier after the slots are staged),
+// compute (the stage, to the barrier after the headers) and publish
+// (results, flush, records: bottom); and counts batches and messages. It
+// stores them once, as the kernel ends, before the state's release (a
+// host that sees the state final finds them). Off (0, the default), each
+// mark is one predictable branch.
+#define RA_PHASE_POLL 0
+#define RA_PHASE_STAGE_IN 1
+#define RA_PHASE_COMPUTE 2
+#define RA_PHASE_PUBLISH 3
+#define RA_PHASE_BATCHES 4
+#define RA_PHASE_MSGS 5
+#define RA_PHASE_WORDS 8
+struct ra_phase {
+    ra_u64 *p;
+    ra_u64 last, acc[RA_PHASE_MSGS + 1];
+    __device__ __forceinline__ void init(const ra_ring_args &a) {
+        p = (ra_u64 *)ra_arg_ptr(a, RA_ARG_OFF_PHASE);
+        last = 0;
+        for (int k = 0; k <= RA_PHASE_MSGS; k++) acc[k] = 0;
+    }
+    __device__ __forceinline__ void start() {
+        if (p) last = ra_globaltimer();
+    }
+    __device__ __forceinline__ void mark(int k) {
+        if (p) { const ra_u64 now = ra_globaltimer(); acc[k] += now - last; last = now; }
+    }
+    __device__ __forceinline__ void taken(ra_u32 n) {
+        if (p && n) { mark(RA_PHASE_POLL); acc[RA_PHASE_BATCHES]++; acc[RA_PHASE_MSGS] += n; }
+    }
+    __device__ __forceinline__ void flush() {
+        if (p) for (int k = 0; k <= RA_PHASE_MSGS; k++) ra_store_relaxed_sys(p + k, acc[k]);
+    }
+};
+#define RA_PHASE_MARK(L, k) do { if (threadIdx.x == 0) (L).ph.mark(k); } while (0)
 
 // ra_loop is one ring kernel's loop, a phase per method, named as its Go
 // twin's in ringkernel/sim/loop.go: commands, deadLetterQueued, pick,
@@ -648,6 +688,7 @@ struct ra_loop {
     ra_u32 tid, nthr;
     bool warp;
     __device__ __forceinline__ void sync() { if (warp) ra_warp_sync(nthr); else __syncthreads(); }
+    ra_phase ph;  // thread 0's per-phase timers (off unless ArgOffPhase is set)
 
     __device__ ra_loop(ra_loop_shared &sh, const ra_ring_args &a) : s(sh) {
         ctrl = ra_arg_ptr(a, RA_ARG_OFF_CTRL);
@@ -660,6 +701,7 @@ struct ra_loop {
         state = (float *)ra_arg_ptr(a, RA_ARG_OFF_STATE);
         sink_buf = ra_arg_ptr(a, RA_ARG_OFF_SINK);
         if (threadIdx.x == 0) bind(a);
+        ph.init(a);
         stage = ra_load_relaxed_sys32((const ra_u32 *)(ctrl + RA_CB_OFF_STAGE_ID));  // every thread stamps it
         processed = dropped = errors = traced = published_tr = rr = last_beat = busy = 0;
         iter = 0;
@@ -974,10 +1016,12 @@ struct ra_loop {
     __device__ __forceinline__ void top() {
         if (s.n) {
             bottom();  // the last batch, while the other threads wait
+            ph.mark(RA_PHASE_PUBLISH);
             s.n = 0;
         }
         if (s.stop) return;  // leave with everyone
         for (;;) {
+            ph.start();
             commands();
             s.n = 0;
             if (barrier_held()) { ra_backoff(&ns); continue; }  // at a barrier: no message until all arrive
@@ -989,6 +1033,7 @@ struct ra_loop {
         }
         ns = 0;
         s.deq = ra_globaltimer() + s.clk;
+        ph.taken(s.n);
     }
 
     // A message's bytes (staged, or in place when too large to stage) and
@@ -1294,11 +1339,13 @@ __device__ void ra_ring_loop(const ra_ring_args &a) {
         __syncthreads();
         if (sh.stop) break;
         L.stage_in();  // ends with a barrier
+        RA_PHASE_MARK(L, RA_PHASE_STAGE_IN);
         L.process();
         __syncthreads();
         L.headers();  // ends with a barrier when it writes any
+        RA_PHASE_MARK(L, RA_PHASE_COMPUTE);
     }
-    if (threadIdx.x == 0) L.finish();
+    if (threadIdx.x == 0) { L.ph.flush(); L.finish(); }
 }
 
 // RA_RING_KERNEL defines the persistent ring kernel <name>_ring for a stage,

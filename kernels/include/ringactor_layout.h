@@ -133,10 +133,11 @@
 #define RA_ARG_OFF_NUM_BUF         0x200u    // ra_ring_args: bound buffers
 #define RA_ARG_OFF_IN_LL           0x204u    // ra_ring_args: flagged in-links, bit mask
 #define RA_ARG_OFF_OUT_LL          0x208u    // ra_ring_args: flagged out-links, bit mask
+#define RA_ARG_OFF_PHASE           0x210u    // ra_ring_args: per-phase timers, 0 = off
 #define RA_MAX_STAGE_BUFFERS       8u        // ringkernel.MaxStageBuffers
 #define RA_ARG_OFF_VARIANT         0x20cu    // ra_ring_args: the device loop (ringkernel.LoopVariant)
 #define RA_LOOP_WARP               1u        // ringkernel.LoopWarp: the warp loop (ra_warp.cuh)
-#define RA_ARG_SIZE                0x210u    // ra_ring_args: bytes
+#define RA_ARG_SIZE                0x218u    // ra_ring_args: bytes
 
 // Dead-letter codes (negative: a stage function may return them).
 #define RA_CODE_OUTPUT_TOO_SMALL   (-1) // result larger than the out slot

@@ -248,6 +248,7 @@ func (l *loop) args(job *rk.Job) ([]byte, error) {
 	put32(rk.ArgOffRoute, uint32(spec.Route))
 	put32(rk.ArgOffKeyOffset, uint32(spec.KeyOffset))
 	put32(rk.ArgOffVariant, uint32(spec.Variant)) // the loop ra_ring_loop runs (LoopWarp: ra_warp.cuh)
+	put(rk.ArgOffPhase, spec.PhaseTimers)
 	floats := func(vs []float32, n int) (uint64, error) {
 		if n == 0 {
 			return 0, nil

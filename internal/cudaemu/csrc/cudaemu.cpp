@@ -1107,14 +1107,16 @@ CUresult cuMemcpyDtoH_v2(void *dst, CUdeviceptr src, size_t n) {
     return SUCCESS;
 }
 
-// Async copies run at once: the emulator's streams order kernels only, and
-// a copy queued behind a running ring kernel would never run on a GPU
-// either (the backend queues its copies on the legacy stream, before any
-// kernel).
+// Async copies run in the call, once the kernels queued before them on
+// their stream have ended (the call blocks where a GPU would queue the
+// copy); a copy queued behind a running ring kernel would never run on a
+// GPU either (the backend queues its copies on the legacy stream, before
+// any kernel).
 static CUresult copy_async(const char *call, void *dst, const void *src, size_t n, void *stream, uintptr_t dev) {
     if (CUresult r = need_ctx(call)) return r;
     bool to_device = dev == (uintptr_t)dst;
     unsigned long long ticket = 0;
+    std::vector<std::shared_ptr<Launch>> before;  // kernels queued on the stream: the copy runs after them
     {
         std::lock_guard<std::mutex> g(mu);
         Stream *st = stream_of(stream);
@@ -1135,8 +1137,10 @@ static CUresult copy_async(const char *call, void *dst, const void *src, size_t 
         rec.async_copies++;
         if (to_device && lag_copy(st, dst, src, 0, n)) return SUCCESS;
         if (!to_device) ticket = copy_ticket(st);
+        before = pending_on(st);
     }
     wait_copies(current, ticket);  // a DtoH runs after the copies queued before it on its stream
+    wait_for(before);              // and after the kernels (none of them a ring kernel: refused above)
     memcpy(dst, src, n);
     return SUCCESS;
 }

@@ -342,6 +342,13 @@ inline unsigned long long ra_host_clock_ns() {
     return (unsigned long long)ts.tv_sec * 1000000000ull + (unsigned long long)ts.tv_nsec;
 }
 
+// ra_host_ledger_fold ends a polling round of a loop without a block
+// barrier per batch (the warp loop, ra_warp.cuh): lane 0, once a step has
+// polled, idle when it found nothing.
+inline void ra_host_ledger_fold(bool idle) {
+    if (ra_host_ledger *L = ra_host_led) L->fold(idle);
+}
+
 // __nanosleep: the kernel's backoff between polls. The OS rounds a short
 // sleep up (timer slack, tens of microseconds), which keeps idle emulated
 // kernels from eating a small machine's cores.

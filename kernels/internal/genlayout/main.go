@@ -155,6 +155,7 @@ func defs() []def {
 		{"RA_ARG_OFF_NUM_BUF", rk.ArgOffNumBuf, "ra_ring_args: bound buffers"},
 		{"RA_ARG_OFF_IN_LL", rk.ArgOffInLL, "ra_ring_args: flagged in-links, bit mask"},
 		{"RA_ARG_OFF_OUT_LL", rk.ArgOffOutLL, "ra_ring_args: flagged out-links, bit mask"},
+		{"RA_ARG_OFF_PHASE", rk.ArgOffPhase, "ra_ring_args: per-phase timers, 0 = off"},
 		{"RA_MAX_STAGE_BUFFERS", rk.MaxStageBuffers, "ringkernel.MaxStageBuffers"},
 		{"RA_ARG_OFF_VARIANT", rk.ArgOffVariant, "ra_ring_args: the device loop (ringkernel.LoopVariant)"},
 		{"RA_LOOP_WARP", uint64(rk.LoopWarp), "ringkernel.LoopWarp: the warp loop (ra_warp.cuh)"},

@@ -1,0 +1,240 @@
+package gpubench
+
+import (
+	"context"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/ringactor/ringactor/kernels"
+	"github.com/ringactor/ringactor/p2pqueue"
+	rk "github.com/ringactor/ringactor/ringkernel"
+)
+
+// variant is a way of running the device loop, selected at launch: its
+// name (the variant column) and what it sets in a kernel's Spec. Adding a
+// variant is one line in variants.
+type variant struct {
+	name string
+	set  func(*rk.Spec)
+}
+
+// variants are compared in every run, in this order; the first is
+// today's loop, the default, whose round trip and hop are also the gpu/
+// rows.
+var variants = []variant{
+	{"loop", func(*rk.Spec) {}},
+	{"warp", func(s *rk.Spec) { s.Variant = rk.LoopWarp }}, // experimental (ra_warp.cuh)
+}
+
+// The phase timers' words (RA_PHASE_* of ringactor.cuh): ns per phase,
+// then batches and messages; the loop writes phaseWords u64 words.
+const (
+	phasePoll = iota
+	phaseStageIn
+	phaseCompute
+	phasePublish
+	phaseBatches
+	phaseMessages
+	phaseWords = 8
+)
+
+// echo is one variant's identity ring kernel for round trips: its
+// links, its phase timers, and the samples so far.
+type echo struct {
+	v     variant
+	send  *p2pqueue.Producer
+	recv  *p2pqueue.Consumer
+	phase p2pqueue.Region
+	k     *rk.Kernel
+	lat   []time.Duration
+	next  uint64
+	// The default variant's sampled messages: their trace records split
+	// the trip (send to stage, stage, stage to host).
+	mu   sync.Mutex
+	recs map[uint64]rk.TraceRecord
+	sent map[uint64][2]time.Time
+}
+
+// launchEcho starts v's echo kernel on the rig, its phase timers in
+// device memory, zeroed.
+func launchEcho(ctx context.Context, r *rig, v variant, traced bool) (*echo, error) {
+	in, err := r.link(p2pqueue.MappedPinnedMemory, 64, 16)
+	if err != nil {
+		return nil, err
+	}
+	out, err := r.link(p2pqueue.MappedPinnedMemory, 64, 16)
+	if err != nil {
+		return nil, err
+	}
+	e := &echo{v: v, recs: map[uint64]rk.TraceRecord{}, sent: map[uint64][2]time.Time{}}
+	if e.phase, err = r.b.Alloc(0, 8*phaseWords, p2pqueue.DeviceMemory); err != nil {
+		return nil, err
+	}
+	r.regions = append(r.regions, e.phase)
+	if err := e.phase.Access.CopyIn(0, make([]byte, 8*phaseWords)); err != nil {
+		return nil, err
+	}
+	spec := rk.Spec{Stage: rk.Stage{Name: "echo-" + v.name, Op: "identity"}, In: []*p2pqueue.Link{in}, Out: []*p2pqueue.Link{out},
+		TraceCapacity: 4096, PhaseTimers: e.phase.DeviceAddr}
+	if traced {
+		spec.OnTrace = func(t rk.TraceRecord) { e.mu.Lock(); e.recs[t.ID] = t; e.mu.Unlock() }
+	}
+	v.set(&spec)
+	if err := r.launch(ctx, spec); err != nil {
+		return nil, err
+	}
+	e.k = r.kernels[len(r.kernels)-1]
+	e.send, _ = in.Producer()
+	e.recv, _ = out.Consumer()
+	return e, nil
+}
+
+// trips sends k messages one at a time and spins for each one's return;
+// keep says whether they are samples (else a warm-up), sample whether
+// every 16th is traced.
+func (e *echo) trips(ctx context.Context, k int, keep, sample bool) error {
+	msg := p2pqueue.Message{Payload: kernels.EncodeFloats(nil, make([]float32, 16))}
+	var got p2pqueue.Message
+	for range k {
+		msg.ID = e.next
+		e.next++
+		msg.Flags, msg.Enqueued = 0, 0
+		sampled := keep && sample && msg.ID%16 == 0 && len(e.sent) < 4000
+		if sampled {
+			msg.Flags = p2pqueue.FlagSampled
+		}
+		t0 := time.Now()
+		if err := e.send.TryEnqueue(&msg); err != nil {
+			return err
+		}
+		for {
+			err := e.recv.TryDequeue(&got)
+			if err == nil {
+				break
+			}
+			if !errors.Is(err, p2pqueue.ErrEmpty) {
+				return err
+			}
+			if ctx.Err() != nil {
+				return ctx.Err()
+			}
+		}
+		t1 := time.Now()
+		if keep {
+			e.lat = append(e.lat, t1.Sub(t0))
+		}
+		if sampled {
+			e.sent[msg.ID] = [2]time.Time{t0, t1}
+		}
+	}
+	return nil
+}
+
+// parts pairs the sampled trips with their trace records, waiting a
+// little for the trace pump.
+func (e *echo) parts() [3][]time.Duration {
+	var parts [3][]time.Duration
+	for deadline := time.Now().Add(2 * time.Second); time.Now().Before(deadline); time.Sleep(time.Millisecond) {
+		e.mu.Lock()
+		k := len(e.recs)
+		e.mu.Unlock()
+		if k >= len(e.sent) {
+			break
+		}
+	}
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	for id, tp := range e.sent {
+		rec, ok := e.recs[id]
+		if !ok {
+			continue
+		}
+		parts[0] = append(parts[0], rec.Dequeued.Sub(tp[0]))
+		parts[1] = append(parts[1], rec.Done.Sub(rec.Dequeued))
+		parts[2] = append(parts[2], tp[1].Sub(rec.Done))
+	}
+	for i := range parts {
+		slices.Sort(parts[i])
+	}
+	return parts
+}
+
+// phases terminates the kernel (the loop stores its timers as it ends)
+// and reads them.
+func (e *echo) phases(ctx context.Context, row string) (Phase, error) {
+	if err := e.k.Terminate(ctx, false); err != nil {
+		return Phase{}, err
+	}
+	p, err := readPhase(e.phase, row, e.v.name)
+	p.Stage = "echo-" + e.v.name
+	return p, err
+}
+
+// readPhase reads the phase timers an ended kernel stored in reg.
+func readPhase(reg p2pqueue.Region, row, variant string) (Phase, error) {
+	b := make([]byte, 8*phaseWords)
+	if err := reg.Access.CopyOut(b, 0); err != nil {
+		return Phase{}, err
+	}
+	w := func(i int) uint64 { return binary.LittleEndian.Uint64(b[8*i:]) }
+	p := Phase{Row: row, Variant: variant, Batches: w(phaseBatches), Messages: w(phaseMessages)}
+	if p.Batches > 0 {
+		mean := func(i int) float64 { return float64(w(i)) / float64(p.Batches) }
+		p.Poll, p.StageIn, p.Compute, p.Publish = mean(phasePoll), mean(phaseStageIn), mean(phaseCompute), mean(phasePublish)
+	}
+	return p, nil
+}
+
+// interleaved measures the round trip of every variant and the mapped
+// ping-pong floor (when f is not nil) in alternating blocks: floor, then
+// each variant, blocks times, so drift on the machine falls on all alike.
+// It returns each variant's echo (samples sorted, phases read) and the
+// floor's samples.
+func interleaved(ctx context.Context, r *rig, f *floors, n int) ([]*echo, []time.Duration, error) {
+	const blocks = 8
+	k := max(n/blocks, 1)
+	es := make([]*echo, 0, len(variants))
+	for i, v := range variants {
+		e, err := launchEcho(ctx, r, v, i == 0)
+		if err != nil {
+			return nil, nil, fmt.Errorf("variant %s: %w", v.name, err)
+		}
+		es = append(es, e)
+	}
+	// Warm up: each kernel, and the floor, a tenth of the run.
+	for _, e := range es {
+		if err := e.trips(ctx, max(n/10, 1), false, false); err != nil {
+			return nil, nil, fmt.Errorf("variant %s: %w", e.v.name, err)
+		}
+	}
+	var floor []time.Duration
+	const skip = 8 // each floor block's first rounds wait for its launch
+	if f != nil {
+		if err := f.mapped(ctx, skip, nil); err != nil {
+			return nil, nil, err
+		}
+	}
+	for b := range blocks {
+		if f != nil {
+			var lat []time.Duration
+			if err := f.mapped(ctx, k+skip, &lat); err != nil {
+				return nil, nil, fmt.Errorf("floor block %d: %w", b, err)
+			}
+			floor = append(floor, lat[skip:]...)
+		}
+		for _, e := range es {
+			if err := e.trips(ctx, k, true, true); err != nil {
+				return nil, nil, fmt.Errorf("variant %s, block %d: %w", e.v.name, b, err)
+			}
+		}
+	}
+	for _, e := range es {
+		slices.Sort(e.lat)
+	}
+	slices.Sort(floor)
+	return es, floor, nil
+}
