@@ -50,5 +50,4 @@ type LoopVariant uint32
 // LoopClassic is the block loop (the default); LoopWarp the experimental warp hot path (kernels/cuda/ra_warp.cuh).
 const LoopClassic, LoopWarp LoopVariant = 0, 1
 
-// The block is read as u64 words: its size must be a whole number of them.
-var _ [0]struct{} = [ArgSize % 8]struct{}{}
+var _ [0]struct{} = [ArgSize % 8]struct{}{} // the block is read as u64 words: a whole number of them

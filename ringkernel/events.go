@@ -36,36 +36,26 @@ const (
 	CodePanic ErrorCode = -101
 )
 
+var codeText = map[ErrorCode]string{
+	CodeNone:           "none",
+	CodeOutputTooSmall: "result larger than the out slot",
+	CodeDomain:         "input outside the op's domain",
+	CodeStage:          "stage error",
+	CodeBadResult:      "stage returned an impossible length",
+	CodeNotFloats:      "payload is not a float32 vector",
+	CodeCorruptSlot:    "corrupt slot",
+	CodeShutdown:       "shutdown without drain",
+	CodeCorruptQueue:   "corrupt queue",
+	CodeNoKey:          "result has no key at the route's key offset",
+	CodeBadPort:        "stage chose a port it does not have",
+	CodeWrongType:      "message of a type the stage does not take",
+	CodeHung:           "stage hung",
+	CodePanic:          "stage function panicked",
+}
+
 func (c ErrorCode) String() string {
-	switch c {
-	case CodeNone:
-		return "none"
-	case CodeOutputTooSmall:
-		return "result larger than the out slot"
-	case CodeDomain:
-		return "input outside the op's domain"
-	case CodeStage:
-		return "stage error"
-	case CodeBadResult:
-		return "stage returned an impossible length"
-	case CodeNotFloats:
-		return "payload is not a float32 vector"
-	case CodeCorruptSlot:
-		return "corrupt slot"
-	case CodeShutdown:
-		return "shutdown without drain"
-	case CodeCorruptQueue:
-		return "corrupt queue"
-	case CodeNoKey:
-		return "result has no key at the route's key offset"
-	case CodeBadPort:
-		return "stage chose a port it does not have"
-	case CodeWrongType:
-		return "message of a type the stage does not take"
-	case CodeHung:
-		return "stage hung"
-	case CodePanic:
-		return "stage function panicked"
+	if s, ok := codeText[c]; ok {
+		return s
 	}
 	return fmt.Sprintf("ErrorCode(%d)", int32(c))
 }
@@ -84,24 +74,20 @@ const (
 	ReasonPanic                        // the stage function panicked on this message
 )
 
+var reasonText = map[Reason]string{
+	ReasonStageError: "stage error",
+	ReasonDecode:     "decode error",
+	ReasonShutdown:   "shutdown without drain",
+	ReasonFaulted:    "stage faulted",
+	ReasonOversize:   "oversize payload",
+	ReasonRoute:      "route error",
+	ReasonWrongType:  "wrong type",
+	ReasonPanic:      "stage panic",
+}
+
 func (r Reason) String() string {
-	switch r {
-	case ReasonStageError:
-		return "stage error"
-	case ReasonDecode:
-		return "decode error"
-	case ReasonShutdown:
-		return "shutdown without drain"
-	case ReasonFaulted:
-		return "stage faulted"
-	case ReasonOversize:
-		return "oversize payload"
-	case ReasonRoute:
-		return "route error"
-	case ReasonWrongType:
-		return "wrong type"
-	case ReasonPanic:
-		return "stage panic"
+	if s, ok := reasonText[r]; ok {
+		return s
 	}
 	return fmt.Sprintf("Reason(%d)", uint32(r))
 }
