@@ -60,6 +60,9 @@ check cuda-backend 120 "$here/ringkernel-cuda.test" -test.v -test.skip '^TestCon
 # 3. the conformance suite (ringkernel/ringkerneltest) on cuda, a user stage
 # compiled by the NVRTC there among its cases
 check kernel-suite 90  "$here/ringkernel-cuda.test" -test.v -test.run '^TestConformance$' -test.timeout 85s
+# issue 38: the conformance suite once more in the experimental warp loop
+# (ringkernel.LoopWarp), flagged in-links among its cases
+check kernel-suite-warp 90 env RINGACTOR_TEST_LOOP=warp "$here/ringkernel-cuda.test" -test.v -test.run '^TestConformance$' -test.timeout 85s
 # 3, 4. runtime's pipeline tests on cuda, the deadlock cases among them
 check runtime      120 env RINGACTOR_TEST_BACKEND=cuda "$here/runtime.test" -test.v -test.timeout 110s
 # 4. module loading while kernels spin; the deadlock cases under each
