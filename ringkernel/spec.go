@@ -13,8 +13,8 @@ import (
 type Stage struct {
 	// Name names the stage in errors, status and traces.
 	Name string
-	// Op is a registered op (kernels.Register; the built-ins are identity,
-	// scale, offset, relu, saxpy, sqrt and sum).
+	// Op is a registered op (kernels.Register; kernels.Names lists them,
+	// the built-ins among them).
 	Op string
 	// Params are the op's float32 parameters; exactly as many as it takes.
 	Params []float32

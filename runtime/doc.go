@@ -145,8 +145,10 @@
 //
 //   - runtime/group: one stage on several devices behind one PID, split by
 //     a policy, with work stealing between the instances' kernels.
-//   - runtime/collective: the actor-level barrier, and ScatterGather,
-//     Reduce and AllReduce on ring kernels.
+//   - runtime/collective: barriers (of actors by name, and of ring kernels
+//     and the host over a flag array: BarrierSpec.Stages), and
+//     ScatterGather, Reduce and AllReduce on ring kernels (chunks over
+//     device links between the devices, or hops through the host).
 //   - runtime/cluster: pipelines whose stages run on other processes
 //     (protoactor cluster nodes), and the msgpack codec for messages that
 //     leave the process.
