@@ -36,13 +36,21 @@ func (l *Link) word(seq uint64, j int) *uint64 {
 }
 
 // flagState says what a word read from the slot for seq holds: 1 the
-// expected lap's data, 0 not yet written (the lap before's flag, or fresh
-// memory's 0), -1 a flag no correct producer writes there.
+// expected lap's data, 0 not yet written (fresh memory's 0, or an earlier
+// lap's flag: the lap before's, or an older one's where the messages since
+// were shorter and left the word as it was), -1 a flag no correct producer
+// writes there (even, or a lap ahead).
 func (l *Link) flagState(seq uint64, w uint64) int {
-	switch f := uint32(w >> 32); f {
-	case l.lapFlag(seq):
+	return flagState(l.lapFlag(seq), uint32(w>>32))
+}
+
+// flagState compares a word's flag f with want, the slot's lap flag; laps
+// count modulo 2^31, and a flag up to 2^30 laps behind is an older lap's.
+func flagState(want, f uint32) int {
+	switch back := (want - f) >> 1; {
+	case f == want:
 		return 1
-	case 0, l.lapFlag(seq - uint64(l.cfg.Capacity)):
+	case f == 0, f&1 == 1 && back < 1<<30:
 		return 0
 	}
 	return -1

@@ -26,12 +26,14 @@ __device__ __forceinline__ ra_u32 ra_ll_flag(const ra_queue &q, ra_u64 seq) {
 }
 
 // ra_ll_state says what word w, read from the slot for seq, holds: 1 the
-// slot's lap, 0 not yet written (the lap before's flag, or 0), -1 a flag
-// no correct producer writes there.
+// slot's lap, 0 not yet written (0, or an earlier lap's flag: the lap
+// before's, or an older one's where the messages since were shorter and
+// left the word as it was), -1 a flag no correct producer writes there
+// (even, or a lap ahead; laps count modulo 2^31, up to 2^30 back is older).
 __device__ __forceinline__ int ra_ll_state(const ra_queue &q, ra_u64 seq, ra_u64 w) {
-    const ra_u32 f = (ra_u32)(w >> 32);
-    if (f == ra_ll_flag(q, seq)) return 1;
-    if (f == 0 || f == ra_ll_flag(q, seq - (ra_u64)q.mask - 1)) return 0;
+    const ra_u32 f = (ra_u32)(w >> 32), want = ra_ll_flag(q, seq), back = (want - f) >> 1;
+    if (f == want) return 1;
+    if (f == 0 || ((f & 1u) && back < (1u << 30))) return 0;
     return -1;
 }
 
