@@ -24,7 +24,15 @@ func TestStagesCompileWithNVRTC(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		for _, arch := range []string{"compute_70", "sm_80", "sm_90"} {
+		// Every op for the shipped architecture; the newer ones for a few
+		// ops of each kind only (the loop they share is most of the source,
+		// and each compile of it takes seconds: make test's budget).
+		archs := []string{"compute_70"}
+		switch strings.TrimSuffix(name, ".cu") {
+		case "sqrt", "keyed_count", "ring_sum", "delay":
+			archs = append(archs, "sm_80", "sm_90")
+		}
+		for _, arch := range archs {
 			out, err := n.Compile(cuda.Source(kernels.RingSource(op)), arch, kernels.CompileOptions...)
 			if err != nil {
 				t.Fatalf("%s for %s: %v", name, arch, err)
