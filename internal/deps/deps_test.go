@@ -28,6 +28,8 @@ var rules = []rule{
 		"kernel sources and Go references sit below ring kernels, beside the driver bindings: a compiler is handed in (kernels.Compiler)"},
 	{"github.com/ringactor/ringactor/ringkernel/...", []string{"github.com/asynkron/protoactor-go", "go.opentelemetry.io", "github.com/ringactor/ringactor/runtime"},
 		"nothing below runtime imports protoactor or otel"},
+	{"github.com/ringactor/ringactor/ringkernel/ringkerneltest/...", []string{"github.com/ringactor/ringactor/ringkernel/sim", "github.com/ringactor/ringactor/ringkernel/cuda", "github.com/ringactor/ringactor/cuda", "github.com/NVIDIA/go-nvml"},
+		"the conformance suite and its sub-packages of cases (internal/usertest) are handed the backend under test: they link none"},
 	{"github.com/ringactor/ringactor/barrier", []string{"github.com/asynkron/protoactor-go", "go.opentelemetry.io", "github.com/ringactor/ringactor/runtime"},
 		"the device barrier is below the actor layer"},
 	{"github.com/ringactor/ringactor/runtime", []string{"github.com/asynkron/protoactor-go/remote", "github.com/asynkron/protoactor-go/cluster", "google.golang.org/grpc",

@@ -19,6 +19,11 @@
 // launches its kernels through ringkernel.Launch, puts its links in memory
 // the backend allocates, and stops and frees all of it before it returns.
 //
+// Run is the one entry point. The cases of what a user brings (buffers,
+// bound buffers, a user stage, a hung Go stage function) live in the
+// sub-package internal/usertest, split out by concern: Run lists them under
+// the same names and hands them its helpers through usertest.Suite.
+//
 // What a backend cannot run it says in one place, its Options.Lacks: each
 // Capability it lacks, with the reason. The cases that need it skip with
 // that reason, so `go test -v` shows why. A backend that cannot start here

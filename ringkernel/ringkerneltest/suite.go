@@ -10,6 +10,7 @@ import (
 
 	"github.com/ringactor/ringactor/p2pqueue"
 	rk "github.com/ringactor/ringactor/ringkernel"
+	"github.com/ringactor/ringactor/ringkernel/ringkerneltest/internal/usertest"
 )
 
 // Capability is something a conformance case needs of a backend beyond
@@ -104,12 +105,12 @@ var cases = []Case{
 	{"TypedPassRoutesByKey", nil, (*suite).testTypedPassRoutesByKey},
 	{"TwoStagesOverADeviceMemoryLink", nil, (*suite).testGPUTwoStagesOverADeviceMemoryLink},
 	{"StressMessages", nil, (*suite).testGPUStressMillionMessages},
-	{"FaultAbandonsAHungKernel", []Capability{GoStageFunctions}, (*suite).testFaultAbandonsAHungKernel},
+	{"FaultAbandonsAHungKernel", []Capability{GoStageFunctions}, sub(usertest.FaultAbandonsAHungKernel)},
 	{"StealForwardsQueuedMessages", []Capability{Steal}, (*suite).testStealForwardsQueuedMessages},
-	{"UserDefinedStage", []Capability{UserStages}, (*suite).testUserDefinedStage},
+	{"UserDefinedStage", []Capability{UserStages}, sub(usertest.UserDefinedStage)},
 	{"BarrierArriveAndWait", nil, (*suite).testBarrierArriveAndWait},
-	{"Buffers", []Capability{Buffers}, (*suite).testBuffers},
-	{"BoundBuffers", []Capability{Buffers, UserStages}, (*suite).testBoundBuffers},
+	{"Buffers", []Capability{Buffers}, sub(usertest.Buffers)},
+	{"BoundBuffers", []Capability{Buffers, UserStages}, sub(usertest.BoundBuffers)},
 	{"FlaggedIngress", nil, (*suite).testFlaggedIngress},
 	{"FlaggedLinks", []Capability{FlaggedLinks}, (*suite).testFlaggedLinks},
 }

@@ -1,6 +1,7 @@
-package ringkerneltest
+package usertest
 
 import (
+	"context"
 	"errors"
 	"sync"
 	"sync/atomic"
@@ -44,33 +45,35 @@ func registerHang(t *testing.T) *hangChans {
 // A kernel stuck in its stage function stops beating; the host declares it
 // faulted, takes over the account of what is queued, and hears nothing more
 // from it, even once the function returns.
-func (s *suite) testFaultAbandonsAHungKernel(t *testing.T) {
+func FaultAbandonsAHungKernel(t *testing.T, s Suite) {
 	hang := registerHang(t)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
 	// All four are queued before the kernel may take any, so they are one
 	// batch: the one the function hangs in.
-	r := s.launch(t, rk.Stage{Name: "hang", Op: "rk_test_hang", Stateful: true}, 16, 4, false)
+	r := s.Launch(t, rk.Stage{Name: "hang", Op: "rk_test_hang", Stateful: true}, 16, 4, false)
 	for id, v := range []float32{1, -1, 2, 3} {
-		if err := r.send.TryEnqueue(&p2pqueue.Message{Header: p2pqueue.Header{ID: uint64(id + 1)}, Payload: kernels.EncodeFloats(nil, []float32{v})}); err != nil {
+		if err := r.Producer().TryEnqueue(&p2pqueue.Message{Header: p2pqueue.Header{ID: uint64(id + 1)}, Payload: kernels.EncodeFloats(nil, []float32{v})}); err != nil {
 			t.Fatal(err)
 		}
 	}
-	if err := r.k.Activate(ctxT(t)); err != nil {
+	if err := r.Kernel().Activate(ctx); err != nil {
 		t.Fatal(err)
 	}
 	<-hang.entered
 	time.Sleep(20 * time.Millisecond)
-	if age := r.k.Status().HeartbeatAge; age < 10*time.Millisecond {
+	if age := r.Kernel().Status().HeartbeatAge; age < 10*time.Millisecond {
 		t.Fatalf("a hung loop still beats: heartbeat %v old", age)
 	}
-	r.k.Fault("heartbeat stopped with work queued")
-	st := r.k.Status()
+	r.Kernel().Fault("heartbeat stopped with work queued")
+	st := r.Kernel().Status()
 	if st.State != rk.Faulted || st.LastError == nil || st.LastError.Code != rk.CodeHung {
 		t.Fatalf("after Fault: %s, %v", st.State, st.LastError)
 	}
 	// The batch the function hangs in was never released nor its results
 	// published: all four are still in the in-link, for the host to
 	// account for.
-	hs, err := r.in.Queued()
+	hs, err := r.In().Queued()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -78,14 +81,14 @@ func (s *suite) testFaultAbandonsAHungKernel(t *testing.T) {
 	for _, h := range hs {
 		ids = append(ids, h.ID)
 	}
-	if len(ids) != 4 || ids[0] != 1 || ids[3] != 4 || r.out.Len() != 0 {
-		t.Fatalf("queued ids %v, want [1 2 3 4]; %d results out", ids, r.out.Len())
+	if len(ids) != 4 || ids[0] != 1 || ids[3] != 4 || r.Out().Len() != 0 {
+		t.Fatalf("queued ids %v, want [1 2 3 4]; %d results out", ids, r.Out().Len())
 	}
 	start := time.Now()
-	if err := r.k.Terminate(ctxT(t), true); !errors.Is(err, rk.ErrFaulted) {
+	if err := r.Kernel().Terminate(ctx, true); !errors.Is(err, rk.ErrFaulted) {
 		t.Fatalf("Terminate of a faulted kernel: %v", err)
 	}
-	if err := r.k.Activate(ctxT(t)); !errors.Is(err, rk.ErrFaulted) {
+	if err := r.Kernel().Activate(ctx); !errors.Is(err, rk.ErrFaulted) {
 		t.Fatalf("Activate of a faulted kernel: %v", err)
 	}
 	if d := time.Since(start); d > time.Second {
@@ -95,13 +98,11 @@ func (s *suite) testFaultAbandonsAHungKernel(t *testing.T) {
 	// dead letters are not delivered: the host already counted them.
 	close(hang.release)
 	select {
-	case <-r.k.Done():
+	case <-r.Kernel().Done():
 	case <-time.After(10 * time.Second):
 		t.Fatal("the abandoned loop did not end once its function returned")
 	}
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	if len(r.dead) != 0 {
-		t.Fatalf("dead letters delivered after Fault: %v", r.dead)
+	if dead := r.DeadLetters(); len(dead) != 0 {
+		t.Fatalf("dead letters delivered after Fault: %v", dead)
 	}
 }

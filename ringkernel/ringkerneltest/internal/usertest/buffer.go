@@ -1,4 +1,4 @@
-package ringkerneltest
+package usertest
 
 import (
 	"bytes"
@@ -28,14 +28,14 @@ func pattern(d, n int) []byte {
 // p2pqueue.PathOf gives for the pair by the backend's peer matrix), managed
 // memory where a device reports it, free, out of memory refused naming the
 // device, its free memory and the size, and a cancelled ctx honoured.
-func (s *suite) testBuffers(t *testing.T) {
-	bb, ok := s.b.(devmem.Backend)
+func Buffers(t *testing.T, s Suite) {
+	bb, ok := s.Backend().(devmem.Backend)
 	if !ok {
-		t.Fatalf("%s backend (%T) has no buffers: implement devmem.Backend, or list Buffers in Options.Lacks with the reason", s.opts.Name, s.b)
+		t.Fatalf("%s backend (%T) has no buffers: implement devmem.Backend, or list Buffers in Options.Lacks with the reason", s.Name(), s.Backend())
 	}
-	lister, ok := s.b.(rk.DeviceLister)
+	lister, ok := s.Backend().(rk.DeviceLister)
 	if !ok {
-		t.Fatalf("%s: a buffer backend must list its devices (ringkernel.DeviceLister)", s.opts.Name)
+		t.Fatalf("%s: a buffer backend must list its devices (ringkernel.DeviceLister)", s.Name())
 	}
 	devs, err := lister.ListDevices()
 	if err != nil {
@@ -89,7 +89,7 @@ func (s *suite) testBuffers(t *testing.T) {
 			}
 		}
 	}
-	t.Logf("%s: %d devices, copies by path: %v", s.opts.Name, len(devs), paths)
+	t.Logf("%s: %d devices, copies by path: %v", s.Name(), len(devs), paths)
 
 	// Managed memory where the device has it: the host's view is the buffer.
 	managed := 0
@@ -125,7 +125,7 @@ func (s *suite) testBuffers(t *testing.T) {
 		}
 		managed++
 	}
-	t.Logf("%s: managed buffers on %d of %d devices", s.opts.Name, managed, len(devs))
+	t.Logf("%s: managed buffers on %d of %d devices", s.Name(), managed, len(devs))
 
 	// A cancelled ctx stops every call before it copies.
 	done, stop := context.WithCancel(ctx)
@@ -168,8 +168,8 @@ func (s *suite) testBuffers(t *testing.T) {
 	// Under a running ring kernel: a buffer is allocated, filled, copied
 	// and freed on its device, and the kernel goes on (a CUDA backend must
 	// not free device memory under it: cuMemFree waits for the device).
-	r := s.launch(t, rk.Stage{Name: "id", Op: "identity"}, 16, 4, true)
-	kd := s.device(1)
+	r := s.Launch(t, rk.Stage{Name: "id", Op: "identity"}, 16, 4, true)
+	kd := s.Device(1)
 	live, err := bb.AllocBuffer(ctx, kd, 4096, devmem.DeviceMemory)
 	if err != nil {
 		t.Fatalf("a buffer on device %d while a ring kernel runs there: %v", kd, err)
@@ -183,11 +183,11 @@ func (s *suite) testBuffers(t *testing.T) {
 	if err := bb.FreeBuffer(live); err != nil {
 		t.Fatalf("freeing a buffer on device %d while a ring kernel runs there: %v", kd, err)
 	}
-	r.sendFloats(1, []float32{42}, 0)
-	if _, v := r.recvFloats(); len(v) != 1 || v[0] != 42 {
+	r.SendFloats(1, []float32{42}, 0)
+	if _, v := r.RecvFloats(); len(v) != 1 || v[0] != 42 {
 		t.Fatalf("the kernel beside the buffers answered %v, want [42]", v)
 	}
-	if err := r.k.Terminate(ctx, false); err != nil {
+	if err := r.Kernel().Terminate(ctx, false); err != nil {
 		t.Fatal(err)
 	}
 	got = make([]byte, 4096)

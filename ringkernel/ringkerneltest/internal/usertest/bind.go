@@ -1,9 +1,10 @@
-package ringkerneltest
+package usertest
 
 import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -81,14 +82,14 @@ RA_BUF_STAGE(` + kernels.Symbol(name) + `) {
 // accumulator it binds, which the host then reads back; Launch refuses a binding the kernel's device
 // cannot address (a buffer its backend did not allocate, or one on a
 // device it has no peer access to).
-func (s *suite) testBoundBuffers(t *testing.T) {
-	bb, ok := s.b.(devmem.Backend)
+func BoundBuffers(t *testing.T, s Suite) {
+	bb, ok := s.Backend().(devmem.Backend)
 	if !ok {
-		t.Fatalf("%s backend (%T) has no buffers: implement devmem.Backend, or list Buffers in Options.Lacks with the reason", s.opts.Name, s.b)
+		t.Fatalf("%s backend (%T) has no buffers: implement devmem.Backend, or list Buffers in Options.Lacks with the reason", s.Name(), s.Backend())
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	dev := s.device(1)
+	dev := s.Device(1)
 	alloc := func(d, size int) devmem.Buffer {
 		t.Helper()
 		b, err := bb.AllocBuffer(ctx, d, size, devmem.DeviceMemory)
@@ -109,7 +110,7 @@ func (s *suite) testBoundBuffers(t *testing.T) {
 	// lives on a peer of the kernel's device where it has one (the kernel
 	// reads it by peer access), the accumulator on the kernel's device.
 	var devs []rk.Device
-	if lister, ok := s.b.(rk.DeviceLister); ok {
+	if lister, ok := s.Backend().(rk.DeviceLister); ok {
 		var err error
 		if devs, err = lister.ListDevices(); err != nil {
 			t.Fatal(err)
@@ -132,11 +133,11 @@ func (s *suite) testBoundBuffers(t *testing.T) {
 	if err := bb.Write(ctx, tb, 0, kernels.EncodeFloats(nil, table)); err != nil {
 		t.Fatal(err)
 	}
-	r := s.launch(t, rk.Stage{Name: "lookup", Op: op, Stateful: true, Buffers: []rk.Binding{{Buf: tb}, {Buf: acc, Write: true}}}, 16, 8, true)
+	r := s.Launch(t, rk.Stage{Name: "lookup", Op: op, Stateful: true, Buffers: []rk.Binding{{Buf: tb}, {Buf: acc, Write: true}}}, 16, 8, true)
 	msgs := [][]float32{{3, 0, 15}, {16}, {7}, {1, 2, 3, 4}}
 	sums := make([]float32, 4)
 	for i, m := range msgs {
-		r.sendFloats(uint64(i+1), m, 0)
+		r.SendFloats(uint64(i+1), m, 0)
 		if i == 1 {
 			continue // outside the table: dead-lettered
 		}
@@ -145,12 +146,12 @@ func (s *suite) testBoundBuffers(t *testing.T) {
 			want[j] = table[int(x)]
 			sums[j] += want[j]
 		}
-		if _, v := r.recvFloats(); fmt.Sprint(v) != fmt.Sprint(want) {
+		if _, v := r.RecvFloats(); fmt.Sprint(v) != fmt.Sprint(want) {
 			t.Fatalf("message %d: gave %v, want %v", i+1, v, want)
 		}
 	}
-	eventually(t, "the out-of-table message's dead letter", func() bool { return len(r.deadLetters()) == 1 })
-	if d := r.deadLetters()[0]; d.ID != 2 {
+	s.Eventually(t, "the out-of-table message's dead letter", func() bool { return len(r.DeadLetters()) == 1 })
+	if d := r.DeadLetters()[0]; d.ID != 2 {
 		t.Errorf("dead letter %+v, want message 2", d)
 	}
 	got := make([]byte, acc.Size)
@@ -163,12 +164,12 @@ func (s *suite) testBoundBuffers(t *testing.T) {
 
 	// Bindings the kernel's device cannot address are refused at Launch.
 	launch := func(on int, b devmem.Buffer) error {
-		_, err := s.launchSpec(t, ctx, rk.Spec{Stage: rk.Stage{Name: "bad", Op: op, Stateful: true, Buffers: []rk.Binding{{Buf: b}, {Buf: acc}}},
-			Device: on, In: []*p2pqueue.Link{s.newLink(t, 8, 4)}})
+		_, err := s.LaunchSpec(t, ctx, rk.Spec{Stage: rk.Stage{Name: "bad", Op: op, Stateful: true, Buffers: []rk.Binding{{Buf: b}, {Buf: acc}}},
+			Device: on, In: []*p2pqueue.Link{s.NewLink(t, 8, 4)}})
 		return err
 	}
 	foreign := devmem.Buffer{Device: dev, Size: 64, Addr: acc.Addr + 1<<40}
-	if err := launch(dev, foreign); !errors.Is(err, rk.ErrBadStage) || !contains(err.Error(), "bound buffer 0") {
+	if err := launch(dev, foreign); !errors.Is(err, rk.ErrBadStage) || !strings.Contains(err.Error(), "bound buffer 0") {
 		t.Errorf("a buffer this backend did not allocate: %v; want ErrBadStage naming bound buffer 0", err)
 	}
 	for on := range devs {
@@ -177,7 +178,7 @@ func (s *suite) testBoundBuffers(t *testing.T) {
 				continue
 			}
 			far := alloc(at, 64)
-			if err := launch(on, far); !errors.Is(err, rk.ErrBadStage) || !contains(err.Error(), "peer") {
+			if err := launch(on, far); !errors.Is(err, rk.ErrBadStage) || !strings.Contains(err.Error(), "peer") {
 				t.Errorf("a kernel on device %d bound a buffer on device %d, which it has no peer access to: %v; want ErrBadStage saying so", on, at, err)
 			}
 			return // one such pair is enough

@@ -1,4 +1,4 @@
-package ringkerneltest
+package usertest
 
 import (
 	"fmt"
@@ -15,7 +15,7 @@ import (
 // the CUDA side with NVRTC for the GPU's own architecture and runs that (over
 // the emulated driver, the host build of the same source), skipped, with the
 // reason, where the backend lacks UserStages.
-func (s *suite) testUserDefinedStage(t *testing.T) {
+func UserDefinedStage(t *testing.T, s Suite) {
 	// A fresh name per run, so -count=N registers anew.
 	name := fmt.Sprintf("test.cube_plus_%d", userStageRuns.Add(1))
 	sym := kernels.Symbol(name)
@@ -45,9 +45,9 @@ RA_STAGE(` + sym + `) {
 	if err := kernels.Register(op); err == nil {
 		t.Fatal("a second registration under the same name was accepted")
 	}
-	r := s.launch(t, rk.Stage{Name: "cube", Op: op.Name, Params: []float32{0.5}}, 16, 4, true)
-	r.sendFloats(1, []float32{1, 2, -3}, 0)
-	if _, v := r.recvFloats(); len(v) != 3 || v[0] != 1.5 || v[1] != 8.5 || v[2] != -26.5 {
+	r := s.Launch(t, rk.Stage{Name: "cube", Op: op.Name, Params: []float32{0.5}}, 16, 4, true)
+	r.SendFloats(1, []float32{1, 2, -3}, 0)
+	if _, v := r.RecvFloats(); len(v) != 3 || v[0] != 1.5 || v[1] != 8.5 || v[2] != -26.5 {
 		t.Fatalf("user stage gave %v", v)
 	}
 
