@@ -56,7 +56,7 @@ type StageSpec struct {
 	// Lanes runs a stateless stage as that many kernels (0, 1: one; up
 	// to 8), stages "<Name>#<lane>", fed round robin or, KeyedLanes, by
 	// the u32 key at byte offset LaneKey of what it takes (as RouteKey);
-	// order holds per lane or key (docs/ARCHITECTURE.md §2.6).
+	// order holds per lane or key (docs/ARCHITECTURE.md §10.1).
 	Lanes      int
 	KeyedLanes bool
 	LaneKey    int
@@ -189,7 +189,7 @@ func (s *stage) newIngress(q *p2pqueue.Producer) *ingress.Link[Data, Reason] {
 // lanes), and says how sends spread over the first stage's.
 func expandLanes(spec *PipelineSpec) (f lanes.First, err error) {
 	spec.Stages, f, err = lanes.Expand(spec.Stages, len(spec.stealIn), func(s StageSpec) lanes.Stage {
-		return lanes.Stage{Name: s.Name, To: s.To, Route: s.Route, KeyOffset: s.KeyOffset, Lanes: s.Lanes, Keyed: s.KeyedLanes, Key: s.LaneKey, Stateful: s.Stateful}
+		return lanes.Stage{Name: s.Name, To: s.To, Route: s.Route, KeyOffset: s.KeyOffset, Lanes: s.Lanes, Keyed: s.KeyedLanes, Key: s.LaneKey, Stateful: s.Stateful, Op: s.Op}
 	}, func(s StageSpec, n lanes.Node) StageSpec {
 		s.Name, s.To, s.Route, s.KeyOffset, s.Lanes, s.KeyedLanes = n.Name, n.To, n.Route, n.KeyOffset, 0, false
 		return s

@@ -11,6 +11,7 @@ import (
 	"fmt"
 	"sync/atomic"
 
+	"github.com/ringactor/ringactor/kernels"
 	rk "github.com/ringactor/ringactor/ringkernel"
 )
 
@@ -31,6 +32,7 @@ type Stage struct {
 	Keyed    bool
 	Key      int
 	Stateful bool
+	Op       string // a registered op that keeps state makes it stateful too
 }
 
 // Node is a stage of the expanded graph: a stage, or one lane of it.
@@ -67,11 +69,14 @@ func Expand[S any](stages []S, stealIn int, view func(S) Stage, set func(S, Node
 	laned, graph := false, false
 	for i, s := range stages {
 		v := view(s)
+		if op, err := kernels.Lookup(v.Op); err == nil && op.Stateful() {
+			v.Stateful = true
+		}
 		switch {
 		case v.Lanes < 0 || v.Lanes > Max:
 			return nil, First{}, fmt.Errorf("stage %q runs %d lanes; a stage runs 1 to %d (the stage before it routes over one out-link per lane)", v.Name, v.Lanes, Max)
 		case v.Lanes > 1 && v.Stateful:
-			return nil, First{}, fmt.Errorf("stage %q is stateful and runs %d lanes: its op keeps state in one kernel; drop Lanes, or split the state by key over stages of its own (RouteKey)", v.Name, v.Lanes)
+			return nil, First{}, fmt.Errorf("stage %q is stateful (op %s keeps state) and runs %d lanes: the state lives in one kernel; drop Lanes, or split the state by key over stages of their own (RouteKey)", v.Name, v.Op, v.Lanes)
 		case v.Lanes > 1 && i == 0 && stealIn > 0:
 			return nil, First{}, fmt.Errorf("stage %q of a stage group runs %d lanes; the group's instances are its parallelism: drop Lanes", v.Name, v.Lanes)
 		}
