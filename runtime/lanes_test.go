@@ -6,6 +6,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	ra "github.com/ringactor/ringactor/runtime"
 	"github.com/ringactor/ringactor/runtime/internal/ext"
@@ -66,8 +67,9 @@ func laneStats(t *testing.T, st ra.PipelineStats, name string, lanes int) []ra.S
 // 1): a kernel and actor per lane, every message delivered once with
 // its stages' work done, the stage before spreading round robin (each
 // lane processed exactly a quarter), the laned stages joined lane to
-// lane, the last one fanning in; the account conserves, and Close gives
-// back every link and every byte of device memory.
+// lane, the last one fanning in; Describe and the metrics show each
+// lane, the account conserves, and Close gives back every link and
+// every byte of device memory.
 func TestLanesPipeline(t *testing.T) {
 	e := deviceEnv(t)
 	held := func() (b []uint64) {
@@ -92,6 +94,30 @@ func TestLanesPipeline(t *testing.T) {
 		n = 800
 	}
 	sendSeq(t, p, n, 7)
+	if err := p.Idle(ctxT(t)); err != nil {
+		t.Fatal(err)
+	}
+	// Describe and the metrics show every lane, with what it processed
+	// (a kernel counts a batch a moment after publishing it: wait for it).
+	ctx, desc := ctxT(t), p.Describe()
+	for _, name := range []string{"a", "b"} {
+		for l := range 4 {
+			lane := fmt.Sprintf("%s#%d", name, l)
+			if !strings.Contains(desc, lane) {
+				t.Fatalf("Describe shows no lane %s:\n%s", lane, desc)
+			}
+			for got := uint64(0); got != uint64(n/4); time.Sleep(time.Millisecond) {
+				for _, m := range e.RT.Metrics().Stages {
+					if m.Pipeline == "lanes" && m.Stage == lane {
+						got = m.Processed
+					}
+				}
+				if ctx.Err() != nil {
+					t.Fatalf("lane %s processed %d in the metrics, want %d", lane, got, n/4)
+				}
+			}
+		}
+	}
 	if err := p.Close(ctxT(t), true); err != nil {
 		t.Fatal(err)
 	}
