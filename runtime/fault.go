@@ -1,6 +1,7 @@
 package runtime
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -33,17 +34,10 @@ func (f StageFaulted) Error() string {
 	return fmt.Sprintf("pipeline %q: stage %q on device %d faulted: %s", f.Pipeline, f.Stage, f.Device, f.Cause)
 }
 
-func (p *Pipeline) hangAfter() time.Duration {
-	if p.spec.HangAfter == 0 {
-		return DefaultHangAfter
-	}
-	return p.spec.HangAfter
-}
-
 // watchdog looks at the stages' heartbeats until Close, and faults the
 // stage it finds hung (lifecycle.Stages.Watch).
 func (p *Pipeline) watchdog(ctx context.Context) {
-	p.ending().Watch(ctx, p.hangAfter(), p.rt.stall.Pass, &p.dogLooks, func(i int, cause string) { p.fault(p.stages[i], cause) })
+	p.ending().Watch(ctx, cmp.Or(p.spec.HangAfter, DefaultHangAfter), p.rt.stall.Pass, &p.dogLooks, func(i int, cause string) { p.fault(p.stages[i], cause) })
 }
 
 // fault declares stage s faulted and tears the pipeline down: its Status

@@ -1,7 +1,6 @@
 package runtime
 
 import (
-	"github.com/ringactor/ringactor/p2pqueue"
 	"github.com/ringactor/ringactor/runtime/internal/devreg"
 	"github.com/ringactor/ringactor/runtime/internal/meter"
 	"github.com/ringactor/ringactor/runtime/internal/telemetry"
@@ -37,36 +36,26 @@ func (rt *Runtime) Metrics() Metrics { return rt.meter.Take(rt.reading) }
 // reading reads what a snapshot is computed from: the devices, every open
 // pipeline's links and running stages, and the backend's samples.
 func (rt *Runtime) reading() meter.Reading {
-	in := meter.Reading{Devices: rt.reg.Devices()}
-	mux, _ := rt.backend.(*devreg.Mux)
-	if mux != nil {
-		in.RuntimeBytes = make([]int64, len(in.Devices))
-		for i := range in.RuntimeBytes {
-			in.RuntimeBytes[i] = int64(mux.Held(i))
-		}
+	var b meter.Backend
+	if mux, ok := rt.backend.(*devreg.Mux); ok {
+		b = mux
 	}
-	link := func(l *p2pqueue.Link, pl p2pqueue.Placement) {
-		st := l.Stats()
-		in.Links = append(in.Links, meter.LinkReading{Key: l, Placement: pl, Published: st.Published, BytesIn: st.BytesIn, SlotSize: l.Config().SlotSize})
-	}
-	for _, p := range rt.openPipelines() {
-		for _, s := range p.stages {
-			link(s.ingressLink, s.inPlacement)
-			for _, e := range s.outs {
-				link(e.link, e.pl)
-			}
-			if s.egress != nil {
-				link(s.egress.link, s.egress.pl)
-			}
-			if s.kernel != nil {
-				in.Stages = append(in.Stages, meter.StageReading{Key: s, Pipeline: p.spec.Name, Stage: s.spec.Name, Device: s.spec.Device, Status: s.kernel.Status()})
+	return meter.Read(rt.reg.Devices(), b, func(in *meter.Reading) {
+		for _, p := range rt.openPipelines() {
+			for _, s := range p.stages {
+				in.Link(s.ingressLink, s.inPlacement)
+				for _, e := range s.outs {
+					in.Link(e.link, e.pl)
+				}
+				if s.egress != nil {
+					in.Link(s.egress.link, s.egress.pl)
+				}
+				if s.kernel != nil {
+					in.Stages = append(in.Stages, meter.StageReading{Key: s, Pipeline: p.spec.Name, Stage: s.spec.Name, Device: s.spec.Device, Status: s.kernel.Status()})
+				}
 			}
 		}
-	}
-	if mux != nil {
-		in.Samples = mux.Sample()
-	}
-	return in
+	})
 }
 
 // Metric names the runtime exports through its MeterProvider (listed with

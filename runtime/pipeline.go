@@ -20,8 +20,10 @@ import (
 	"github.com/ringactor/ringactor/runtime/internal/describe"
 	"github.com/ringactor/ringactor/runtime/internal/fanout"
 	"github.com/ringactor/ringactor/runtime/internal/graph"
+	"github.com/ringactor/ringactor/runtime/internal/lanes"
 	"github.com/ringactor/ringactor/runtime/internal/lifecycle"
 	"github.com/ringactor/ringactor/runtime/internal/links"
+	"github.com/ringactor/ringactor/runtime/internal/msgtype"
 	"github.com/ringactor/ringactor/runtime/internal/requests"
 	"github.com/ringactor/ringactor/runtime/internal/speccheck"
 	"github.com/ringactor/ringactor/runtime/internal/telemetry"
@@ -137,8 +139,9 @@ type Pipeline struct {
 	stages []*stage
 	byName map[string]*stage
 	tele   *telemetry.Pipeline
-	links  links.Set // the links it made, which it frees when it closes
-	unbind func()    // lets go of the buffers its stages bind
+	links  links.Set           // the links it made, which it frees when it closes
+	spread *lanes.Spread[Data] // sends go into the first stage's lanes (package lanes)
+	unbind func()              // lets go of the buffers its stages bind
 
 	next  [][]int  // stage i's results go to stages next[i]; none: an exit
 	takes []uint32 // the message type stage i takes (kernels.TypeAny: any)
@@ -183,7 +186,11 @@ func (rt *Runtime) Build(ctx context.Context, spec PipelineSpec) (*Pipeline, err
 	if rt.closed.Load() {
 		return nil, fmt.Errorf("%w: cannot build pipeline %q; make a new Runtime", ErrRuntimeClosed, spec.Name)
 	}
-	g, unbind, err := rt.check(&spec)
+	first, err := expandLanes(&spec)
+	if err != nil {
+		return nil, err
+	}
+	g, unbind, err := rt.check(&spec, first.N > 1)
 	if err != nil {
 		return nil, err
 	}
@@ -197,6 +204,14 @@ func (rt *Runtime) Build(ctx context.Context, spec PipelineSpec) (*Pipeline, err
 	p := &Pipeline{rt: rt, spec: spec, unbind: unbind, acct: &account.Account{}, next: g.Next, takes: g.In, gives: g.Out, byName: map[string]*stage{}, pumpDone: make(chan struct{}), dog: lifecycle.NewDog(), closingCh: make(chan struct{})}
 	p.number = rt.newLinkOwner()
 	p.sinks = deadSinksOf(&spec)
+	p.spread = lanes.Over(first, spec.Stages[0].SlotSize, func(d *Data) { d.ID = p.idOf(d.ID) },
+		func(ctx context.Context, l int, ds []Data, ids []uint64) (int, error) {
+			return p.stages[l].ingress.Send(ctx, ds, ids)
+		},
+		func(d Data, b []byte) []byte {
+			_, n, _, _ := msgtype.Encode(d.Floats, d.Value, p.takes[0], "", b)
+			return b[:n]
+		})
 	p.pumpCtx, p.stopPump = context.WithCancel(context.Background())
 	if spec.SampleRatio > 0 {
 		p.sampleEvery = uint64(math.Max(1, math.Round(1/spec.SampleRatio)))
@@ -215,13 +230,13 @@ func (rt *Runtime) Build(ctx context.Context, spec PipelineSpec) (*Pipeline, err
 // check validates spec (package speccheck), fills in its defaults,
 // resolves its graph (package graph: where each stage's results go) and
 // holds the buffers its stages bind until unbind.
-func (rt *Runtime) check(spec *PipelineSpec) (g graph.Graph, unbind func(), err error) {
+func (rt *Runtime) check(spec *PipelineSpec, laned bool) (g graph.Graph, unbind func(), err error) {
 	ss, bs := make([]speccheck.Stage, len(spec.Stages)), make([]buffers.Binding, len(spec.Stages))
 	for i := range spec.Stages {
 		s := &spec.Stages[i]
 		*s = s.WithDefaults()
 		s.Device = rt.reg.Resolve(s.Device) // CPU: the CPU's real id
-		ss[i] = speccheck.Stage{Node: s.Node, Graph: graph.Stage{Name: s.Name, To: s.To, Route: s.Route, KeyOffset: s.KeyOffset},
+		ss[i] = speccheck.Stage{Node: s.Node, Graph: graph.Stage{Name: s.Name, To: s.To, Route: s.Route, KeyOffset: s.KeyOffset, Exit: laned},
 			Kernel: s.kernelStage(), Link: s.linkStage(), BackpressureOK: s.Backpressure == Block || s.Backpressure == Reject, Backpressure: int(s.Backpressure)}
 		bs[i] = buffers.Binding{Stage: s.Name, Device: s.Device, Uses: s.Buffers}
 	}
@@ -415,7 +430,7 @@ func (p *Pipeline) SendID(ctx context.Context, d Data) (uint64, error) {
 		return 0, err
 	}
 	var id [1]uint64
-	_, err := p.stages[0].ingress.Send(ctx, []Data{d}, id[:])
+	_, err := p.spread.Send(ctx, []Data{d}, id[:])
 	return id[0], err
 }
 
@@ -438,7 +453,7 @@ func (p *Pipeline) SendBatchIDs(ctx context.Context, ds []Data, ids []uint64) (i
 	if err := ctxcheck.LiveSend(ctx, "Pipeline.SendBatch"); err != nil {
 		return 0, err
 	}
-	return p.stages[0].ingress.Send(ctx, ds, ids)
+	return p.spread.Send(ctx, ds, ids)
 }
 
 // idOf is the id a message travels under: its own, or the next one for 0

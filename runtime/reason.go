@@ -1,7 +1,7 @@
 package runtime
 
 import (
-	"fmt"
+	"github.com/ringactor/ringactor/runtime/internal/enum"
 
 	rk "github.com/ringactor/ringactor/ringkernel"
 )
@@ -68,13 +68,7 @@ const (
 )
 
 // Reasons lists every dead-letter reason.
-var Reasons = func() []Reason {
-	rs := make([]Reason, 0, reasonEnd-1)
-	for r := ReasonStageError; r < reasonEnd; r++ {
-		rs = append(rs, r)
-	}
-	return rs
-}()
+var Reasons = enum.All(ReasonStageError, reasonEnd)
 
 // Valid reports whether r is one of the constants.
 func (r Reason) Valid() bool { return r > 0 && r < reasonEnd }
@@ -82,30 +76,15 @@ func (r Reason) Valid() bool { return r > 0 && r < reasonEnd }
 // MarshalText writes the reason's name (so JSON and logs show "mailbox
 // full", not a number).
 func (r Reason) MarshalText() ([]byte, error) {
-	if !r.Valid() {
-		return nil, fmt.Errorf("ringactor: %v is not a dead-letter reason", r)
-	}
-	return []byte(r.String()), nil
+	return enum.Marshal(r, r.Valid(), "a dead-letter reason")
 }
 
 // UnmarshalText reads a reason's name (ParseReason).
-func (r *Reason) UnmarshalText(b []byte) error {
-	v, err := ParseReason(string(b))
-	if err != nil {
-		return err
-	}
-	*r = v
-	return nil
-}
+func (r *Reason) UnmarshalText(b []byte) error { return enum.Unmarshal(r, b, ParseReason) }
 
 // ParseReason is the reason named s, or an error naming the list.
 func ParseReason(s string) (Reason, error) {
-	for r := ReasonStageError; r < reasonEnd; r++ {
-		if r.String() == s {
-			return r, nil
-		}
-	}
-	return 0, fmt.Errorf("ringactor: %q is not a dead-letter reason; the reasons are listed in runtime.Reasons", s)
+	return enum.Parse(s, ReasonStageError, reasonEnd, "a dead-letter reason", "runtime.Reasons")
 }
 
 // kernelReasons maps each kernel reason to the host's: by table, not by

@@ -12,6 +12,7 @@ import (
 	rk "github.com/ringactor/ringactor/ringkernel"
 	"github.com/ringactor/ringactor/runtime/internal/buffers"
 	"github.com/ringactor/ringactor/runtime/internal/ingress"
+	"github.com/ringactor/ringactor/runtime/internal/lanes"
 	"github.com/ringactor/ringactor/runtime/internal/msgtype"
 )
 
@@ -52,6 +53,13 @@ type StageSpec struct {
 	// and the others Route lists); KeyOffset is RouteKey's.
 	Route     Route
 	KeyOffset int
+	// Lanes runs a stateless stage as that many kernels (0, 1: one; up
+	// to 8), stages "<Name>#<lane>", fed round robin or, KeyedLanes, by
+	// the u32 key at byte offset LaneKey of what it takes (as RouteKey);
+	// order holds per lane or key (docs/ARCHITECTURE.md §10.1).
+	Lanes      int
+	KeyedLanes bool
+	LaneKey    int
 	// Backpressure is what a send does when the stage's mailbox (its
 	// ingress link) is full: Block (the default) waits for room until the
 	// sender's ctx ends; Reject dead-letters the messages that do not fit
@@ -175,6 +183,21 @@ func (s *stage) newIngress(q *p2pqueue.Producer) *ingress.Link[Data, Reason] {
 		Refusal: s.refusal,
 		Running: func() (bool, fmt.Stringer) { st := s.kernel.Status().State; return st.Running(), st },
 	})
+}
+
+// expandLanes makes each stage with lanes a stage per lane (package
+// lanes), and says how sends spread over the first stage's.
+func expandLanes(spec *PipelineSpec) (f lanes.First, err error) {
+	spec.Stages, f, err = lanes.Expand(spec.Stages, len(spec.stealIn), func(s StageSpec) lanes.Stage {
+		return lanes.Stage{Name: s.Name, To: s.To, Route: s.Route, KeyOffset: s.KeyOffset, Lanes: s.Lanes, Keyed: s.KeyedLanes, Key: s.LaneKey, Stateful: s.Stateful, Op: s.Op}
+	}, func(s StageSpec, n lanes.Node) StageSpec {
+		s.Name, s.To, s.Route, s.KeyOffset, s.Lanes, s.KeyedLanes = n.Name, n.To, n.Route, n.KeyOffset, 0, false
+		return s
+	})
+	if err != nil {
+		err = fmt.Errorf("%w %q: %w", ErrBadPipeline, spec.Name, err)
+	}
+	return f, err
 }
 
 // refusalReasons are the dead-letter reasons of msgtype's refusals.

@@ -18,6 +18,9 @@ type Stage struct {
 	To        []string
 	Route     rk.Route
 	KeyOffset int
+	// Exit: with no To the stage is an exit even where no stage names To
+	// (the stages are a graph: package lanes made it, lanes explicit).
+	Exit bool
 	// Op is the stage's resolved op: its Ports for the route, its In and
 	// Out for the types.
 	Op kernels.Op
@@ -86,7 +89,7 @@ func Of(stages []Stage, stealIn int) ([][]int, error) {
 	next := make([][]int, len(stages))
 	graph := false
 	for _, s := range stages {
-		graph = graph || len(s.To) > 0
+		graph = graph || len(s.To) > 0 || s.Exit
 	}
 	for i, s := range stages {
 		switch {

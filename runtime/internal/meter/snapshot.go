@@ -219,3 +219,34 @@ func pipelines(stages []StageMetrics, ndev int) []PipelineMetrics {
 	}
 	return out
 }
+
+// Backend is what a reading takes from a backend that knows it (the
+// runtime's device mux): the memory it holds on each device, and its
+// samples.
+type Backend interface {
+	Held(device int) uint64
+	Sample() []rk.DeviceSample
+}
+
+// Read makes a reading of devices, b's memory and samples (b may be
+// nil), and the links and stages add reports to it.
+func Read(devices []rk.Device, b Backend, add func(r *Reading)) Reading {
+	in := Reading{Devices: devices}
+	if b != nil {
+		in.RuntimeBytes = make([]int64, len(devices))
+		for i := range in.RuntimeBytes {
+			in.RuntimeBytes[i] = int64(b.Held(i))
+		}
+	}
+	add(&in)
+	if b != nil {
+		in.Samples = b.Sample()
+	}
+	return in
+}
+
+// Link adds link l, placed at pl, to the reading.
+func (in *Reading) Link(l *p2pqueue.Link, pl p2pqueue.Placement) {
+	st := l.Stats()
+	in.Links = append(in.Links, LinkReading{Key: l, Placement: pl, Published: st.Published, BytesIn: st.BytesIn, SlotSize: l.Config().SlotSize})
+}
