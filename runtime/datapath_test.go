@@ -3,6 +3,7 @@ package runtime_test
 import (
 	"errors"
 	"fmt"
+	"math"
 	"strings"
 	"sync"
 	"testing"
@@ -194,5 +195,58 @@ func TestDataPathRefused(t *testing.T) {
 	}
 	if n := ext.Of(e.RT).LiveLinks(); n != live {
 		t.Errorf("%d live links after refused builds, want %d", n, live)
+	}
+}
+
+// A graph is a pipeline: its DataPath reaches every link of it too, the
+// links of a fan-out to two exits included, and every copy arrives.
+func TestDataPathGraph(t *testing.T) {
+	e := deviceEnv(t)
+	path := ra.DataPath{Links: p2pqueue.FormatFlagged, Loop: rk.LoopWarp}
+	spec := ra.PipelineSpec{Name: "path-graph", DataPath: path, Stages: []ra.StageSpec{
+		{Name: "src", Op: "identity", Route: ra.RouteAll, To: []string{"root", "inc"}, Device: testDevice(0), Capacity: 16},
+		{Name: "root", Op: "sqrt", Device: testDevice(1), Capacity: 16},
+		{Name: "inc", Op: "offset", Params: []float32{1}, Device: testDevice(2), Capacity: 16},
+	}}
+	var mu sync.Mutex
+	got := map[string]int{}
+	spec.Deliver.Func = func(r ra.Result) {
+		mu.Lock()
+		defer mu.Unlock()
+		x := float32(r.ID)
+		if w := map[string]float32{"root": float32(math.Sqrt(float64(x))), "inc": x + 1}[r.Stage]; len(r.Floats) != 1 || r.Floats[0] != w {
+			t.Errorf("message %d from %s: %v, want [%g]", r.ID, r.Stage, r.Floats, w)
+		}
+		got[r.Stage]++
+	}
+	live := ext.Of(e.RT).LiveLinks()
+	p, err := e.RT.Build(ctxT(t), spec)
+	if !backendWritesFlagged() {
+		if !errors.Is(err, rk.ErrUnsupported) || ext.Of(e.RT).LiveLinks() != live {
+			t.Fatalf("Build with %s over the %s backend: %v, %d live links (want %d); want its refusal, or flip backendWritesFlagged", path, rttest.Backend(), err, ext.Of(e.RT).LiveLinks(), live)
+		}
+		t.Skipf("REFUSED: the %s backend cannot run %s yet: %v", rttest.Backend(), path, err)
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	d := p.Describe()
+	if n, m := strings.Count(d, "B, flagged\n"), strings.Count(d, ", warp loop\n"); n != 3+2+2 || m != 3 {
+		t.Fatalf("describe shows %d flagged links and %d warp loops, want 7 and 3:\n%s", n, m, d)
+	}
+	if err := p.Start(ctxT(t)); err != nil {
+		t.Fatal(err)
+	}
+	const msgs = 500
+	for id := uint64(1); id <= msgs; id++ {
+		if err := p.Send(ctxT(t), ra.Data{ID: id, Floats: []float32{float32(id)}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := p.Close(ctxT(t), true); err != nil {
+		t.Fatal(err)
+	}
+	if st := p.Stats(); got["root"] != msgs || got["inc"] != msgs || st.Delivered != 2*msgs || st.Copied != msgs || st.InFlight != 0 {
+		t.Fatalf("results %v, account %+v; want %d from each exit", got, st, msgs)
 	}
 }
