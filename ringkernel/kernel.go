@@ -148,11 +148,11 @@ func Launch(ctx context.Context, b Backend, spec Spec) (*Kernel, error) {
 	return k, nil
 }
 
-// Stage is the kernel's stage definition.
-func (k *Kernel) Stage() Stage { return k.spec.Stage }
-
-// ID is the kernel's stage id.
-func (k *Kernel) ID() uint32 { return k.spec.ID }
+// Stage is the kernel's stage definition, ID its stage id, and Variant
+// the device loop it was launched with (Spec.Variant).
+func (k *Kernel) Stage() Stage         { return k.spec.Stage }
+func (k *Kernel) ID() uint32           { return k.spec.ID }
+func (k *Kernel) Variant() LoopVariant { return k.spec.Variant }
 
 // Done is closed when the loop has ended and every trace record and dead
 // letter it wrote has been delivered (for a kernel Fault cut off: when

@@ -51,7 +51,8 @@
 // RequestFuture(pid, Stats{}) works. Results leave through the egress pump
 // to a callback, a channel or any PID. Close drains (or not) stage by stage;
 // every message ends delivered or dead-lettered with a reason, and Stats
-// shows sent + copied = delivered + dead-lettered + in flight.
+// shows sent + copied = delivered + dead-lettered + in flight. DataPath picks the
+// links' format and kernels' loop (flagged, warp: EXPERIMENTAL until GPU-measured).
 //
 // # Graphs
 //

@@ -2,17 +2,16 @@ package runtime
 
 import "github.com/ringactor/ringactor/runtime/internal/links"
 
-// A link belongs to whoever made it: a pipeline frees its own when it
-// closes (freeLinks), a stage group its steal links (ext.Host's FreeLink).
-// The runtime's links.Ledger allocates them from its backend, tracks the
-// ring kernels given each, and frees a link's memory once all of them
-// have ended (package links).
+// DataPath is how a pipeline's messages move (PipelineSpec.DataPath):
+// Links, the format of every link Build makes for it (p2pqueue.FormatIndexed,
+// the default, or FormatFlagged, made with twice each stage's SlotSize so
+// a message's limit stays the same), and Loop, the device loop of every
+// kernel (ringkernel.LoopClassic, the default, or LoopWarp). Flagged links
+// and the warp loop are EXPERIMENTAL until measured on a GPU. Describe
+// shows a choice that is not the default.
+type DataPath = links.Path
 
-// linkStage is what stage s's links need of it.
-func (s *StageSpec) linkStage() links.Stage {
-	return links.Stage{Name: s.Name, Device: s.Device, Capacity: s.Capacity, SlotSize: s.SlotSize}
+// linkStage is what stage s's links need of it, in a pipeline of path p.
+func (s *StageSpec) linkStage(p DataPath) links.Stage {
+	return links.Stage{Name: s.Name, Device: s.Device, Capacity: s.Capacity, SlotSize: s.SlotSize, Path: p}
 }
-
-// freeLinks gives back the links the pipeline made (not a group's steal
-// links, which the group frees), once its kernels are done with them.
-func (p *Pipeline) freeLinks() { p.rt.links.FreeSet(p.links) }

@@ -62,6 +62,9 @@ type PipelineSpec struct {
 	// it is recovered (the teardown still runs) and published as a
 	// CallbackPanicked on the actor system's event stream.
 	OnFault func(StageFaulted)
+	// DataPath picks the format of the pipeline's links and the device
+	// loop of its kernels; the zero value is the default (see DataPath).
+	DataPath DataPath
 
 	// stealIn and stealTo are a stage group's (package runtime/group, set
 	// through ext.Host.WithSteal), which makes one-stage pipelines whose
@@ -176,7 +179,9 @@ type Pipeline struct {
 // a spec that cannot be built: no stages, an unknown op, a device that
 // does not exist (also ErrNoDevice), duplicate names, a Capacity or
 // SlotSize out of range or too big for the memory that would hold the
-// link (p2pqueue.ErrBadCapacity, ErrBadSlotSize), a bad graph. It
+// link (p2pqueue.ErrBadCapacity, ErrBadSlotSize), an unknown DataPath
+// (p2pqueue.ErrBadFormat), a bad graph. A DataPath the device's backend
+// cannot run fails with its error (ringkernel.ErrUnsupported). It
 // refuses a nil or ended ctx (ErrNilContext, ctx's error) and a closed
 // runtime (ErrRuntimeClosed). Nothing is left running after an error.
 func (rt *Runtime) Build(ctx context.Context, spec PipelineSpec) (*Pipeline, error) {
@@ -237,7 +242,7 @@ func (rt *Runtime) check(spec *PipelineSpec, laned bool) (g graph.Graph, unbind 
 		*s = s.WithDefaults()
 		s.Device = rt.reg.Resolve(s.Device) // CPU: the CPU's real id
 		ss[i] = speccheck.Stage{Node: s.Node, Graph: graph.Stage{Name: s.Name, To: s.To, Route: s.Route, KeyOffset: s.KeyOffset, Exit: laned},
-			Kernel: s.kernelStage(), Link: s.linkStage(), BackpressureOK: s.Backpressure == Block || s.Backpressure == Reject, Backpressure: int(s.Backpressure)}
+			Kernel: s.kernelStage(), Link: s.linkStage(spec.DataPath), BackpressureOK: s.Backpressure == Block || s.Backpressure == Reject, Backpressure: int(s.Backpressure)}
 		bs[i] = buffers.Binding{Stage: s.Name, Device: s.Device, Uses: s.Buffers}
 	}
 	g, err = speccheck.Check(speccheck.Pipeline{Name: spec.Name, SampleRatio: spec.SampleRatio, Sinks: spec.Deliver.sink().Count(spec.Deliver.slots != nil),
@@ -254,7 +259,7 @@ func (rt *Runtime) check(spec *PipelineSpec, laned bool) (g graph.Graph, unbind 
 func (p *Pipeline) build(ctx context.Context) error {
 	ls := make([]links.Stage, len(p.spec.Stages))
 	for i := range p.spec.Stages {
-		ls[i] = p.spec.Stages[i].linkStage()
+		ls[i] = p.spec.Stages[i].linkStage(p.spec.DataPath)
 	}
 	var err error
 	if p.links, err = p.rt.links.Make(p.number, ls, p.next); err != nil {
@@ -301,7 +306,7 @@ func (p *Pipeline) build(ctx context.Context) error {
 		s := s
 		if s.kernel, err = rk.Launch(ctx, p.rt.backend, rk.Spec{
 			Stage: s.spec.kernelStage(), ID: s.id(), Device: s.spec.Device, In: in, Out: out, StealTo: stealTo,
-			Route: s.spec.Route, KeyOffset: s.spec.KeyOffset,
+			Route: s.spec.Route, KeyOffset: s.spec.KeyOffset, Variant: p.spec.DataPath.Loop,
 			OnTrace: func(r rk.TraceRecord) { p.tele.Record(s.idx, r) },
 			OnDeadLetter: func(d rk.DeadLetter) {
 				reason := ReasonOf(d.Reason)
@@ -346,7 +351,7 @@ func (p *Pipeline) teardown() {
 	if p.tele != nil {
 		p.tele.Close(ReasonPipelineClosed.String())
 	}
-	p.freeLinks()
+	p.rt.links.FreeSet(p.links) // not a group's steal links: the group frees them
 	p.unbind()
 }
 
@@ -553,7 +558,7 @@ func (p *Pipeline) Close(ctx context.Context, drain bool) error {
 			}
 		}
 		p.tele.Close(ReasonPipelineClosed.String())
-		p.freeLinks()
+		p.rt.links.FreeSet(p.links) // not a group's steal links: the group frees them
 		p.unbind()
 		for _, s := range p.stages {
 			p.rt.retireStage(s)
@@ -628,13 +633,7 @@ func (p *Pipeline) copied(stats []StageStats) uint64 {
 }
 
 // Latency summarises each stage's sampled queue waits and service times.
-func (p *Pipeline) Latency() []StageLatency {
-	out := make([]StageLatency, len(p.stages))
-	for i := range p.stages {
-		out[i] = p.tele.Latency(i)
-	}
-	return out
-}
+func (p *Pipeline) Latency() []StageLatency { return p.tele.Latency() }
 
 // Number is the pipeline's number in its process: the owner its links'
 // LinkIDs name ("pipeline 7 stage 1 out 2"), printed by Describe.
@@ -648,7 +647,7 @@ func (p *Pipeline) Describe() string {
 		ss := s.spec
 		d := describe.Stage{Name: ss.Name, Op: ss.Op, Params: ss.Params, Device: ss.Device, DeviceName: s.dev.Name, CPU: s.dev.Kind == KindCPU,
 			Workers: ss.Workers, Stateful: ss.Stateful, In: describe.Link{At: s.inPlacement, L: s.ingressLink},
-			Route: ss.Route.String(), Routed: ss.Route != RouteOne, Keyed: ss.Route == RouteKey, KeyOffset: ss.KeyOffset}
+			Route: ss.Route.String(), Routed: ss.Route != RouteOne, Keyed: ss.Route == RouteKey, KeyOffset: ss.KeyOffset, Loop: s.kernel.Variant()}
 		for _, e := range s.ups {
 			d.From = append(d.From, describe.Link{Peer: e.peer.spec.Name, At: e.pl, Over: p.rt.reg.Connection(e.peer.spec.Device, ss.Device), L: e.link})
 		}

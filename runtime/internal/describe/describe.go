@@ -8,6 +8,8 @@ import (
 	"strings"
 
 	"github.com/ringactor/ringactor/p2pqueue"
+	rk "github.com/ringactor/ringactor/ringkernel"
+	"github.com/ringactor/ringactor/runtime/internal/links"
 )
 
 // Link is one of a stage's links as Describe shows it.
@@ -37,6 +39,18 @@ type Stage struct {
 	Routed, Keyed bool
 	KeyOffset     int
 	Egress        *Link // an exit's egress to the host
+	// Loop is the device loop its kernel was launched with, shown when it
+	// is not the default (ringkernel.LoopClassic).
+	Loop rk.LoopVariant
+}
+
+// slots shows a link's size, and its format when it is not the default.
+func slots(l *p2pqueue.Link) string {
+	s := fmt.Sprintf("%d slots of %d B", l.Cap(), l.Config().SlotSize)
+	if f := l.Format(); f != p2pqueue.FormatIndexed {
+		s += ", " + f.String()
+	}
+	return s
 }
 
 // params shows a stage's params, the first 8 of a longer list (a ring
@@ -63,10 +77,13 @@ func Pipeline(name string, number uint32, backend string, stages []Stage) string
 		if s.Stateful {
 			mode = "stateful"
 		}
+		if s.Loop != rk.LoopClassic {
+			mode += ", " + links.LoopName(s.Loop) + " loop"
+		}
 		fmt.Fprintf(&b, "  %d. %-10s op %s%s on device %d (%s), %s\n", i+1, s.Name, s.Op, params(s.Params), s.Device, s.DeviceName, mode)
-		fmt.Fprintf(&b, "     ingress: %s, %d slots of %d B\n", s.In.At, s.In.L.Cap(), s.In.L.Config().SlotSize)
+		fmt.Fprintf(&b, "     ingress: %s, %s\n", s.In.At, slots(s.In.L))
 		for _, e := range s.From {
-			fmt.Fprintf(&b, "     from %s: %s over %s, %d slots of %d B\n", e.Peer, e.At, e.Over, e.L.Cap(), e.L.Config().SlotSize)
+			fmt.Fprintf(&b, "     from %s: %s over %s, %s\n", e.Peer, e.At, e.Over, slots(e.L))
 		}
 		if len(s.To) > 1 || s.Routed {
 			route := s.Route
@@ -76,7 +93,7 @@ func Pipeline(name string, number uint32, backend string, stages []Stage) string
 			fmt.Fprintf(&b, "     to %s, route %s\n", strings.Join(s.To, ", "), route)
 		}
 		if e := s.Egress; e != nil {
-			fmt.Fprintf(&b, "     egress: %s, %d slots of %d B\n", e.At, e.L.Cap(), e.L.Config().SlotSize)
+			fmt.Fprintf(&b, "     egress: %s, %s\n", e.At, slots(e.L))
 		}
 	}
 	return b.String()

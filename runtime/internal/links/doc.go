@@ -16,6 +16,11 @@
 // Check refuses a stage's slot size and capacity, and a link too big for
 // the memory that would hold it, before anything is made.
 //
+// A link belongs to whoever made it: a pipeline frees its own when it
+// closes (FreeSet), a stage group its steal links (ext.Host's FreeLink).
+// A pipeline's Path (runtime.DataPath) gives the format of every link
+// Make makes for it; New makes indexed links.
+//
 // It takes plain inputs (device ids, sizes, next-lists, owner numbers)
 // and the backend's Alloc and Free (Memory); it knows no actors, no
 // telemetry and no runtime types. Its error texts are the ones runtime's

@@ -39,14 +39,18 @@ func NewLedger(mem Memory, topo p2pqueue.Topology) *Ledger {
 
 // New allocates and formats a link from device from to device to (or
 // p2pqueue.Host): where it lives is p2pqueue.Place's choice from the
-// topology. id names the link in its header and in errors. Give it back
-// with Free.
+// topology. id names the link in its header and in errors. The link is
+// indexed (p2pqueue.FormatIndexed). Give it back with Free.
 func (lg *Ledger) New(from, to int, capacity, slotSize int, id p2pqueue.LinkID) (*p2pqueue.Link, p2pqueue.Placement, error) {
+	return lg.make(from, to, p2pqueue.Config{Capacity: uint32(capacity), SlotSize: uint32(slotSize), LinkID: id})
+}
+
+// make is New for a link of cfg, in its format.
+func (lg *Ledger) make(from, to int, cfg p2pqueue.Config) (*p2pqueue.Link, p2pqueue.Placement, error) {
 	pl, err := p2pqueue.Place(from, to, lg.topo)
 	if err != nil {
 		return nil, pl, err
 	}
-	cfg := p2pqueue.Config{Capacity: uint32(capacity), SlotSize: uint32(slotSize), LinkID: id}
 	size, err := cfg.RegionSize()
 	if err != nil {
 		return nil, pl, err

@@ -11,7 +11,8 @@ type Stage struct {
 	Name     string
 	Device   int
 	Capacity int // slots per in-link
-	SlotSize int // bytes per slot of its in-links
+	SlotSize int // bytes per slot of its in-links, as an indexed link's (Path.Links doubles it for flagged)
+	Path     Path
 }
 
 // Placed is a link and where p2pqueue.Place put it.
@@ -32,8 +33,10 @@ type Set struct {
 // stages' results go to next (next[i]: the stages stage i feeds; none for
 // an exit): each stage's ingress from the host, then, stage by stage, a
 // link per edge in its consumer's slots or an exit's egress to the host,
-// with a doorbell for the host's pump. When one cannot be made, it gives
-// back those it made and returns the error, naming the link.
+// with a doorbell for the host's pump. Every link has the format of its
+// consumer's Path (a pipeline's stages share one). When one cannot be
+// made, it gives back those it made and returns the error, naming the
+// link.
 func (lg *Ledger) Make(owner uint32, stages []Stage, next [][]int) (Set, error) {
 	n := len(stages)
 	s := Set{In: make([]Placed, n), Out: make([][]Placed, n), Egress: make([]Placed, n), next: next}
@@ -42,7 +45,7 @@ func (lg *Ledger) Make(owner uint32, stages []Stage, next [][]int) (Set, error) 
 		return Set{}, err
 	}
 	for i, st := range stages {
-		l, pl, err := lg.New(p2pqueue.Host, st.Device, st.Capacity, st.SlotSize, p2pqueue.NewLinkID(owner, p2pqueue.RoleIn, i, 0))
+		l, pl, err := lg.make(p2pqueue.Host, st.Device, st.config(p2pqueue.NewLinkID(owner, p2pqueue.RoleIn, i, 0)))
 		if err != nil {
 			return fail(fmt.Errorf("ringactor: stage %q ingress: %w", st.Name, err))
 		}
@@ -51,7 +54,7 @@ func (lg *Ledger) Make(owner uint32, stages []Stage, next [][]int) (Set, error) 
 	for i, st := range stages {
 		for _, j := range next[i] {
 			t := stages[j]
-			l, pl, err := lg.New(st.Device, t.Device, t.Capacity, t.SlotSize, p2pqueue.NewLinkID(owner, p2pqueue.RoleOut, i, j))
+			l, pl, err := lg.make(st.Device, t.Device, t.config(p2pqueue.NewLinkID(owner, p2pqueue.RoleOut, i, j)))
 			if err != nil {
 				return fail(fmt.Errorf("ringactor: link %q → %q: %w", st.Name, t.Name, err))
 			}
@@ -60,7 +63,7 @@ func (lg *Ledger) Make(owner uint32, stages []Stage, next [][]int) (Set, error) 
 		if len(next[i]) > 0 {
 			continue
 		}
-		l, pl, err := lg.New(st.Device, p2pqueue.Host, st.Capacity, st.SlotSize, p2pqueue.NewLinkID(owner, p2pqueue.RoleEgress, i, 0))
+		l, pl, err := lg.make(st.Device, p2pqueue.Host, st.config(p2pqueue.NewLinkID(owner, p2pqueue.RoleEgress, i, 0)))
 		if err != nil {
 			return fail(fmt.Errorf("ringactor: stage %q egress: %w", st.Name, err))
 		}

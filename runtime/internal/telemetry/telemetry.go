@@ -96,10 +96,14 @@ func (t *Pipeline) End(id uint64, from uint32, when time.Time, dead *spans.Death
 	t.spans.End(id, from, when, dead)
 }
 
-// Latency summarises stage i's sampled messages.
-func (t *Pipeline) Latency(i int) metrics.StageLatency {
-	l := t.meter.Latency(i)
-	return metrics.StageLatency{Stage: t.stages[i].Name, Device: t.stages[i].Device, Samples: l.Samples, QueueWait: l.QueueWait, Service: l.Service}
+// Latency summarises each stage's sampled messages, in stage order.
+func (t *Pipeline) Latency() []metrics.StageLatency {
+	out := make([]metrics.StageLatency, len(t.stages))
+	for i, s := range t.stages {
+		l := t.meter.Latency(i)
+		out[i] = metrics.StageLatency{Stage: s.Name, Device: s.Device, Samples: l.Samples, QueueWait: l.QueueWait, Service: l.Service}
+	}
+	return out
 }
 
 // Close stops the metrics; messages still open (shut down mid-flight)
