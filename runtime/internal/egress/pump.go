@@ -58,6 +58,7 @@ type Exit struct {
 	hs   [Batch]p2pqueue.Header
 	ps   [Batch][]byte
 	errs [Batch]error
+	lent [Batch]uint8 // a Sink.Batch call's results: each one's index in hs
 }
 
 // Pump delivers a pipeline's results: Start starts its pump per exit.
@@ -112,15 +113,19 @@ func (p *Pump[R]) Start(exits []Exit, done chan<- struct{}) {
 
 // run delivers e's results until its link is closed and drained.
 func (p *Pump[R]) run(e *Exit) {
+	var rs []R // a Sink.Batch's results, made once per exit
+	if p.Sink.Batch != nil {
+		rs = make([]R, Batch)
+	}
 	for {
 		p.Gate.Pass()
 		n, err := e.Link.PeekWait(p.Ctx, Batch)
-		if n > 0 && !p.batch(e, n) {
+		if n > 0 && !p.batch(e, n, rs) {
 			return
 		}
 		if err != nil {
 			if p.Ctx.Err() != nil && !errors.Is(err, p2pqueue.ErrClosed) {
-				p.sweep(e)
+				p.sweep(e, rs)
 			}
 			return
 		}
@@ -129,19 +134,20 @@ func (p *Pump[R]) run(e *Exit) {
 
 // sweep delivers what is left in e's link when the pump is told to stop:
 // results that already passed their last stage are not lost.
-func (p *Pump[R]) sweep(e *Exit) {
+func (p *Pump[R]) sweep(e *Exit, rs []R) {
 	for {
 		n, err := e.Link.Peek(Batch)
-		if err != nil || n == 0 || !p.batch(e, n) {
+		if err != nil || n == 0 || !p.batch(e, n, rs) {
 			return
 		}
 	}
 }
 
 // batch delivers the n messages peeked at e's link, decoded straight
-// from their slots into one allocation, and releases them. It reports
-// false if the link is corrupt.
-func (p *Pump[R]) batch(e *Exit, n int) bool {
+// from their slots into one allocation (to a Sink.Batch, into rs and
+// viewing the slots), and releases them. It reports false if the link
+// is corrupt.
+func (p *Pump[R]) batch(e *Exit, n int, rs []R) bool {
 	hs, ps := &e.hs, &e.ps
 	var (
 		total int // floats
@@ -157,6 +163,9 @@ func (p *Pump[R]) batch(e *Exit, n int) bool {
 	}
 	if p.Slots != nil {
 		return p.forward(e, n)
+	}
+	if rs != nil {
+		return p.lend(e, n, rs)
 	}
 	d := decoder{floats: make([]float32, total), ask: p.Pending == nil || p.Pending()}
 	if typed > 0 {

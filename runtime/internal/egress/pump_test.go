@@ -475,7 +475,7 @@ func TestBatchAllocatesOnce(t *testing.T) {
 		if k, err := e.Link.Peek(n); k != n || err != nil {
 			t.Fatalf("peek: %d, %v", k, err)
 		}
-		if !p.batch(&e, n) {
+		if !p.batch(&e, n, nil) {
 			t.Fatal("batch failed")
 		}
 	})
@@ -510,7 +510,7 @@ func BenchmarkBatch(b *testing.B) {
 	for done := 0; done < b.N; done += n {
 		prod.TryEnqueueBatch(ms)
 		k, _ := e.Link.Peek(n)
-		if !p.batch(&e, k) {
+		if !p.batch(&e, k, nil) {
 			b.Fatal("batch failed")
 		}
 	}

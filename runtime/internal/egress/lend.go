@@ -1,0 +1,112 @@
+package egress
+
+import (
+	"fmt"
+	"runtime/debug"
+	"time"
+
+	"github.com/ringactor/ringactor/kernels"
+	"github.com/ringactor/ringactor/p2pqueue"
+)
+
+// lend hands the n messages peeked at e's link to Sink.Batch in one
+// call, as results in rs whose payloads view their slots (no copy, no
+// allocation), and releases the slots once it returns: what Batch was
+// given is valid only during the call. A result a request waits for
+// (Pump.Pending, Host.Answer) is decoded into its own memory and goes to
+// the request instead; an undecodable one is dead-lettered. The results
+// are counted as delivered before the call; if Batch panics, every one
+// of them is dead-lettered (Panicked): which it took is not known. The
+// sampled ones' traces end when it returns. It reports false if the
+// link is corrupt.
+func (p *Pump[R]) lend(e *Exit, n int, rs []R) bool {
+	ask := p.Pending == nil || p.Pending()
+	k := 0
+	for i := range n {
+		h := &e.hs[i]
+		if err := e.errs[i]; err != nil {
+			e.errs[i] = nil
+			p.Acct.DeadLetter()
+			p.Host.Dead(e.From, h.ID, Undecodable, err)
+			continue
+		}
+		if ask && p.answer(e, i) {
+			continue
+		}
+		var v []float32
+		var b []byte
+		if h.Type == kernels.TypeFloats {
+			var err error
+			if v, err = kernels.ViewFloats(e.ps[i], nil); err != nil {
+				p.Acct.DeadLetter()
+				p.Host.Dead(e.From, h.ID, Undecodable, err)
+				continue
+			}
+		} else {
+			b = e.ps[i][:len(e.ps[i]):len(e.ps[i])]
+		}
+		rs[k] = p.Host.Result(e.Stage, h, v, b)
+		e.lent[k] = uint8(i)
+		k++
+	}
+	if k > 0 {
+		p.Acct.Deliver(k)
+		p.call(e, rs[:k])
+		clear(rs[:k]) // the slots' views are not kept past the call
+	}
+	return e.Link.Release(n) == nil
+}
+
+// answer offers peeked message i to the request waiting on it, decoded
+// into its own memory (a request's result is kept), counted as
+// delivered first; it reports whether a request took it.
+func (p *Pump[R]) answer(e *Exit, i int) bool {
+	h := &e.hs[i]
+	d := decoder{}
+	if h.Type == kernels.TypeFloats {
+		d.floats = make([]float32, len(e.ps[i])/4)
+	} else {
+		d.bytes = make([]byte, len(e.ps[i]))
+	}
+	v, b, err := d.decode(e, i)
+	if err != nil {
+		return false // lend finds it undecodable too
+	}
+	p.Acct.Deliver(1)
+	if !p.Host.Answer(h.ID, p.Host.Result(e.Stage, h, v, b)) {
+		p.Acct.Undeliver() // lend counts it with the batch
+		return false
+	}
+	if h.Flags&p2pqueue.FlagSampled != 0 {
+		p.Host.Traced(e.From, h.ID, time.Now())
+	}
+	return true
+}
+
+// call hands rs, the lent results of e's batch, to Sink.Batch, then ends
+// their traces; a panic in it dead-letters them all instead.
+func (p *Pump[R]) call(e *Exit, rs []R) {
+	panicked := true
+	defer func() {
+		if !panicked {
+			return
+		}
+		v, stack := recover(), debug.Stack()
+		for j := range rs {
+			id := e.hs[e.lent[j]].ID
+			p.Acct.Undeliver()
+			p.Host.Dead(e.From, id, Panicked, fmt.Errorf("pipeline %q: %w", p.Name, panicError("Sink.Batch", id, v, stack)))
+		}
+	}()
+	p.Sink.Batch(rs)
+	panicked = false
+	var now time.Time
+	for j := range rs {
+		if h := &e.hs[e.lent[j]]; h.Flags&p2pqueue.FlagSampled != 0 {
+			if now.IsZero() {
+				now = time.Now()
+			}
+			p.Host.Traced(e.From, h.ID, now)
+		}
+	}
+}
