@@ -30,8 +30,8 @@ func (s Sink) sink() eg.Sink[Result] {
 // exitHost is the pipeline's side of its egress pumps (egress.Host).
 type exitHost struct{ p *Pipeline }
 
-func (exitHost) Result(stage string, h *p2pqueue.Header, floats []float32, bytes []byte) Result {
-	return Result{ID: h.ID, Type: h.Type, Floats: floats, Bytes: bytes, Stage: stage}
+func (exitHost) Result(r *Result, stage string, h *p2pqueue.Header, floats []float32, bytes []byte) {
+	r.ID, r.Type, r.Floats, r.Bytes, r.Stage = h.ID, h.Type, floats, bytes, stage // field by field: no copy of a whole Result
 }
 
 func (x exitHost) Answer(id uint64, r Result) bool {

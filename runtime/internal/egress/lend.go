@@ -30,7 +30,7 @@ func (p *Pump[R]) lend(e *Exit, n int, rs []R) bool {
 			p.Host.Dead(e.From, h.ID, Undecodable, err)
 			continue
 		}
-		if ask && p.answer(e, i) {
+		if ask && p.answer(e, i, &rs[k]) {
 			continue
 		}
 		var v []float32
@@ -45,7 +45,7 @@ func (p *Pump[R]) lend(e *Exit, n int, rs []R) bool {
 		} else {
 			b = e.ps[i][:len(e.ps[i]):len(e.ps[i])]
 		}
-		rs[k] = p.Host.Result(e.Stage, h, v, b)
+		p.Host.Result(&rs[k], e.Stage, h, v, b)
 		e.lent[k] = uint8(i)
 		k++
 	}
@@ -58,9 +58,9 @@ func (p *Pump[R]) lend(e *Exit, n int, rs []R) bool {
 }
 
 // answer offers peeked message i to the request waiting on it, decoded
-// into its own memory (a request's result is kept), counted as
-// delivered first; it reports whether a request took it.
-func (p *Pump[R]) answer(e *Exit, i int) bool {
+// into its own memory (a request's result is kept) and built in r,
+// counted as delivered first; it reports whether a request took it.
+func (p *Pump[R]) answer(e *Exit, i int, r *R) bool {
 	h := &e.hs[i]
 	d := decoder{}
 	if h.Type == kernels.TypeFloats {
@@ -73,7 +73,8 @@ func (p *Pump[R]) answer(e *Exit, i int) bool {
 		return false // lend finds it undecodable too
 	}
 	p.Acct.Deliver(1)
-	if !p.Host.Answer(h.ID, p.Host.Result(e.Stage, h, v, b)) {
+	p.Host.Result(r, e.Stage, h, v, b)
+	if !p.Host.Answer(h.ID, *r) {
 		p.Acct.Undeliver() // lend counts it with the batch
 		return false
 	}

@@ -32,10 +32,11 @@ const (
 
 // Host is what a Pump asks of the pipeline it serves.
 type Host[R any] interface {
-	// Result is exit stage's result for message h, from its decoded
-	// payload: floats for a float32 vector, else bytes (both the
-	// batch's allocation).
-	Result(stage string, h *p2pqueue.Header, floats []float32, bytes []byte) R
+	// Result writes into *r (zero, or r's last result) exit stage's
+	// result for message h, from its decoded payload: floats for a float32
+	// vector, else bytes (both the batch's allocation, or for a
+	// Sink.Batch views of the slots).
+	Result(r *R, stage string, h *p2pqueue.Header, floats []float32, bytes []byte)
 	// Answer hands r to the request waiting on message id, and reports
 	// false when there is none (r goes to the sink).
 	Answer(id uint64, r R) bool
@@ -113,10 +114,7 @@ func (p *Pump[R]) Start(exits []Exit, done chan<- struct{}) {
 
 // run delivers e's results until its link is closed and drained.
 func (p *Pump[R]) run(e *Exit) {
-	var rs []R // a Sink.Batch's results, made once per exit
-	if p.Sink.Batch != nil {
-		rs = make([]R, Batch)
-	}
+	rs := make([]R, Batch) // a batch's results, made once per exit
 	for {
 		p.Gate.Pass()
 		n, err := e.Link.PeekWait(p.Ctx, Batch)
@@ -144,9 +142,9 @@ func (p *Pump[R]) sweep(e *Exit, rs []R) {
 }
 
 // batch delivers the n messages peeked at e's link, decoded straight
-// from their slots into one allocation (to a Sink.Batch, into rs and
-// viewing the slots), and releases them. It reports false if the link
-// is corrupt.
+// from their slots into one allocation (to a Sink.Batch, viewing the
+// slots), as results built in rs, and releases them. It reports false if
+// the link is corrupt.
 func (p *Pump[R]) batch(e *Exit, n int, rs []R) bool {
 	hs, ps := &e.hs, &e.ps
 	var (
@@ -154,7 +152,7 @@ func (p *Pump[R]) batch(e *Exit, n int, rs []R) bool {
 		typed int // bytes of typed results
 	)
 	for i := range n {
-		hs[i], ps[i], e.errs[i] = e.Link.Read(i)
+		ps[i], e.errs[i] = e.Link.ReadTo(i, &hs[i])
 		if hs[i].Type == kernels.TypeFloats {
 			total += len(ps[i]) / 4
 		} else {
@@ -164,7 +162,7 @@ func (p *Pump[R]) batch(e *Exit, n int, rs []R) bool {
 	if p.Slots != nil {
 		return p.forward(e, n)
 	}
-	if rs != nil {
+	if p.Sink.Batch != nil {
 		return p.lend(e, n, rs)
 	}
 	d := decoder{floats: make([]float32, total), ask: p.Pending == nil || p.Pending()}
@@ -172,8 +170,9 @@ func (p *Pump[R]) batch(e *Exit, n int, rs []R) bool {
 		d.bytes = make([]byte, typed)
 	}
 	for i := 0; i < n; {
-		i = p.hand(e, &d, i, n)
+		i = p.hand(e, &d, rs, i, n)
 	}
+	clear(rs[:n])
 	return e.Link.Release(n) == nil
 }
 
@@ -213,7 +212,7 @@ func (d *decoder) decode(e *Exit, i int) (v []float32, b []byte, err error) {
 // dead), and returns where it stopped: n, or just past a result whose
 // Sink.Func panicked, which is dead-lettered (Panicked). One recovery
 // serves the whole batch, not one per result.
-func (p *Pump[R]) hand(e *Exit, d *decoder, from, n int) (next int) {
+func (p *Pump[R]) hand(e *Exit, d *decoder, rs []R, from, n int) (next int) {
 	i, inFunc := from, false
 	defer func() {
 		if !inFunc { // no panic, or not the Func's: it goes on up
@@ -234,15 +233,16 @@ func (p *Pump[R]) hand(e *Exit, d *decoder, from, n int) (next int) {
 			continue
 		}
 		p.Acct.Deliver(1)
-		r := p.Host.Result(e.Stage, h, v, b)
+		r := &rs[i]
+		p.Host.Result(r, e.Stage, h, v, b)
 		switch {
-		case d.ask && p.Host.Answer(h.ID, r):
+		case d.ask && p.Host.Answer(h.ID, *r):
 		case f != nil:
 			inFunc = true
-			f(r)
+			f(*r)
 			inFunc = false
 		default:
-			if !p.deliver(r) {
+			if !p.deliver(*r) {
 				p.Acct.Undeliver()
 				p.Host.Dead(e.From, h.ID, NotRead, p.notRead())
 				continue
