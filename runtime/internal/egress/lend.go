@@ -21,7 +21,7 @@ import (
 // link is corrupt.
 func (p *Pump[R]) lend(e *Exit, n int, rs []R) bool {
 	ask := p.Pending == nil || p.Pending()
-	k := 0
+	k, counted := 0, 0 // results in rs, and of those counted already
 	for i := range n {
 		h := &e.hs[i]
 		if err := e.errs[i]; err != nil {
@@ -30,8 +30,16 @@ func (p *Pump[R]) lend(e *Exit, n int, rs []R) bool {
 			p.Host.Dead(e.From, h.ID, Undecodable, err)
 			continue
 		}
-		if ask && p.answer(e, i, &rs[k]) {
-			continue
+		if ask {
+			switch p.answer(e, i, &rs[k]) {
+			case answered:
+				continue
+			case offered: // built in rs[k] and counted: it goes with the batch
+				e.lent[k] = uint8(i)
+				k++
+				counted++
+				continue
+			}
 		}
 		var v []float32
 		var b []byte
@@ -50,17 +58,26 @@ func (p *Pump[R]) lend(e *Exit, n int, rs []R) bool {
 		k++
 	}
 	if k > 0 {
-		p.Acct.Deliver(k)
+		p.Acct.Deliver(k - counted)
 		p.call(e, rs[:k])
 		clear(rs[:k]) // the slots' views are not kept past the call
 	}
 	return e.Link.Release(n) == nil
 }
 
+// An offer is what became of a result offered to a request.
+type offer uint8
+
+const (
+	undecoded offer = iota // it did not decode: not offered, nor counted
+	answered               // a request took it
+	offered                // no request took it: it is built and counted
+)
+
 // answer offers peeked message i to the request waiting on it, decoded
 // into its own memory (a request's result is kept) and built in r,
-// counted as delivered first; it reports whether a request took it.
-func (p *Pump[R]) answer(e *Exit, i int, r *R) bool {
+// counted as delivered first (and so left, when no request takes it).
+func (p *Pump[R]) answer(e *Exit, i int, r *R) offer {
 	h := &e.hs[i]
 	d := decoder{}
 	if h.Type == kernels.TypeFloats {
@@ -70,18 +87,17 @@ func (p *Pump[R]) answer(e *Exit, i int, r *R) bool {
 	}
 	v, b, err := d.decode(e, i)
 	if err != nil {
-		return false // lend finds it undecodable too
+		return undecoded // lend finds it undecodable too
 	}
 	p.Acct.Deliver(1)
 	p.Host.Result(r, e.Stage, h, v, b)
 	if !p.Host.Answer(h.ID, *r) {
-		p.Acct.Undeliver() // lend counts it with the batch
-		return false
+		return offered
 	}
 	if h.Flags&p2pqueue.FlagSampled != 0 {
 		p.Host.Traced(e.From, h.ID, time.Now())
 	}
-	return true
+	return answered
 }
 
 // call hands rs, the lent results of e's batch, to Sink.Batch, then ends
