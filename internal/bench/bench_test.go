@@ -42,6 +42,7 @@ func TestRunRowsAndRatios(t *testing.T) {
 		"remote/batched-64B":         {"protoactor-remote/unbatched-64B"},
 		"host/sendbatch":             {"host/queue-in-64B"},
 		"host/egress-func":           {"host/queue-out-64B"},
+		"host/egress-batch":          {"host/queue-out-64B"},
 		"host/egress-chan":           {"host/chan-result"},
 	}
 	if racecheck.Enabled { // left out, and measured by TestRemoteRows without -race
