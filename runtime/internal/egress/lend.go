@@ -13,14 +13,19 @@ import (
 // call, as results in rs whose payloads view their slots (no copy, no
 // allocation), and releases the slots once it returns: what Batch was
 // given is valid only during the call. A result a request waits for
-// (Pump.Pending, Host.Answer) is decoded into its own memory and goes to
-// the request instead; an undecodable one is dead-lettered. The results
+// (Pump.Pending, Host.Answer) is decoded into its own memory (while any
+// request waits, the whole batch is, into one allocation of total floats
+// and typed bytes) and goes to the request instead; an undecodable one is
+// dead-lettered. The results
 // are counted as delivered before the call; if Batch panics, every one
 // of them is dead-lettered (Panicked): which it took is not known. The
 // sampled ones' traces end when it returns. It reports false if the
 // link is corrupt.
-func (p *Pump[R]) lend(e *Exit, n int, rs []R) bool {
-	ask := p.Pending == nil || p.Pending()
+func (p *Pump[R]) lend(e *Exit, n int, rs []R, total, typed int) bool {
+	var d decoder // a request waits: the batch's own memory
+	if ask := p.Pending == nil || p.Pending(); ask {
+		d = decoder{floats: make([]float32, total), bytes: make([]byte, typed), ask: true}
+	}
 	k, counted := 0, 0 // results in rs, and of those counted already
 	for i := range n {
 		h := &e.hs[i]
@@ -30,8 +35,8 @@ func (p *Pump[R]) lend(e *Exit, n int, rs []R) bool {
 			p.Host.Dead(e.From, h.ID, Undecodable, err)
 			continue
 		}
-		if ask {
-			switch p.answer(e, i, &rs[k]) {
+		if d.ask {
+			switch p.answer(e, i, &d, &rs[k]) {
 			case answered:
 				continue
 			case offered: // built in rs[k] and counted: it goes with the batch
@@ -75,16 +80,10 @@ const (
 )
 
 // answer offers peeked message i to the request waiting on it, decoded
-// into its own memory (a request's result is kept) and built in r,
-// counted as delivered first (and so left, when no request takes it).
-func (p *Pump[R]) answer(e *Exit, i int, r *R) offer {
+// into d's memory (a request's result is kept) and built in r, counted
+// as delivered first (and so left, when no request takes it).
+func (p *Pump[R]) answer(e *Exit, i int, d *decoder, r *R) offer {
 	h := &e.hs[i]
-	d := decoder{}
-	if h.Type == kernels.TypeFloats {
-		d.floats = make([]float32, len(e.ps[i])/4)
-	} else {
-		d.bytes = make([]byte, len(e.ps[i]))
-	}
 	v, b, err := d.decode(e, i)
 	if err != nil {
 		return undecoded // lend finds it undecodable too

@@ -163,7 +163,7 @@ func (p *Pump[R]) batch(e *Exit, n int, rs []R) bool {
 		return p.forward(e, n)
 	}
 	if p.Sink.Batch != nil {
-		return p.lend(e, n, rs)
+		return p.lend(e, n, rs, total, typed)
 	}
 	d := decoder{floats: make([]float32, total), ask: p.Pending == nil || p.Pending()}
 	if typed > 0 {
