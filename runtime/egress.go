@@ -19,31 +19,28 @@ func (p *Pipeline) startPumps() {
 	pump.Start(exits, p.pumpDone)
 }
 
-// sink is s as package egress takes it: without slots, with CloseWait's
-// default put in.
+// DefaultCloseWait is Sink.CloseWait's default.
+const DefaultCloseWait = eg.DefaultCloseWait
+
+// sink is s as package egress takes it: without slots.
 func (s Sink) sink() eg.Sink[Result] {
-	if s.CloseWait <= 0 {
-		s.CloseWait = DefaultCloseWait
-	}
-	return eg.Sink[Result]{Func: s.Func, Chan: s.Chan, PID: s.PID, CloseWait: s.CloseWait}
+	return eg.Sink[Result]{Func: s.Func, Chan: s.Chan, PID: s.PID, Batch: s.Batch, CloseWait: s.CloseWait}
 }
 
 // exitHost is the pipeline's side of its egress pumps (egress.Host).
 type exitHost struct{ p *Pipeline }
 
-func (exitHost) Result(stage string, h *p2pqueue.Header, floats []float32, bytes []byte) Result {
-	return Result{ID: h.ID, Type: h.Type, Floats: floats, Bytes: bytes, Stage: stage}
+func (exitHost) Result(r *Result, stage string, h *p2pqueue.Header, floats []float32, bytes []byte) {
+	r.ID, r.Type, r.Floats, r.Bytes, r.Stage = h.ID, h.Type, floats, bytes, stage // field by field: no copy of a whole Result
 }
 
 func (x exitHost) Answer(id uint64, r Result) bool {
 	return x.p.reqs.Pending() && x.p.answer(id, outcome{r: r})
 }
 
-// exitReasons are the dead letters' reasons for egress.Why.
-var exitReasons = [...]Reason{eg.Undecodable: ReasonDecodeError, eg.Panicked: ReasonStagePanic, eg.NotRead: ReasonSinkNotRead}
-
 func (x exitHost) Dead(from uint32, id uint64, why eg.Why, err error) {
-	x.p.tellDead(from, DeadLetter{ID: id, Stage: "egress", Device: p2pqueue.Host, Reason: exitReasons[why], Err: err})
+	reason := [...]Reason{eg.Undecodable: ReasonDecodeError, eg.Panicked: ReasonStagePanic, eg.NotRead: ReasonSinkNotRead}[why]
+	x.p.tellDead(from, DeadLetter{ID: id, Stage: "egress", Device: p2pqueue.Host, Reason: reason, Err: err})
 }
 
 func (x exitHost) Traced(from uint32, id uint64, at time.Time) { x.p.traceEnd(id, from, at, nil) }

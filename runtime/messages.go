@@ -47,8 +47,8 @@ type Result struct {
 	// Type is the result's type id: kernels.TypeFloats for a float32
 	// vector (in Floats), else a registered type's, whose bytes are in
 	// Bytes (decode them with As or Value).
-	// Floats and Bytes are the result's own: never reused, they may be
-	// kept (a kept one holds the memory of its egress batch's results).
+	// Floats and Bytes are the result's own (but a Sink.Batch's): never
+	// reused, they may be kept (holding its egress batch's memory).
 	Type   uint32
 	Floats []float32
 	Bytes  []byte

@@ -90,6 +90,12 @@ type Sink struct {
 	Func func(Result)
 	Chan chan<- Result
 	PID  *actor.PID
+	// Batch is Func for a batch of an exit's results at a time, lent: the
+	// slice and its results' Floats and Bytes (views of the egress link's
+	// slots, which then go back to the kernel) are valid only until Batch
+	// returns: copy what you keep. A panic dead-letters the whole batch; a
+	// result a Request waits for goes to it instead. Not for stage groups.
+	Batch func([]Result)
 	// CloseWait bounds how long Close waits for a Chan that takes nothing
 	// (default 1 s): once it has waited that long, what the channel has
 	// not taken is dead-lettered ("sink not read"). While the pipeline
@@ -504,9 +510,6 @@ func deadSinksOf(spec *PipelineSpec) *deadSinks {
 func (rt *Runtime) tell(f *deadSinks, d DeadLetter) {
 	f.Tell(d, rt.system.Root.Send, func(v any, stack []byte) { rt.callbackPanicked(f.Name, "OnDeadLetter", d.ID, v, stack) })
 }
-
-// DefaultCloseWait is Sink.CloseWait's default.
-const DefaultCloseWait = time.Second
 
 // ErrSinkNotRead: a result the pipeline's Chan sink did not take by the
 // end of Close.

@@ -172,7 +172,7 @@ func (s *stage) newIngress(q *p2pqueue.Producer) *ingress.Link[Data, Reason] {
 		Acct: p.acct, SampleEvery: p.sampleEvery, Full: ErrMailboxFull, Stopped: ErrStageStopped,
 		Reasons: ingress.Reasons[Reason]{Full: ReasonMailboxFull, Cancelled: ReasonSendCancelled, Stopped: ReasonStageStopped, QueueClosed: ReasonQueueClosed},
 		Own:     func(d Data) (uint64, bool) { return d.ID, d.Sampled },
-		Encode: func(d Data, buf []byte) (ingress.Encoded, Reason, error) {
+		Encode: func(d *Data, buf []byte) (ingress.Encoded, Reason, error) {
 			typ, n, refused, err := msgtype.Encode(d.Floats, d.Value, s.in, s.spec.Name, buf)
 			return ingress.Encoded{Own: d.ID, Sampled: d.Sampled, Type: typ, N: n}, refusalReasons[refused], err
 		},

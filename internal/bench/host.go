@@ -39,6 +39,11 @@ func hostComparisons() []comparison {
 			messages:  4_000_000, allocs: true, note: hostNote,
 		},
 		{
+			candidate: member{"host/egress-batch", "host", egress(hostbench.Lent)},
+			baselines: []member{{"host/queue-out-64B", "host", run(hostbench.QueueOut)}},
+			messages:  4_000_000, allocs: true, note: hostNote,
+		},
+		{
 			candidate: member{"host/egress-chan", "host", egress(hostbench.Chan)},
 			baselines: []member{{"host/chan-result", "go", run(chanResults)}},
 			messages:  2_000_000, allocs: true, note: hostNote,

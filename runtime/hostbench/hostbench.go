@@ -102,7 +102,7 @@ func SendBatch(ctx context.Context, n int) (time.Duration, error) {
 		Full: ra.ErrMailboxFull, Stopped: ra.ErrStageStopped,
 		Reasons: ingress.Reasons[ra.Reason]{Full: ra.ReasonMailboxFull, Cancelled: ra.ReasonSendCancelled, Stopped: ra.ReasonStageStopped, QueueClosed: ra.ReasonQueueClosed},
 		Own:     func(d ra.Data) (uint64, bool) { return d.ID, d.Sampled },
-		Encode: func(d ra.Data, buf []byte) (ingress.Encoded, ra.Reason, error) {
+		Encode: func(d *ra.Data, buf []byte) (ingress.Encoded, ra.Reason, error) {
 			typ, k, _, err := msgtype.Encode(d.Floats, d.Value, kernels.TypeFloats, "host", buf)
 			return ingress.Encoded{Own: d.ID, Sampled: d.Sampled, Type: typ, N: k}, ra.ReasonOversize, err
 		},
@@ -176,6 +176,7 @@ type Sink int
 const (
 	Func Sink = iota // a Sink.Func that counts them
 	Chan             // a Sink.Chan of Batch results, read by another goroutine
+	Lent             // a Sink.Batch that counts them (lent: views of the slots)
 )
 
 // Egress has a Go producer publish n results of 64-byte float vectors
@@ -201,6 +202,17 @@ func Egress(ctx context.Context, n int, sink Sink) (time.Duration, error) {
 			if r.Floats != nil {
 				got.Add(1)
 			}
+		}
+		close(read)
+	case Lent:
+		pump.Sink.Batch = func(rs []ra.Result) {
+			k := 0
+			for i := range rs {
+				if rs[i].Floats != nil {
+					k++
+				}
+			}
+			got.Add(int64(k))
 		}
 		close(read)
 	case Chan:
@@ -248,8 +260,8 @@ func Egress(ctx context.Context, n int, sink Sink) (time.Duration, error) {
 // request waiting and no trace.
 type host struct{ dead atomic.Pointer[error] }
 
-func (*host) Result(stage string, h *p2pqueue.Header, floats []float32, bytes []byte) ra.Result {
-	return ra.Result{ID: h.ID, Type: h.Type, Floats: floats, Bytes: bytes, Stage: stage}
+func (*host) Result(r *ra.Result, stage string, h *p2pqueue.Header, floats []float32, bytes []byte) {
+	r.ID, r.Type, r.Floats, r.Bytes, r.Stage = h.ID, h.Type, floats, bytes, stage // as runtime's
 }
 func (*host) Answer(uint64, ra.Result) bool                      { return false }
 func (h *host) Dead(_ uint32, _ uint64, _ egress.Why, err error) { h.dead.CompareAndSwap(nil, &err) }

@@ -17,6 +17,11 @@ func BenchmarkEgressFunc(b *testing.B) {
 		return hostbench.Egress(ctx, n, hostbench.Func)
 	})
 }
+func BenchmarkEgressBatch(b *testing.B) {
+	bench(b, func(ctx context.Context, n int) (time.Duration, error) {
+		return hostbench.Egress(ctx, n, hostbench.Lent)
+	})
+}
 func BenchmarkEgressChan(b *testing.B) {
 	bench(b, func(ctx context.Context, n int) (time.Duration, error) {
 		return hostbench.Egress(ctx, n, hostbench.Chan)
@@ -51,7 +56,7 @@ func TestRows(t *testing.T) {
 		if _, err := hostbench.SendBatch(ctx, n); err != nil {
 			t.Fatalf("SendBatch(%d): %v", n, err)
 		}
-		for _, s := range []hostbench.Sink{hostbench.Func, hostbench.Chan} {
+		for _, s := range []hostbench.Sink{hostbench.Func, hostbench.Chan, hostbench.Lent} {
 			if _, err := hostbench.Egress(ctx, n, s); err != nil {
 				t.Fatalf("Egress(%d, %d): %v", n, s, err)
 			}

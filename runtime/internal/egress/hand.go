@@ -46,7 +46,7 @@ func (p *Pump[R]) deliver(r R) bool {
 		return true
 	case <-p.Ctx.Done():
 	case <-p.Closing:
-		t := time.NewTimer(p.Sink.CloseWait)
+		t := time.NewTimer(p.Sink.closeWait())
 		defer t.Stop()
 		select {
 		case ch <- r:

@@ -32,10 +32,11 @@ const (
 
 // Host is what a Pump asks of the pipeline it serves.
 type Host[R any] interface {
-	// Result is exit stage's result for message h, from its decoded
-	// payload: floats for a float32 vector, else bytes (both the
-	// batch's allocation).
-	Result(stage string, h *p2pqueue.Header, floats []float32, bytes []byte) R
+	// Result writes into *r (zero, or r's last result) exit stage's
+	// result for message h, from its decoded payload: floats for a float32
+	// vector, else bytes (both the batch's allocation, or for a
+	// Sink.Batch views of the slots).
+	Result(r *R, stage string, h *p2pqueue.Header, floats []float32, bytes []byte)
 	// Answer hands r to the request waiting on message id, and reports
 	// false when there is none (r goes to the sink).
 	Answer(id uint64, r R) bool
@@ -58,6 +59,7 @@ type Exit struct {
 	hs   [Batch]p2pqueue.Header
 	ps   [Batch][]byte
 	errs [Batch]error
+	lent [Batch]uint8 // a Sink.Batch call's results: each one's index in hs
 }
 
 // Pump delivers a pipeline's results: Start starts its pump per exit.
@@ -112,15 +114,16 @@ func (p *Pump[R]) Start(exits []Exit, done chan<- struct{}) {
 
 // run delivers e's results until its link is closed and drained.
 func (p *Pump[R]) run(e *Exit) {
+	rs := make([]R, Batch) // a batch's results, made once per exit
 	for {
 		p.Gate.Pass()
 		n, err := e.Link.PeekWait(p.Ctx, Batch)
-		if n > 0 && !p.batch(e, n) {
+		if n > 0 && !p.batch(e, n, rs) {
 			return
 		}
 		if err != nil {
 			if p.Ctx.Err() != nil && !errors.Is(err, p2pqueue.ErrClosed) {
-				p.sweep(e)
+				p.sweep(e, rs)
 			}
 			return
 		}
@@ -129,26 +132,27 @@ func (p *Pump[R]) run(e *Exit) {
 
 // sweep delivers what is left in e's link when the pump is told to stop:
 // results that already passed their last stage are not lost.
-func (p *Pump[R]) sweep(e *Exit) {
+func (p *Pump[R]) sweep(e *Exit, rs []R) {
 	for {
 		n, err := e.Link.Peek(Batch)
-		if err != nil || n == 0 || !p.batch(e, n) {
+		if err != nil || n == 0 || !p.batch(e, n, rs) {
 			return
 		}
 	}
 }
 
 // batch delivers the n messages peeked at e's link, decoded straight
-// from their slots into one allocation, and releases them. It reports
-// false if the link is corrupt.
-func (p *Pump[R]) batch(e *Exit, n int) bool {
+// from their slots into one allocation (to a Sink.Batch, viewing the
+// slots), as results built in rs, and releases them. It reports false if
+// the link is corrupt.
+func (p *Pump[R]) batch(e *Exit, n int, rs []R) bool {
 	hs, ps := &e.hs, &e.ps
 	var (
 		total int // floats
 		typed int // bytes of typed results
 	)
 	for i := range n {
-		hs[i], ps[i], e.errs[i] = e.Link.Read(i)
+		ps[i], e.errs[i] = e.Link.ReadTo(i, &hs[i])
 		if hs[i].Type == kernels.TypeFloats {
 			total += len(ps[i]) / 4
 		} else {
@@ -158,13 +162,17 @@ func (p *Pump[R]) batch(e *Exit, n int) bool {
 	if p.Slots != nil {
 		return p.forward(e, n)
 	}
+	if p.Sink.Batch != nil {
+		return p.lend(e, n, rs, total, typed)
+	}
 	d := decoder{floats: make([]float32, total), ask: p.Pending == nil || p.Pending()}
 	if typed > 0 {
 		d.bytes = make([]byte, typed)
 	}
 	for i := 0; i < n; {
-		i = p.hand(e, &d, i, n)
+		i = p.hand(e, &d, rs, i, n)
 	}
+	clear(rs[:n])
 	return e.Link.Release(n) == nil
 }
 
@@ -204,7 +212,7 @@ func (d *decoder) decode(e *Exit, i int) (v []float32, b []byte, err error) {
 // dead), and returns where it stopped: n, or just past a result whose
 // Sink.Func panicked, which is dead-lettered (Panicked). One recovery
 // serves the whole batch, not one per result.
-func (p *Pump[R]) hand(e *Exit, d *decoder, from, n int) (next int) {
+func (p *Pump[R]) hand(e *Exit, d *decoder, rs []R, from, n int) (next int) {
 	i, inFunc := from, false
 	defer func() {
 		if !inFunc { // no panic, or not the Func's: it goes on up
@@ -225,15 +233,16 @@ func (p *Pump[R]) hand(e *Exit, d *decoder, from, n int) (next int) {
 			continue
 		}
 		p.Acct.Deliver(1)
-		r := p.Host.Result(e.Stage, h, v, b)
+		r := &rs[i]
+		p.Host.Result(r, e.Stage, h, v, b)
 		switch {
-		case d.ask && p.Host.Answer(h.ID, r):
+		case d.ask && p.Host.Answer(h.ID, *r):
 		case f != nil:
 			inFunc = true
-			f(r)
+			f(*r)
 			inFunc = false
 		default:
-			if !p.deliver(r) {
+			if !p.deliver(*r) {
 				p.Acct.Undeliver()
 				p.Host.Dead(e.From, h.ID, NotRead, p.notRead())
 				continue

@@ -45,8 +45,8 @@ type host struct {
 	traced   []uint64
 }
 
-func (h *host) Result(stage string, hd *p2pqueue.Header, floats []float32, bytes []byte) res {
-	return res{id: hd.ID, stage: stage, floats: floats, bytes: bytes}
+func (h *host) Result(r *res, stage string, hd *p2pqueue.Header, floats []float32, bytes []byte) {
+	*r = res{id: hd.ID, stage: stage, floats: floats, bytes: bytes}
 }
 
 func (h *host) Answer(id uint64, r res) bool {
@@ -468,6 +468,7 @@ func TestBatchAllocatesOnce(t *testing.T) {
 	for i := range ms {
 		ms[i] = floats(uint64(i+1), 1, 2, 3, 4)
 	}
+	rs := make([]res, Batch)
 	allocs := testing.AllocsPerRun(50, func() {
 		if k, err := prod.TryEnqueueBatch(ms); k != n || err != nil {
 			t.Fatalf("enqueue: %d, %v", k, err)
@@ -475,7 +476,7 @@ func TestBatchAllocatesOnce(t *testing.T) {
 		if k, err := e.Link.Peek(n); k != n || err != nil {
 			t.Fatalf("peek: %d, %v", k, err)
 		}
-		if !p.batch(&e, n) {
+		if !p.batch(&e, n, rs) {
 			t.Fatal("batch failed")
 		}
 	})
@@ -506,11 +507,12 @@ func BenchmarkBatch(b *testing.B) {
 	for i := range ms {
 		ms[i] = floats(uint64(i+1), make([]float32, 16)...)
 	}
+	rs := make([]res, Batch)
 	b.ReportAllocs()
 	for done := 0; done < b.N; done += n {
 		prod.TryEnqueueBatch(ms)
 		k, _ := e.Link.Peek(n)
-		if !p.batch(&e, k) {
+		if !p.batch(&e, k, rs) {
 			b.Fatal("batch failed")
 		}
 	}

@@ -15,16 +15,31 @@ type Sink[R any] struct {
 	Func func(R)
 	Chan chan<- R
 	PID  *actor.PID
+	// Batch takes an exit's results a batch at a time, lent: their
+	// payloads view the link's slots and the slice is the pump's, both
+	// valid only until Batch returns (Pump.lend).
+	Batch func([]R)
 	// CloseWait bounds how long a Pump waits, once Close has begun, for
-	// a Chan that takes nothing. The caller puts its default in.
+	// a Chan that takes nothing (not above 0: DefaultCloseWait).
 	CloseWait time.Duration
+}
+
+// DefaultCloseWait is Sink.CloseWait's default (runtime's).
+const DefaultCloseWait = time.Second
+
+// closeWait is s.CloseWait, or its default.
+func (s *Sink[R]) closeWait() time.Duration {
+	if s.CloseWait <= 0 {
+		return DefaultCloseWait
+	}
+	return s.CloseWait
 }
 
 // Count is how many of Func, Chan and PID s sets, plus one for a slots
 // sink beside them (slots).
 func (s Sink[R]) Count(slots bool) int {
 	n := 0
-	for _, set := range []bool{s.Func != nil, s.Chan != nil, s.PID != nil, slots} {
+	for _, set := range []bool{s.Func != nil, s.Chan != nil, s.PID != nil, s.Batch != nil, slots} {
 		if set {
 			n++
 		}
@@ -34,12 +49,15 @@ func (s Sink[R]) Count(slots bool) int {
 
 // Check returns an error when s cannot take results handed to it one at
 // a time, as To hands them (a stage group's sink, a cluster pipeline's):
-// when it names more than one of Func, Chan and PID, or is a slots sink
-// (slots), which takes raw egress batches that only a pipeline's own
-// Pump has. The zero Sink passes (results are discarded).
+// when it names more than one of Func, Chan and PID, or is a Batch or a
+// slots sink (slots), which take egress batches that only a pipeline's
+// own Pump has. The zero Sink passes (results are discarded).
 func (s Sink[R]) Check(slots bool) error {
 	if n := s.Count(slots); n > 1 {
 		return fmt.Errorf("Deliver names %d sinks; set one of Func, Chan, PID", n)
+	}
+	if s.Batch != nil {
+		return errors.New("a Batch sink takes a pipeline's egress batches, and these results arrive one at a time; set Func, Chan or PID")
 	}
 	if slots {
 		return errors.New("a slots sink takes a pipeline's raw egress batches, and these results arrive one at a time, decoded; set Func, Chan or PID")

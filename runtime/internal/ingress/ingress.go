@@ -18,6 +18,15 @@ type Link[M any, R fmt.Stringer] struct {
 	payload  int         // a slot's payload area
 	refusing atomic.Bool // Refuse was called
 	c        Config[M, R]
+	// A chunk's messages and encodings, kept from one send to the next
+	// (under mu). The messages are copied in at once and Encode handed
+	// pointers to them (a pointer into the sender's batch would move the
+	// batch to the heap; one message at a time, by value, costs a copy
+	// per call); the encodings are not zeroed per chunk.
+	ms      [chunk]M
+	es      [chunk]Encoded
+	errs    [chunk]error
+	reasons [chunk]R
 }
 
 // Config is what a Link knows of its stage: its name and mailbox, the
@@ -43,11 +52,12 @@ type Config[M any, R fmt.Stringer] struct {
 	// Own is m's own id (0: it takes the account's next) and whether its
 	// sender asked for a trace.
 	Own func(m M) (id uint64, sampled bool)
-	// Encode writes m's payload into buf, a slot's payload area, and
+	// Encode writes *m's payload into buf, a slot's payload area, and
 	// returns what it wrote, or the reason and error that keep m out.
 	// It reads m's own id and trace request too, as Own does, even when
-	// it refuses m: the hot path makes one call per message.
-	Encode func(m M, buf []byte) (Encoded, R, error)
+	// it refuses m: the hot path makes one call per message, with m a
+	// pointer to the Link's copy, valid during the call.
+	Encode func(m *M, buf []byte) (Encoded, R, error)
 	// Begin starts the trace of traced message m, which entered at.
 	Begin func(m M, id uint64, at time.Time)
 	// Dead dead-letters a counted message that the Link kept out.

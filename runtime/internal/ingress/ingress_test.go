@@ -76,7 +76,7 @@ func newFixture(t testing.TB, capacity int, reject bool, sampleEvery uint64) *fi
 		Full: errFull, Stopped: errStopped,
 		Reasons: Reasons[reason]{Full: "mailbox full", Cancelled: "send cancelled", Stopped: "stage stopped", QueueClosed: "queue closed"},
 		Own:     func(m msg) (uint64, bool) { return m.id, m.sampled },
-		Encode: func(m msg, buf []byte) (Encoded, reason, error) {
+		Encode: func(m *msg, buf []byte) (Encoded, reason, error) {
 			e := Encoded{Own: m.id, Sampled: m.sampled}
 			if m.bad {
 				return e, "wrong type", errBad

@@ -94,14 +94,12 @@ const chunk = 64
 // its dead letter.
 func (l *Link[M, R]) chunk(ms []M, ids []uint64, written int, now *time.Time, firstErr *error) int {
 	c := &l.c
-	var (
-		es      [chunk]Encoded
-		errs    [chunk]error
-		reasons [chunk]R
-	)
+	es, errs, reasons, own := &l.es, &l.errs, &l.reasons, &l.ms
+	copy(own[:], ms)
+	defer clear(own[:len(ms)]) // the sender's messages are not kept
 	for i, w := 0, written; i < len(ms); i++ {
 		buf, _ := l.q.Slot(w)
-		es[i], reasons[i], errs[i] = c.Encode(ms[i], buf[:l.payload])
+		es[i], reasons[i], errs[i] = c.Encode(&own[i], buf[:l.payload])
 		if errs[i] == nil {
 			w++
 		}
@@ -124,6 +122,7 @@ func (l *Link[M, R]) chunk(ms []M, ids []uint64, written int, now *time.Time, fi
 			ids[i] = id
 		}
 		if err := errs[i]; err != nil {
+			errs[i] = nil // not kept past the send
 			l.dead(ms[i], id, traced, reasons[i], err)
 			if *firstErr == nil {
 				*firstErr = fmt.Errorf("ringactor: message %d: %w", id, err)
