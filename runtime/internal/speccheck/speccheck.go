@@ -68,7 +68,7 @@ func check(p Pipeline) (g graph.Graph, err error) {
 		return g, fmt.Errorf("sample ratio %g; want 0 to 1", p.SampleRatio)
 	}
 	if p.Sinks > 1 {
-		return g, fmt.Errorf("Deliver names %d sinks; set one of Func, Chan, PID", p.Sinks)
+		return g, fmt.Errorf("Deliver names %d sinks; set one of Func, Batch, Chan, PID", p.Sinks)
 	}
 	gs := make([]graph.Stage, len(p.Stages))
 	for i, s := range p.Stages {
