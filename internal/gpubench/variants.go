@@ -43,6 +43,16 @@ var variants = []variant{
 	// {"prefetch", rk.LoopWarpPrefetch, p2pqueue.FormatIndexed}, // experimental
 }
 
+// VariantNames are the variants every run measures, in order (the
+// variant column; the first is the default).
+func VariantNames() []string {
+	names := make([]string, len(variants))
+	for i, v := range variants {
+		names[i] = v.name
+	}
+	return names
+}
+
 // refused says whether err is the backend refusing a variant's launch
 // (what it cannot run yet), as opposed to a failure of the run.
 func refused(err error) bool { return errors.Is(err, rk.ErrUnsupported) }
