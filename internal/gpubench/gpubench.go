@@ -41,7 +41,12 @@ type Row = bench.Row
 type Options struct {
 	Samples  int // round trips, launches and graph replays measured, each (default 20000; hops: a quarter)
 	Messages int // messages through the pipeline (default 2,000,000)
-	Progress io.Writer
+	// VariantLimit bounds each block of a variant other than the default
+	// (its round trips, a hop's or a pipeline's launch and messages): one
+	// that runs longer is stopped and left out ("did not finish"), and the
+	// others go on. 0: no limit.
+	VariantLimit time.Duration
+	Progress     io.Writer
 }
 
 // Run measures them all on GPU 0 and returns the comparisons (Report's
@@ -105,13 +110,22 @@ func Measure(ctx context.Context, b *rkcuda.Backend, o Options) (*Report, error)
 	} else if rep.Stats, err = floorStats(ctx, f, o.Samples, emu); err != nil {
 		return nil, fmt.Errorf("floors: %w", err)
 	}
+	// Each row goes to the progress as it is measured too, so a run
+	// stopped before its end (the GPU bundle's time limit) keeps them.
+	put := func(s Stat) {
+		rep.Stats = append(rep.Stats, s)
+		say("gpubench:   %s", s.line())
+	}
+	for _, s := range rep.Stats {
+		say("gpubench:   %s", s.line())
+	}
 	var live []string // the variants not left out, in order
 	leaveVariant := func(v variant, what string, err error) {
 		leave("%s: %s: %v", v.name, what, err)
 	}
 	say("gpubench: (a) ring-kernel round trip, %d samples per variant (%d variants), interleaved with %s", o.Samples, len(variants), rowFloorMapped)
 	r := &rig{b: b}
-	es, floor, err := interleaved(ctx, r, f, o.Samples, variants, leaveVariant)
+	es, floor, err := interleaved(ctx, r, f, o.Samples, variants, o.VariantLimit, leaveVariant)
 	if err != nil {
 		r.close()
 		return nil, fmt.Errorf("round trip: %w", err)
@@ -121,6 +135,7 @@ func Measure(ctx context.Context, b *rkcuda.Backend, o Options) (*Report, error)
 	fs.Note = "one thread polls a flag in mapped pinned host memory and answers; the round trip the host sees"
 	if f != nil {
 		rep.Stats = append([]Stat{fs}, rep.Stats...)
+		say("gpubench:   %s", fs.line())
 	}
 	var ran []variant
 	for _, e := range es {
@@ -129,7 +144,7 @@ func Measure(ctx context.Context, b *rkcuda.Backend, o Options) (*Report, error)
 		if f != nil {
 			s = against(s, fs)
 		}
-		rep.Stats = append(rep.Stats, s)
+		put(s)
 		p, err := e.phases(ctx, s.Name)
 		if err != nil {
 			r.close()
@@ -147,18 +162,18 @@ func Measure(ctx context.Context, b *rkcuda.Backend, o Options) (*Report, error)
 		leave("%s: %s", rowGraph, why)
 	}
 	ls := stat(rowLaunch, "", base, emu)
-	rep.Stats = append(rep.Stats, ls)
+	put(ls)
 	if graph != nil {
-		rep.Stats = append(rep.Stats, against(stat(rowGraph, "", graph, emu), ls))
+		put(against(stat(rowGraph, "", graph, emu), ls))
 	}
 	for i, name := range []string{rowRTSend, rowRTStage, rowRTBack} {
-		rep.Stats = append(rep.Stats, stat(name, variants[0].name, parts[i], emu))
+		put(stat(name, variants[0].name, parts[i], emu))
 	}
 	const hopBlocks = 4
 	hn := max(o.Samples/4/hopBlocks, 1)
 	say("gpubench: (c) hop between two ring kernels, %d samples per variant (%d variants), in %d blocks", hn*hopBlocks, len(ran), hopBlocks)
 	hops := map[variant][]time.Duration{}
-	if ran, err = inTurn(ran, hopBlocks, "hop", leaveVariant, func(v variant, _ int) error {
+	if ran, err = inTurn(ctx, ran, hopBlocks, "hop", o.VariantLimit, leaveVariant, func(ctx context.Context, v variant, _ int) error {
 		lat, err := hop(ctx, b, hn, v)
 		hops[v] = append(hops[v], lat...)
 		return err
@@ -172,14 +187,14 @@ func Measure(ctx context.Context, b *rkcuda.Backend, o Options) (*Report, error)
 		if d, ok := find(rep.Stats, rowFloorDevice); ok {
 			s = against(s, d)
 		}
-		rep.Stats = append(rep.Stats, s)
+		put(s)
 	}
 	pipeBlocks := min(4, o.Messages)
 	pn := max(o.Messages/pipeBlocks, 1)
 	say("gpubench: (d) 3-stage pipeline, %d messages per variant (%d variants), in %d blocks", pn*pipeBlocks, len(ran), pipeBlocks)
 	perMsg := map[variant][]time.Duration{} // each block's ns per message
 	var timed []Phase
-	if ran, err = inTurn(ran, pipeBlocks, "pipeline", leaveVariant, func(v variant, _ int) error {
+	if ran, err = inTurn(ctx, ran, pipeBlocks, "pipeline", o.VariantLimit, leaveVariant, func(ctx context.Context, v variant, _ int) error {
 		rate, err := pipeline(ctx, b, pn, 3, v, &timed)
 		if err == nil && rate > 0 {
 			perMsg[v] = append(perMsg[v], time.Duration(1e9/rate))
@@ -205,7 +220,7 @@ func Measure(ctx context.Context, b *rkcuda.Backend, o Options) (*Report, error)
 		if v == variants[0] {
 			rate = s.MsgsPerSec
 		}
-		rep.Stats = append(rep.Stats, s)
+		put(s)
 		live = append(live, v.name)
 	}
 	say("gpubench: variants measured throughout: %s", strings.Join(live, ", "))

@@ -229,7 +229,8 @@ func TestInTurnLeavesRefusedVariantsOut(t *testing.T) {
 	leave := func(v variant, what string, err error) {
 		left = append(left, fmt.Sprintf("%s: %s: %v", v.name, what, err))
 	}
-	live, err := inTurn(vs, 3, "hop", leave, func(v variant, b int) error {
+	ctx := context.Background()
+	live, err := inTurn(ctx, vs, 3, "hop", 0, leave, func(_ context.Context, v variant, b int) error {
 		calls = append(calls, fmt.Sprintf("%s/%d", v.name, b))
 		if v == refusedAt1 && b == 1 {
 			return fmt.Errorf("ringkernel: launch: %w: no flagged out-links", rk.ErrUnsupported)
@@ -256,7 +257,7 @@ func TestInTurnLeavesRefusedVariantsOut(t *testing.T) {
 		err error
 	}{{def, fmt.Errorf("launch: %w", rk.ErrUnsupported)}, {other, errors.New("the link broke")}} {
 		left = nil
-		_, err := inTurn(vs, 2, "pipeline", leave, func(v variant, _ int) error {
+		_, err := inTurn(ctx, vs, 2, "pipeline", time.Hour, leave, func(_ context.Context, v variant, _ int) error {
 			if v == c.v {
 				return c.err
 			}
@@ -265,6 +266,32 @@ func TestInTurnLeavesRefusedVariantsOut(t *testing.T) {
 		if !errors.Is(err, c.err) || left != nil {
 			t.Errorf("%s failing with %v: err %v, left out %q; want the run to fail, nothing left out", c.v.name, c.err, err, left)
 		}
+	}
+	// A block past the limit: another variant's is stopped and left out,
+	// the default's is not limited.
+	left = nil
+	var defaultCtx error
+	live, err = inTurn(ctx, vs, 2, "pipeline", time.Millisecond, leave, func(ctx context.Context, v variant, _ int) error {
+		switch v {
+		case def:
+			_, limited := ctx.Deadline()
+			if limited {
+				defaultCtx = errors.New("the default variant's block has a deadline")
+			}
+		case other:
+			<-ctx.Done() // a hung block: only the limit ends it
+			return fmt.Errorf("after 3 messages: %w", ctx.Err())
+		}
+		return nil
+	})
+	if err != nil || defaultCtx != nil {
+		t.Fatal(err, defaultCtx)
+	}
+	if len(live) != 2 || live[0] != def || live[1] != refusedAt1 {
+		t.Errorf("variants that ran every block: %v, want %s and %s", live, def.name, refusedAt1.name)
+	}
+	if len(left) != 1 || !strings.HasPrefix(left[0], other.name+": pipeline: did not finish in 1ms") || !strings.Contains(left[0], "deadline exceeded") {
+		t.Errorf("left out %q, want %s as not finished", left, other.name)
 	}
 }
 

@@ -144,6 +144,22 @@ func ns(v int64) string {
 	return time.Duration(v).String()
 }
 
+// line is s on one line, for progress.
+func (s Stat) line() string {
+	l := s.Name
+	if s.Variant != "" {
+		l += " [" + s.Variant + "]"
+	}
+	l += fmt.Sprintf(": p50 %s p90 %s p99 %s n %d", ns(s.P50), ns(s.P90), ns(s.P99), s.N)
+	if s.MsgsPerSec > 0 {
+		l += ", " + rateString(s.MsgsPerSec) + " msgs/s"
+	}
+	if s.Vs != "" {
+		l += fmt.Sprintf(", %.2fx %s", s.Ratio, s.Vs)
+	}
+	return l
+}
+
 // rateString writes msgs/s as package bench's table does (3.36M, 140.0k).
 func rateString(v float64) string {
 	switch {

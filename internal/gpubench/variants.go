@@ -53,8 +53,9 @@ func VariantNames() []string {
 	return names
 }
 
-// refused says whether err is the backend refusing a variant's launch
-// (what it cannot run yet), as opposed to a failure of the run.
+// refused says whether err is the backend refusing a non-default
+// variant's launch (what it cannot run yet), as opposed to a failure of
+// the run.
 func refused(err error) bool { return errors.Is(err, rk.ErrUnsupported) }
 
 // The phase timers' words (RA_PHASE_* of ringactor.cuh): ns per phase,
@@ -219,15 +220,16 @@ func readPhase(reg p2pqueue.Region, row, variant string) (Phase, error) {
 // interleaved measures the round trip of every variant in vs and the
 // mapped ping-pong floor (when f is not nil) in alternating blocks:
 // floor, then each variant, blocks times, so drift on the machine falls
-// on all alike. A variant whose launch the backend refuses is left out
-// (leave) and the others go on; the default's refusal ends the run. It
-// returns each variant's echo that ran (samples sorted, its kernel still
+// on all alike. A variant whose launch the backend refuses, or whose
+// block runs past limit, is left out (leave) and the others go on; the
+// default's refusal ends the run (attempt). It returns the echo of each
+// variant that ran every block (samples sorted, its kernel still
 // running: phases reads its timers) and the floor's samples.
-func interleaved(ctx context.Context, r *rig, f *floors, n int, vs []variant, leave func(variant, string, error)) ([]*echo, []time.Duration, error) {
+func interleaved(ctx context.Context, r *rig, f *floors, n int, vs []variant, limit time.Duration, leave func(variant, string, error)) ([]*echo, []time.Duration, error) {
 	const blocks = 8
 	k := max(n/blocks, 1)
 	es := make([]*echo, 0, len(vs))
-	if _, err := inTurn(vs, 1, "round trip", leave, func(v variant, _ int) error {
+	if _, err := inTurn(ctx, vs, 1, "round trip", limit, leave, func(_ context.Context, v variant, _ int) error {
 		e, err := launchEcho(ctx, r, v, v == variants[0])
 		if err == nil {
 			es = append(es, e)
@@ -236,11 +238,27 @@ func interleaved(ctx context.Context, r *rig, f *floors, n int, vs []variant, le
 	}); err != nil {
 		return nil, nil, err
 	}
-	// Warm up: each kernel, and the floor, a tenth of the run.
-	for _, e := range es {
-		if err := e.trips(ctx, max(n/10, 1), false, false); err != nil {
-			return nil, nil, fmt.Errorf("variant %s: %w", e.v.name, err)
+	// trips runs each echo's share of a block in turn; one left out
+	// leaves es (its kernel ends with the rig).
+	trips := func(k int, keep bool) error {
+		for i := 0; i < len(es); {
+			e := es[i]
+			why, err := attempt(ctx, e.v, limit, func(ctx context.Context) error { return e.trips(ctx, k, keep, keep) })
+			if err != nil {
+				return fmt.Errorf("variant %s: %w", e.v.name, err)
+			}
+			if why != nil {
+				leave(e.v, "round trip", why)
+				es = slices.Delete(es, i, i+1)
+				continue
+			}
+			i++
 		}
+		return nil
+	}
+	// Warm up: each kernel, and the floor, a tenth of the run.
+	if err := trips(max(n/10, 1), false); err != nil {
+		return nil, nil, err
 	}
 	var floor []time.Duration
 	const skip = 8 // each floor block's first rounds wait for its launch
@@ -257,10 +275,8 @@ func interleaved(ctx context.Context, r *rig, f *floors, n int, vs []variant, le
 			}
 			floor = append(floor, lat[skip:]...)
 		}
-		for _, e := range es {
-			if err := e.trips(ctx, k, true, true); err != nil {
-				return nil, nil, fmt.Errorf("variant %s, block %d: %w", e.v.name, b, err)
-			}
+		if err := trips(k, true); err != nil {
+			return nil, nil, fmt.Errorf("block %d: %w", b, err)
 		}
 	}
 	for _, e := range es {
@@ -272,28 +288,59 @@ func interleaved(ctx context.Context, r *rig, f *floors, n int, vs []variant, le
 
 // inTurn runs measure for each variant of vs in turn, blocks times (the
 // hop's and the pipeline's interleaving, each block a fresh launch of
-// the variant's kernels), so drift falls on all alike. A variant whose
-// launch the backend refuses is left out (leave, with what it measures)
-// and dropped from the blocks after; the default's refusal, or any other
-// error, ends the run. It returns the variants that ran every block.
-func inTurn(vs []variant, blocks int, what string, leave func(variant, string, error), measure func(v variant, block int) error) ([]variant, error) {
+// the variant's kernels), so drift falls on all alike. A variant the
+// backend refuses, or whose block runs past limit, is left out (leave,
+// with what it measures) and dropped from the blocks after (attempt);
+// the default's refusal, or any other error, ends the run. It returns
+// the variants that ran every block.
+func inTurn(ctx context.Context, vs []variant, blocks int, what string, limit time.Duration, leave func(variant, string, error), measure func(ctx context.Context, v variant, block int) error) ([]variant, error) {
 	live := slices.Clone(vs)
 	for b := range blocks {
 		for i := 0; i < len(live); {
 			v := live[i]
-			err := measure(v, b)
+			why, err := attempt(ctx, v, limit, func(ctx context.Context) error { return measure(ctx, v, b) })
 			switch {
-			case err == nil:
-				i++
-			case refused(err) && v != variants[0]:
-				leave(v, what, err)
+			case err != nil:
+				return nil, fmt.Errorf("%s, variant %s, block %d: %w", what, v.name, b, err)
+			case why != nil:
+				leave(v, what, why)
 				live = slices.Delete(live, i, i+1)
 			default:
-				return nil, fmt.Errorf("%s, variant %s, block %d: %w", what, v.name, b, err)
+				i++
 			}
 		}
 	}
 	return live, nil
+}
+
+// attempt runs f, variant v's share of a block: the default variant under
+// ctx alone, another under limit as well (0: no limit), so an
+// experimental variant that hangs costs limit, not the run. It returns
+// why v is to be left out (the backend refused its launch,
+// ringkernel.ErrUnsupported, or it ran past limit), or the run's error
+// (any other, and every error of the default).
+func attempt(ctx context.Context, v variant, limit time.Duration, f func(context.Context) error) (why, err error) {
+	if v == variants[0] {
+		return nil, f(ctx)
+	}
+	late := false
+	if limit > 0 {
+		bctx, cancel := context.WithTimeout(ctx, limit)
+		err = f(bctx)
+		late = errors.Is(bctx.Err(), context.DeadlineExceeded)
+		cancel()
+	} else {
+		err = f(ctx)
+	}
+	switch {
+	case err == nil:
+		return nil, nil
+	case refused(err):
+		return err, nil
+	case late && ctx.Err() == nil:
+		return fmt.Errorf("did not finish in %v (the variant limit): %w", limit, err), nil
+	}
+	return nil, err
 }
 
 // mergePhases sums the phases of the same kernel (row, stage and
