@@ -46,12 +46,17 @@ type Options struct {
 	// that runs longer is stopped and left out ("did not finish"), and the
 	// others go on. 0: no limit.
 	VariantLimit time.Duration
+	// defaultOnly: the default variant alone (Run: its rows are the
+	// comparisons; the other variants would only add time).
+	defaultOnly bool
 	Progress     io.Writer
 }
 
-// Run measures them all on GPU 0 and returns the comparisons (Report's
-// Rows); Measure returns the rest too.
+// Run measures the default variant on GPU 0 and returns the comparisons
+// (Report's Rows: ringactor bench's gpu/ rows); Measure measures every
+// variant and returns the rest too.
 func Run(ctx context.Context, b *rkcuda.Backend, o Options) ([]Row, error) {
+	o.defaultOnly = true
 	rep, err := Measure(ctx, b, o)
 	if err != nil {
 		return nil, err
@@ -119,13 +124,17 @@ func Measure(ctx context.Context, b *rkcuda.Backend, o Options) (*Report, error)
 	for _, s := range rep.Stats {
 		say("gpubench:   %s", s.line())
 	}
+	vs := variants
+	if o.defaultOnly {
+		vs = vs[:1]
+	}
 	var live []string // the variants not left out, in order
 	leaveVariant := func(v variant, what string, err error) {
 		leave("%s: %s: %v", v.name, what, err)
 	}
-	say("gpubench: (a) ring-kernel round trip, %d samples per variant (%d variants), interleaved with %s", o.Samples, len(variants), rowFloorMapped)
+	say("gpubench: (a) ring-kernel round trip, %d samples per variant (%d variants), interleaved with %s", o.Samples, len(vs), rowFloorMapped)
 	r := &rig{b: b}
-	es, floor, err := interleaved(ctx, r, f, o.Samples, variants, o.VariantLimit, leaveVariant)
+	es, floor, err := interleaved(ctx, r, f, o.Samples, vs, o.VariantLimit, leaveVariant)
 	if err != nil {
 		r.close()
 		return nil, fmt.Errorf("round trip: %w", err)
