@@ -15,10 +15,21 @@ shift
 only=" $* "
 mkdir -p "$out"
 here=$(cd "$(dirname "$0")" && pwd)
-# make gpu-bundle gzips the binaries (the device machine takes 64 MiB).
-if ls "$here"/*.gz >/dev/null 2>&1; then
+# make gpu-bundle packs the binaries into one xz archive (the device machine
+# takes 64 MiB); older bundles gzipped each one.
+if [ -f "$here/bins.tar.xz" ] || ls "$here"/*.gz >/dev/null 2>&1; then
   bin=$(mktemp -d)
-  for f in "$here"/*.gz; do gunzip -c "$f" > "$bin/$(basename "$f" .gz)"; chmod +x "$bin/$(basename "$f" .gz)"; done
+  if [ -f "$here/bins.tar.xz" ]; then
+    if command -v xz >/dev/null; then
+      xz -dc "$here/bins.tar.xz" | tar -xf - -C "$bin"
+    else
+      python3 -c 'import sys, tarfile; tarfile.open(sys.argv[1]).extractall(sys.argv[2])' "$here/bins.tar.xz" "$bin"
+    fi || { echo "run.sh: cannot unpack bins.tar.xz (it needs xz or python3)"; exit 1; }
+  fi
+  for f in "$here"/*.gz; do [ -e "$f" ] && gunzip -c "$f" > "$bin/$(basename "$f" .gz)"; done
+  chmod +x "$bin"/*
+  cp "$here"/*.ptx "$bin"/ 2>/dev/null   # sass-fence reads the PTX beside the binaries
+  echo "unpacked the binaries in ${SECONDS}s"
   here=$bin
 fi
 export RINGACTOR_REQUIRE_GPU=1

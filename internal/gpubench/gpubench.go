@@ -49,7 +49,7 @@ type Options struct {
 	// defaultOnly: the default variant alone (Run: its rows are the
 	// comparisons; the other variants would only add time).
 	defaultOnly bool
-	Progress     io.Writer
+	Progress    io.Writer
 }
 
 // Run measures the default variant on GPU 0 and returns the comparisons
