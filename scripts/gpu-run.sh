@@ -148,6 +148,7 @@ echo "total: ${SECONDS}s of the ${budget}s run budget" | tee -a "$summary"
 for f in devices main-job ex-imagebatch ex-tempering bench-rows bench-p2p bench-allreduce bench-copy; do [ -f "$out/$f.log" ] && { echo "-- $f"; tail -40 "$out/$f.log"; } >> "$summary"; done
 grep -h 'GPU-NOTE' "$out"/*.log >> "$summary" 2>/dev/null
 # The device tool brings back at most 8 files: the logs travel as one archive.
-(cd "$out" && tar czf logs.tar.gz *.log spans.json 2>/dev/null && rm -f *.log spans.json)
+# (spans.json only where main-job ran: a run of some checks has none.)
+(cd "$out" && tar czf logs.tar.gz *.log $(ls spans.json 2>/dev/null) && rm -f *.log spans.json)
 echo; cat "$summary"
 exit $status
