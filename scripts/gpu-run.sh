@@ -4,16 +4,32 @@
 # script. Usage: run.sh OUTDIR [CHECK...]   (a log per check and summary.txt
 # are written to OUTDIR; with CHECK names, only those run).
 # The binaries are cgo builds from Debian 12: x86-64 and glibc >= 2.34.
+# The whole run fits one call of RUN_BUDGET seconds (default 540: a 10-minute
+# call less the unpacking and the archive): each check's limit is cut to what
+# is left of it, and a check with no time left is skipped, saying so.
+# bench-gpu runs second, right after devices: every loop variant, the floors
+# and the microbenchmarks in one table (issue 38), whatever hangs later.
 set -uo pipefail
 out=${1:?usage: run.sh OUTDIR [CHECK...]}
 shift
 only=" $* "
 mkdir -p "$out"
 here=$(cd "$(dirname "$0")" && pwd)
-# make gpu-bundle gzips the binaries (the device machine takes 64 MiB).
-if ls "$here"/*.gz >/dev/null 2>&1; then
+# make gpu-bundle packs the binaries into one xz archive (the device machine
+# takes 64 MiB); older bundles gzipped each one.
+if [ -f "$here/bins.tar.xz" ] || ls "$here"/*.gz >/dev/null 2>&1; then
   bin=$(mktemp -d)
-  for f in "$here"/*.gz; do gunzip -c "$f" > "$bin/$(basename "$f" .gz)"; chmod +x "$bin/$(basename "$f" .gz)"; done
+  if [ -f "$here/bins.tar.xz" ]; then
+    if command -v xz >/dev/null; then
+      xz -dc "$here/bins.tar.xz" | tar -xf - -C "$bin"
+    else
+      python3 -c 'import sys, tarfile; tarfile.open(sys.argv[1]).extractall(sys.argv[2])' "$here/bins.tar.xz" "$bin"
+    fi || { echo "run.sh: cannot unpack bins.tar.xz (it needs xz or python3)"; exit 1; }
+  fi
+  for f in "$here"/*.gz; do [ -e "$f" ] && gunzip -c "$f" > "$bin/$(basename "$f" .gz)"; done
+  chmod +x "$bin"/*
+  cp "$here"/*.ptx "$bin"/ 2>/dev/null   # sass-fence reads the PTX beside the binaries
+  echo "unpacked the binaries in ${SECONDS}s"
   here=$bin
 fi
 export RINGACTOR_REQUIRE_GPU=1
@@ -36,11 +52,18 @@ if [ -z "${RINGACTOR_NVRTC-}" ]; then
 fi
 echo "RINGACTOR_NVRTC=${RINGACTOR_NVRTC-<none>}" | tee -a "$out/gpu.txt"
 status=0
+budget=${RUN_BUDGET:-540}
 check() { # name, seconds, command...
   local name=$1 limit=$2; shift 2
   if [ "$only" != "  " ] && [[ "$only" != *" $name "* ]]; then return; fi
+  local left=$((budget - SECONDS))
+  if [ "$left" -lt 10 ]; then
+    printf '%-22s %-16s %4ds  no time left of the run budget (RUN_BUDGET=%ss)\n' "$name" "SKIP" 0 "$budget" | tee -a "$summary"
+    return
+  fi
+  [ "$limit" -gt "$left" ] && limit=$left
   local t0=$SECONDS
-  echo "== $name (limit ${limit}s)"
+  echo "== $name (limit ${limit}s, ${left}s of the run budget left)"
   timeout -k 10 "$limit" "$@" > "$out/$name.log" 2>&1
   local rc=$?
   local verdict=PASS
@@ -53,6 +76,16 @@ check() { # name, seconds, command...
 }
 # 1. what the backend sees
 check devices      20  "$here/ringactor" devices -backend cuda
+# issue 38: one table of every loop variant (loop, warp, flagged, warp+flagged,
+# and whatever variants.go lists) beside the floors, the microbenchmarks and
+# the per-message baselines, the variants interleaved in blocks; a variant the
+# backend refuses, or whose block runs past -variant-limit, is a "left out:"
+# line and the others go on. Rows go to the log's progress as measured, so a
+# timeout keeps them. The default sizes (20,000 samples, 2,000,000 messages per
+# variant) should take well under a minute on an H100 (an estimate: no GPU has
+# run four variants yet)
+# (BENCH_GPU_FLAGS: e.g. "-samples 5000 -messages 500000" to trim).
+check bench-gpu    180 "$here/ringactor" bench-gpu -variant-limit 20s ${BENCH_GPU_FLAGS:-}
 # the driver API (its tests over the emulated driver run in CI)
 check driver       40  "$here/cuda.test" -test.v -test.run "^TestGPU" -test.timeout 35s
 # 3. the CUDA backend's own GPU tests and probes (module loading, clock, grid limit)
@@ -89,8 +122,8 @@ export -f sass_fence; export out here
 check sass-fence   60  bash -c sass_fence
 check main-job     60  "$here/pipeline" -backend cuda -devices 0,0,0 -messages 200000 -quiet -trace-file "$out/spans.json"
 # 6. the benchmarks
-check bench-gpu    200 "$here/ringactor" bench-gpu ${BENCH_GPU_FLAGS:-}
-check bench-rows   200 "$here/ringactor" bench -quick -only gpu/
+# bench-gpu ran second (above); bench's gpu/ rows are the default loop's alone
+check bench-rows    90 "$here/ringactor" bench -quick -only gpu/
 check bench-p2p    120 "$here/ringactor" bench -quick -only p2p/ -backend cuda
 # the all-reduce over device links (peer links between GPUs where they have
 # them) against the host-hop one, and their tests on the GPUs
@@ -109,9 +142,13 @@ check ex-tempering   90 "$here/tempering" -backend cuda
 check top-once       30 "$here/ringactor" top -once -backend cuda
 check bench-copy    120 "$here/ringactor" bench -quick -only copy/ -backend cuda
 echo >> "$summary"
-for f in devices main-job ex-imagebatch ex-tempering bench-gpu bench-rows bench-p2p bench-allreduce bench-copy; do [ -f "$out/$f.log" ] && { echo "-- $f"; tail -40 "$out/$f.log"; } >> "$summary"; done
+echo "total: ${SECONDS}s of the ${budget}s run budget" | tee -a "$summary"
+# bench-gpu's whole table (its progress lines, "gpubench: ...", stay in the log)
+[ -f "$out/bench-gpu.log" ] && { echo "-- bench-gpu"; grep -v '^gpubench:' "$out/bench-gpu.log"; } >> "$summary"
+for f in devices main-job ex-imagebatch ex-tempering bench-rows bench-p2p bench-allreduce bench-copy; do [ -f "$out/$f.log" ] && { echo "-- $f"; tail -40 "$out/$f.log"; } >> "$summary"; done
 grep -h 'GPU-NOTE' "$out"/*.log >> "$summary" 2>/dev/null
 # The device tool brings back at most 8 files: the logs travel as one archive.
-(cd "$out" && tar czf logs.tar.gz *.log spans.json 2>/dev/null && rm -f *.log spans.json)
+# (spans.json only where main-job ran: a run of some checks has none.)
+(cd "$out" && tar czf logs.tar.gz *.log $(ls spans.json 2>/dev/null) && rm -f *.log spans.json)
 echo; cat "$summary"
 exit $status

@@ -16,11 +16,13 @@ import (
 // microbenchmarks, every loop variant interleaved with the floor, and the
 // loop's phases, in one run; over the emulated driver too, every row
 // labelled emulated. -json prints the whole report (gpubench.Report).
+// -variant-limit bounds each block of an experimental variant.
 func benchGPU(ctx context.Context, args []string, out, errOut io.Writer) error {
 	fs := newFlags("bench-gpu")
 	asJSON := fs.Bool("json", false, "print rows as JSON")
 	samples := fs.Int("samples", 20000, "round trips, launches and graph replays to time, each")
 	msgs := fs.Int("messages", 2_000_000, "messages through the 3-stage pipeline")
+	limit := fs.Duration("variant-limit", 0, "stop and leave out a variant other than the default whose block runs longer (0: no limit)")
 	if err := parseFlags(fs, args, out, 0); err != nil {
 		return err
 	}
@@ -37,7 +39,7 @@ func benchGPU(ctx context.Context, args []string, out, errOut io.Writer) error {
 			return err
 		}
 	}
-	rep, err := gpubench.Measure(ctx, b, gpubench.Options{Samples: *samples, Messages: *msgs, Progress: errOut})
+	rep, err := gpubench.Measure(ctx, b, gpubench.Options{Samples: *samples, Messages: *msgs, VariantLimit: *limit, Progress: errOut})
 	if err != nil {
 		return err
 	}

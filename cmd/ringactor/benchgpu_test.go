@@ -2,6 +2,7 @@ package main
 
 import (
 	"encoding/json"
+	"strings"
 	"testing"
 
 	"github.com/ringactor/ringactor/cuda/cudatest"
@@ -35,6 +36,25 @@ func TestBenchGPUOverEmulator(t *testing.T) {
 	for _, want := range []string{"floor/mapped-pingpong", "floor/device-pingpong", "micro/st.release.sys/32-stores", "variant/round-trip-64B"} {
 		if !names[want] {
 			t.Errorf("-json: no row %s with samples, labelled emulated", want)
+		}
+	}
+	// Every variant has its rows or a line saying why it was left out
+	// (the backend refused its launch), never silently nothing.
+	for _, v := range gpubench.VariantNames() {
+		left := ""
+		for _, l := range rep.LeftOut {
+			if strings.HasPrefix(l, v+": ") {
+				left = l
+			}
+		}
+		for _, row := range []string{"variant/round-trip-64B", "variant/hop-device-link", "variant/pipeline-3stage-64B"} {
+			found := false
+			for _, s := range rep.Stats {
+				found = found || (s.Name == row && s.Variant == v && s.N > 0)
+			}
+			if !found && left == "" {
+				t.Errorf("-json: variant %s has no row %s with samples and no left-out line", v, row)
+			}
 		}
 	}
 }

@@ -3,7 +3,7 @@
 //	ringactor devices [-json] [-backend auto|sim|cuda]
 //	ringactor describe [-devices 0,1,2] [-backend auto|sim|cuda]
 //	ringactor bench [-quick] [-json] [-only PREFIX] [-scale F] [-quiet] [-backend ...]
-//	ringactor bench-gpu [-json] [-samples N] [-messages N]
+//	ringactor bench-gpu [-json] [-samples N] [-messages N] [-variant-limit D]
 //	ringactor top [-once] [-duration D] [-interval D] [-devices auto] [-backend ...]
 //	ringactor version
 //	ringactor help [command]
@@ -221,7 +221,7 @@ var commands = []commandDoc{
 		"show where the main job's pipeline would place its stages and links on -devices, without running it"},
 	{"bench", "[-quick] [-json] [-only PREFIX] [-scale F] [-quiet] [-cpuprofile FILE] [-backend auto|sim|cuda]",
 		"run every benchmark this machine can, beside its baseline (progress and time left on stderr)"},
-	{"bench-gpu", "[-json] [-samples N] [-messages N]",
+	{"bench-gpu", "[-json] [-samples N] [-messages N] [-variant-limit D]",
 		"ring kernels on GPU 0 vs a kernel launch and a CUDA graph replay per message, and vs the floors measured in the same run (needs a GPU or the emulated driver)"},
 	{"top", "[-once] [-duration D] [-interval D] [-devices auto] [-backend auto|sim|cuda] [-trace K] [-metrics K] [-pprof ADDR]",
 		"live view of devices, links and stages under a demo workload"},

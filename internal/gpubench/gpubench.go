@@ -6,7 +6,9 @@
 // from that same work, the stronger baseline, both measured in the same
 // run, interleaved; (c) one hop between two ring kernels through a link in
 // device memory (from the device timestamps of sampled messages); and (d)
-// batched 64-byte messages through the 3-stage pipeline on one GPU.
+// batched 64-byte messages through the 3-stage pipeline on one GPU; (a),
+// (c) and (d) once per variant (a loop and a link format: variants.go),
+// beside the floors and microbenchmarks of the same run (floors.go).
 package gpubench
 
 import (
@@ -16,6 +18,7 @@ import (
 	"io"
 	"runtime"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -38,12 +41,22 @@ type Row = bench.Row
 type Options struct {
 	Samples  int // round trips, launches and graph replays measured, each (default 20000; hops: a quarter)
 	Messages int // messages through the pipeline (default 2,000,000)
-	Progress io.Writer
+	// VariantLimit bounds each block of a variant other than the default
+	// (its round trips, a hop's or a pipeline's launch and messages): one
+	// that runs longer is stopped and left out ("did not finish"), and the
+	// others go on. 0: no limit.
+	VariantLimit time.Duration
+	// defaultOnly: the default variant alone (Run: its rows are the
+	// comparisons; the other variants would only add time).
+	defaultOnly bool
+	Progress    io.Writer
 }
 
-// Run measures them all on GPU 0 and returns the comparisons (Report's
-// Rows); Measure returns the rest too.
+// Run measures the default variant on GPU 0 and returns the comparisons
+// (Report's Rows: ringactor bench's gpu/ rows); Measure measures every
+// variant and returns the rest too.
 func Run(ctx context.Context, b *rkcuda.Backend, o Options) ([]Row, error) {
+	o.defaultOnly = true
 	rep, err := Measure(ctx, b, o)
 	if err != nil {
 		return nil, err
@@ -52,11 +65,15 @@ func Run(ctx context.Context, b *rkcuda.Backend, o Options) ([]Row, error) {
 }
 
 // Measure measures everything on GPU 0: the floors and microbenchmarks
-// first (their module loads while no ring kernel runs), then every loop
+// first (their module loads while no ring kernel runs), then every
 // variant's round trip interleaved with the mapped ping-pong floor, the
-// per-message baselines, the hops, the pipeline and its split. Over the
-// emulated driver every row is labelled emulated; a row the driver cannot
-// run is left out with the reason (Report.LeftOut), never failed.
+// per-message baselines, every variant's hop and 3-stage pipeline (the
+// variants in turn, in blocks), and the default's pipeline split. Over
+// the emulated driver every row is labelled emulated; a row the driver
+// cannot run, and a variant the backend refuses to launch
+// (ringkernel.ErrUnsupported), is left out with the reason
+// (Report.LeftOut, "<variant>: <what>: <the backend's error>"), never
+// failed.
 func Measure(ctx context.Context, b *rkcuda.Backend, o Options) (*Report, error) {
 	if o.Samples <= 0 {
 		o.Samples = 20000
@@ -98,9 +115,26 @@ func Measure(ctx context.Context, b *rkcuda.Backend, o Options) (*Report, error)
 	} else if rep.Stats, err = floorStats(ctx, f, o.Samples, emu); err != nil {
 		return nil, fmt.Errorf("floors: %w", err)
 	}
-	say("gpubench: (a) ring-kernel round trip, %d samples per variant (%d variants), interleaved with %s", o.Samples, len(variants), rowFloorMapped)
+	// Each row goes to the progress as it is measured too, so a run
+	// stopped before its end (the GPU bundle's time limit) keeps them.
+	put := func(s Stat) {
+		rep.Stats = append(rep.Stats, s)
+		say("gpubench:   %s", s.line())
+	}
+	for _, s := range rep.Stats {
+		say("gpubench:   %s", s.line())
+	}
+	vs := variants
+	if o.defaultOnly {
+		vs = vs[:1]
+	}
+	var live []string // the variants not left out, in order
+	leaveVariant := func(v variant, what string, err error) {
+		leave("%s: %s: %v", v.name, what, err)
+	}
+	say("gpubench: (a) ring-kernel round trip, %d samples per variant (%d variants), interleaved with %s", o.Samples, len(vs), rowFloorMapped)
 	r := &rig{b: b}
-	es, floor, err := interleaved(ctx, r, f, o.Samples)
+	es, floor, err := interleaved(ctx, r, f, o.Samples, vs, o.VariantLimit, leaveVariant)
 	if err != nil {
 		r.close()
 		return nil, fmt.Errorf("round trip: %w", err)
@@ -110,19 +144,21 @@ func Measure(ctx context.Context, b *rkcuda.Backend, o Options) (*Report, error)
 	fs.Note = "one thread polls a flag in mapped pinned host memory and answers; the round trip the host sees"
 	if f != nil {
 		rep.Stats = append([]Stat{fs}, rep.Stats...)
+		say("gpubench:   %s", fs.line())
 	}
+	var ran []variant
 	for _, e := range es {
-		s := stat("variant/round-trip-64B", e.v.name, e.lat, emu)
+		ran = append(ran, e.v)
+		s := stat(rowVarRoundTrip, e.v.name, e.lat, emu)
 		if f != nil {
 			s = against(s, fs)
 		}
-		rep.Stats = append(rep.Stats, s)
+		put(s)
 		p, err := e.phases(ctx, s.Name)
 		if err != nil {
 			r.close()
 			return nil, fmt.Errorf("variant %s: phases: %w", e.v.name, err)
 		}
-		p.Emulated = emu
 		rep.Phases = append(rep.Phases, p)
 	}
 	r.close()
@@ -134,35 +170,77 @@ func Measure(ctx context.Context, b *rkcuda.Backend, o Options) (*Report, error)
 	if why != "" {
 		leave("%s: %s", rowGraph, why)
 	}
-	say("gpubench: (c) hop between two ring kernels, %d samples per variant", o.Samples/4)
-	var hopLat []time.Duration
-	for i, v := range variants {
-		lat, err := hop(ctx, b, o.Samples/4, v)
-		if err != nil {
-			return nil, fmt.Errorf("hop, variant %s: %w", v.name, err)
-		}
-		if i == 0 {
-			hopLat = lat
-		}
-		s := stat("variant/hop-device-link", v.name, lat, emu)
+	ls := stat(rowLaunch, "", base, emu)
+	put(ls)
+	if graph != nil {
+		put(against(stat(rowGraph, "", graph, emu), ls))
+	}
+	for i, name := range []string{rowRTSend, rowRTStage, rowRTBack} {
+		put(stat(name, variants[0].name, parts[i], emu))
+	}
+	const hopBlocks = 4
+	hn := max(o.Samples/4/hopBlocks, 1)
+	say("gpubench: (c) hop between two ring kernels, %d samples per variant (%d variants), in %d blocks", hn*hopBlocks, len(ran), hopBlocks)
+	hops := map[variant][]time.Duration{}
+	if ran, err = inTurn(ctx, ran, hopBlocks, "hop", o.VariantLimit, leaveVariant, func(ctx context.Context, v variant, _ int) error {
+		lat, err := hop(ctx, b, hn, v)
+		hops[v] = append(hops[v], lat...)
+		return err
+	}); err != nil {
+		return nil, err
+	}
+	for _, v := range ran {
+		lat := hops[v]
+		slices.Sort(lat)
+		s := stat(rowVarHop, v.name, lat, emu)
 		if d, ok := find(rep.Stats, rowFloorDevice); ok {
 			s = against(s, d)
 		}
-		rep.Stats = append(rep.Stats, s)
+		put(s)
 	}
-	say("gpubench: (d) 3-stage pipeline, %d messages", o.Messages)
-	rate, err := pipeline(ctx, b, o.Messages, 3, &rep.Phases)
-	if err != nil {
-		return nil, fmt.Errorf("pipeline: %w", err)
+	pipeBlocks := min(4, o.Messages)
+	pn := max(o.Messages/pipeBlocks, 1)
+	say("gpubench: (d) 3-stage pipeline, %d messages per variant (%d variants), in %d blocks", pn*pipeBlocks, len(ran), pipeBlocks)
+	perMsg := map[variant][]time.Duration{} // each block's ns per message
+	var timed []Phase
+	if ran, err = inTurn(ctx, ran, pipeBlocks, "pipeline", o.VariantLimit, leaveVariant, func(ctx context.Context, v variant, _ int) error {
+		rate, err := pipeline(ctx, b, pn, 3, v, &timed)
+		if err == nil && rate > 0 {
+			perMsg[v] = append(perMsg[v], time.Duration(1e9/rate))
+		}
+		return err
+	}); err != nil {
+		return nil, err
 	}
+	rep.Phases = append(rep.Phases, mergePhases(timed)...)
+	var rate float64
+	for _, v := range ran {
+		d := perMsg[v]
+		var sum time.Duration
+		for _, x := range d {
+			sum += x
+		}
+		slices.Sort(d)
+		s := stat(rowVarPipeline, v.name, d, emu)
+		if sum > 0 {
+			s.MsgsPerSec = float64(len(d)) * 1e9 / float64(sum) // every block the same messages: all of them over all their time
+		}
+		s.Note = pipelineNote
+		if v == variants[0] {
+			rate = s.MsgsPerSec
+		}
+		put(s)
+		live = append(live, v.name)
+	}
+	say("gpubench: variants measured throughout: %s", strings.Join(live, ", "))
 	say("gpubench: (e) where the pipeline's time goes: the host alone, host to a sink kernel, one stage; %d messages each", o.Messages)
 	var split [3]float64
 	for i, stages := range []int{-1, 0, 1} {
-		if split[i], err = pipeline(ctx, b, o.Messages, stages, nil); err != nil {
+		if split[i], err = pipeline(ctx, b, o.Messages, stages, variants[0], nil); err != nil {
 			return nil, fmt.Errorf("pipeline with %d stages: %w", stages, err)
 		}
 	}
-	out := rows(rt, base, graph, hopLat, rate)
+	out := rows(rt, base, graph, hops[variants[0]], rate)
 	for i, name := range []string{rowRTSend, rowRTStage, rowRTBack} {
 		out = append(out, Row{Name: name, Backend: "cuda", P50: pct(parts[i], .5), P99: pct(parts[i], .99)})
 	}
@@ -224,7 +302,16 @@ const (
 	rowHostLink = "gpu/pipeline-split/host-only"
 	rowIngress  = "gpu/pipeline-split/ingress-to-sink"
 	rowOneStage = "gpu/pipeline-split/one-stage"
+
+	// Each variant's measurements (Stats, the variant column): the
+	// default's are also the gpu/ rows.
+	rowVarRoundTrip = "variant/round-trip-64B"
+	rowVarHop       = "variant/hop-device-link"
+	rowVarPipeline  = "variant/pipeline-3stage-64B"
 )
+
+// pipelineNote says what a variant/pipeline row's columns are.
+const pipelineNote = "msgs/s: all its messages over all its blocks' time; p50/p90/p99: ns per message of its n blocks (each a fresh launch of the three kernels)"
 
 // rows lays the measurements out as package bench does: the round trip
 // once per baseline it is compared with (launch per message, then graph
@@ -269,19 +356,22 @@ func pct(d []time.Duration, q float64) int64 {
 
 type rig struct {
 	b       *rkcuda.Backend
+	v       variant // the variant its kernels run as (the phases' variant column)
 	regions []p2pqueue.Region
 	kernels []*rk.Kernel
 	// timed, when not nil, gets the phases of every kernel launched (each
 	// with its timers on), read as close ends them: rows of row, variant
-	// variants[0] (the rig launches that one).
+	// v.
 	timed  *[]Phase
 	row    string
 	clocks []p2pqueue.Region // per kernel, when timed
 	stages []string          // their stages' names
 }
 
-func (r *rig) link(kind p2pqueue.MemoryKind, capacity uint32, floats int) (*p2pqueue.Link, error) {
-	cfg := p2pqueue.ConfigFor(capacity, 4*floats)
+// link makes a link of format f in memory of kind on GPU 0, its slots
+// sized for floats float32s.
+func (r *rig) link(kind p2pqueue.MemoryKind, f p2pqueue.Format, capacity uint32, floats int) (*p2pqueue.Link, error) {
+	cfg := p2pqueue.ConfigForFormat(capacity, 4*floats, f)
 	n, err := cfg.RegionSize()
 	if err != nil {
 		return nil, err
@@ -294,6 +384,7 @@ func (r *rig) link(kind p2pqueue.MemoryKind, capacity uint32, floats int) (*p2pq
 	return p2pqueue.Init(reg, cfg)
 }
 
+// launch starts a ring kernel of spec and activates it.
 func (r *rig) launch(ctx context.Context, spec rk.Spec) error {
 	if r.timed != nil {
 		reg, err := r.b.Alloc(0, 8*phaseWords, p2pqueue.DeviceMemory)
@@ -324,7 +415,7 @@ func (r *rig) close() {
 	}
 	for i, reg := range r.clocks { // the kernels have ended: their timers are stored
 		if i < len(r.kernels) {
-			if p, err := readPhase(reg, r.row, variants[0].name); err == nil {
+			if p, err := readPhase(reg, r.row, r.v.name); err == nil {
 				p.Stage = r.stages[i]
 				*r.timed = append(*r.timed, p)
 			}
@@ -557,13 +648,13 @@ func (w *oneShot) time(ctx context.Context, step func() error, k int, lat *[]tim
 // for the whole run so a parked pump never makes a kernel wait for trace
 // space, which would delay the publish the hop is measured across.
 func hop(ctx context.Context, b *rkcuda.Backend, n int, v variant) ([]time.Duration, error) {
-	r := &rig{b: b}
+	r := &rig{b: b, v: v}
 	defer r.close()
-	in, err := r.link(p2pqueue.MappedPinnedMemory, 64, 16)
+	in, err := r.link(p2pqueue.MappedPinnedMemory, v.format, 64, 16)
 	if err != nil {
 		return nil, err
 	}
-	mid, err := r.link(p2pqueue.DeviceMemory, 64, 16)
+	mid, err := r.link(p2pqueue.DeviceMemory, v.format, 64, 16)
 	if err != nil {
 		return nil, err
 	}
@@ -688,20 +779,20 @@ func (h *hopRecords) wait(ctx context.Context, from, to uint64, idle time.Durati
 	}
 }
 
-// pipeline pushes batched 64-byte messages through x*2 -> sqrt -> +1 on one
-// GPU and returns messages per second end to end.
 // pipeline sends total 64-byte messages in batches from one goroutine and
 // receives them in another, through stages ring kernels on GPU 0: 3 (x2,
 // sqrt, +1, joined by links in device memory), 1 (identity), 0 (a sink
 // kernel: done when it has processed them all) or -1 (no kernel: the
 // receiver reads the sender's link itself).
 //
-// With phases not nil, each kernel runs with its phase timers on and its
-// phases are appended there once they have ended.
-func pipeline(ctx context.Context, b *rkcuda.Backend, total, stages int, phases *[]Phase) (float64, error) {
-	r := &rig{b: b, timed: phases, row: rowPipeline}
+// It returns messages per second end to end. Every kernel runs as
+// variant v, every link of v's format. With phases not nil, each kernel
+// runs with its phase timers on and its phases (row
+// variant/pipeline-3stage-64B) are appended there once they have ended.
+func pipeline(ctx context.Context, b *rkcuda.Backend, total, stages int, v variant, phases *[]Phase) (float64, error) {
+	r := &rig{b: b, v: v, timed: phases, row: rowVarPipeline}
 	defer r.close()
-	in, err := r.link(p2pqueue.MappedPinnedMemory, 4096, 16)
+	in, err := r.link(p2pqueue.MappedPinnedMemory, v.format, 4096, 16)
 	if err != nil {
 		return 0, err
 	}
@@ -709,15 +800,15 @@ func pipeline(ctx context.Context, b *rkcuda.Backend, total, stages int, phases 
 	var sink *rk.Kernel
 	switch stages {
 	case 3:
-		l1, err := r.link(p2pqueue.DeviceMemory, 4096, 16)
+		l1, err := r.link(p2pqueue.DeviceMemory, v.format, 4096, 16)
 		if err != nil {
 			return 0, err
 		}
-		l2, err := r.link(p2pqueue.DeviceMemory, 4096, 16)
+		l2, err := r.link(p2pqueue.DeviceMemory, v.format, 4096, 16)
 		if err != nil {
 			return 0, err
 		}
-		if out, err = r.link(p2pqueue.MappedPinnedMemory, 4096, 16); err != nil {
+		if out, err = r.link(p2pqueue.MappedPinnedMemory, v.format, 4096, 16); err != nil {
 			return 0, err
 		}
 		specs := []rk.Spec{
@@ -726,19 +817,24 @@ func pipeline(ctx context.Context, b *rkcuda.Backend, total, stages int, phases 
 			{Stage: rk.Stage{Name: "plus1", Op: "offset", Params: []float32{1}}, ID: 3, In: []*p2pqueue.Link{l2}, InLocal: []bool{true}, Out: []*p2pqueue.Link{out}},
 		}
 		for _, s := range specs {
+			v.set(&s)
 			if err := r.launch(ctx, s); err != nil {
 				return 0, err
 			}
 		}
 	case 1:
-		if out, err = r.link(p2pqueue.MappedPinnedMemory, 4096, 16); err != nil {
+		if out, err = r.link(p2pqueue.MappedPinnedMemory, v.format, 4096, 16); err != nil {
 			return 0, err
 		}
-		if err := r.launch(ctx, rk.Spec{Stage: rk.Stage{Name: "id", Op: "identity"}, ID: 1, In: []*p2pqueue.Link{in}, Out: []*p2pqueue.Link{out}}); err != nil {
+		s := rk.Spec{Stage: rk.Stage{Name: "id", Op: "identity"}, ID: 1, In: []*p2pqueue.Link{in}, Out: []*p2pqueue.Link{out}}
+		v.set(&s)
+		if err := r.launch(ctx, s); err != nil {
 			return 0, err
 		}
 	case 0:
-		if err := r.launch(ctx, rk.Spec{Stage: rk.Stage{Name: "sink", Op: "identity"}, ID: 1, In: []*p2pqueue.Link{in}}); err != nil {
+		s := rk.Spec{Stage: rk.Stage{Name: "sink", Op: "identity"}, ID: 1, In: []*p2pqueue.Link{in}}
+		v.set(&s)
+		if err := r.launch(ctx, s); err != nil {
 			return 0, err
 		}
 		sink = r.kernels[len(r.kernels)-1]

@@ -3,6 +3,7 @@ package gpubench
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"strings"
 	"testing"
@@ -10,6 +11,7 @@ import (
 
 	drv "github.com/ringactor/ringactor/cuda"
 	"github.com/ringactor/ringactor/cuda/cudatest"
+	rk "github.com/ringactor/ringactor/ringkernel"
 	rkcuda "github.com/ringactor/ringactor/ringkernel/cuda"
 )
 
@@ -44,33 +46,58 @@ func TestMeasureOverEmulator(t *testing.T) {
 		t.Error("the report does not say it ran over the emulated driver")
 	}
 	checkReport(t, rep)
-	// The 3-stage pipeline's kernels ran with their timers on: each
-	// counted every message.
-	var stages []string
-	for _, p := range rep.Phases {
-		if p.Row != rowPipeline {
+	// Each variant's 3-stage pipeline ran its kernels with their timers
+	// on, in blocks: summed over them, each stage counted every message.
+	for _, v := range variants {
+		if leftOut(rep, v) != "" {
 			continue
 		}
-		stages = append(stages, p.Stage)
-		if p.Messages != 300 || p.Batches == 0 || p.Batches > p.Messages || p.StageIn <= 0 || p.Publish <= 0 {
-			t.Errorf("pipeline stage %s: phases %+v, want its 300 messages timed", p.Stage, p)
+		var stages []string
+		for _, p := range rep.Phases {
+			if p.Row != rowVarPipeline || p.Variant != v.name {
+				continue
+			}
+			stages = append(stages, p.Stage)
+			if v.loop == rk.LoopWarp && p.Batches == 0 && p.Messages == 0 {
+				continue // the warp loop without phase marks (see checkReport)
+			}
+			if p.Messages != 300 || p.Batches == 0 || p.Batches > p.Messages || p.StageIn <= 0 || p.Publish <= 0 {
+				t.Errorf("variant %s, pipeline stage %s: phases %+v, want its 300 messages timed", v.name, p.Stage, p)
+			}
 		}
-	}
-	if strings.Join(stages, " ") != "x2 sqrt plus1" {
-		t.Errorf("pipeline phases for stages %q, want x2 sqrt plus1", stages)
+		if strings.Join(stages, " ") != "x2 sqrt plus1" {
+			t.Errorf("variant %s: pipeline phases for stages %q, want x2 sqrt plus1", v.name, stages)
+		}
 	}
 	// The report prints and encodes, every part of it there.
 	var out strings.Builder
 	rep.Print(&out)
-	for _, want := range []string{rowRoundTrip, rowFloorMapped, rowFloorDevice, "micro/nanosleep/1000ns", "phases:", "emulated CUDA driver"} {
+	for _, want := range []string{rowRoundTrip, rowFloorMapped, rowFloorDevice, "micro/nanosleep/1000ns", "phases:", "emulated CUDA driver", pipelineNote} {
 		if !strings.Contains(out.String(), want) {
 			t.Errorf("the printed report lacks %q:\n%s", want, out.String())
+		}
+	}
+	for _, l := range rep.LeftOut {
+		if !strings.Contains(out.String(), "left out: "+l+"\n") {
+			t.Errorf("left out %q, not printed:\n%s", l, out.String())
 		}
 	}
 	if _, err := json.Marshal(rep); err != nil {
 		t.Error(err)
 	}
 	t.Log(out.String())
+}
+
+// leftOut is the report's left-out line of variant v, "" if none: the
+// variant's name, what it measured when the backend refused it, and the
+// backend's reason.
+func leftOut(rep *Report, v variant) string {
+	for _, l := range rep.LeftOut {
+		if strings.HasPrefix(l, v.name+": ") {
+			return l
+		}
+	}
+	return ""
 }
 
 // checkReport holds a report to its promises: the comparisons of package
@@ -121,8 +148,22 @@ func checkReport(t *testing.T, rep *Report) {
 			t.Errorf("%s compared with %q (ratio %g), want %s", m.name, s.Vs, s.Ratio, m.vs)
 		}
 	}
+	// Every variant has its rows, or a line saying why the backend
+	// refused it; never silently nothing.
 	for _, v := range variants {
-		for _, c := range []struct{ name, floor string }{{"variant/round-trip-64B", rowFloorMapped}, {"variant/hop-device-link", rowFloorDevice}} {
+		why := leftOut(rep, v)
+		if why != "" {
+			// The backend's own error, naming what it refused.
+			if !strings.Contains(why, "ringkernel/cuda: ") || !strings.Contains(why, rk.ErrUnsupported.Error()) {
+				t.Errorf("variant %s left out as %q: want the backend's refusal (ringkernel.ErrUnsupported) and its reason", v.name, why)
+			}
+			if v == variants[0] {
+				t.Errorf("the default variant was left out: %s", why)
+			}
+			t.Logf("variant %s left out: %s", v.name, why)
+		}
+		rowsOf := 0
+		for _, c := range []struct{ name, floor string }{{rowVarRoundTrip, rowFloorMapped}, {rowVarHop, rowFloorDevice}, {rowVarPipeline, ""}} {
 			var got *Stat
 			for i := range rep.Stats {
 				if rep.Stats[i].Name == c.name && rep.Stats[i].Variant == v.name {
@@ -130,31 +171,147 @@ func checkReport(t *testing.T, rep *Report) {
 				}
 			}
 			if got == nil {
-				t.Errorf("no row %s for variant %s", c.name, v.name)
+				if why == "" {
+					t.Errorf("no row %s for variant %s, and no line saying why it was left out", c.name, v.name)
+				}
 				continue
 			}
-			if got.N <= 0 || got.Vs != c.floor || got.Ratio <= 0 || got.Emulated != rep.Emulated {
-				t.Errorf("%s (%s): %+v, want samples and a ratio to %s", c.name, v.name, *got, c.floor)
+			rowsOf++
+			if got.N <= 0 || got.P50 <= 0 || got.P50 > got.P90 || got.P90 > got.P99 || got.Vs != c.floor || (c.floor != "" && got.Ratio <= 0) || got.Emulated != rep.Emulated {
+				t.Errorf("%s (%s): %+v, want samples, ordered percentiles and a ratio to %q", c.name, v.name, *got, c.floor)
 			}
+			if c.name == rowVarPipeline && (got.MsgsPerSec <= 0 || got.Note != pipelineNote) {
+				t.Errorf("%s (%s): %+v, want msgs/s and the note", c.name, v.name, *got)
+			}
+		}
+		if why != "" && rowsOf == 3 {
+			t.Errorf("variant %s has every row and a left-out line %q", v.name, why)
+		}
+		if why != "" {
+			continue
 		}
 		var ph *Phase
 		for i := range rep.Phases {
-			if rep.Phases[i].Variant == v.name {
+			if rep.Phases[i].Variant == v.name && rep.Phases[i].Row == rowVarRoundTrip {
 				ph = &rep.Phases[i]
 			}
 		}
 		// Each round trip is one batch of one message; the loop counted
 		// them itself (its timers are written only when the pointer is set).
-		// The warp loop has no phase marks yet: its row says "-".
-		if v.name == "warp" {
-			if ph != nil && ph.Batches != 0 {
-				t.Errorf("variant warp: phases %+v; the warp loop has no phase marks: if it has now, hold it to them here", ph)
-			}
+		// The warp loop had no phase marks when this was written: its row
+		// may say "-"; once it has them, they are held to the same.
+		if v.loop == rk.LoopWarp && ph != nil && ph.Batches == 0 && ph.Messages == 0 {
 			continue
 		}
 		if ph == nil || ph.Batches == 0 || ph.Messages < ph.Batches || ph.Poll <= 0 || ph.StageIn <= 0 || ph.Compute <= 0 || ph.Publish <= 0 {
 			t.Errorf("variant %s: phases %+v, want every phase timed over its batches", v.name, ph)
 		}
+	}
+	// The per-message baselines and the round trip's parts have their
+	// distributions in the second table (the first has p50 and p99 only).
+	for _, name := range []string{rowLaunch, rowRTSend, rowRTStage, rowRTBack} {
+		if s, ok := find(rep.Stats, name); !ok || s.N <= 0 || s.P50 > s.P90 || s.P90 > s.P99 {
+			t.Errorf("%s in the second table: %+v (found %v), want samples and p50/p90/p99", name, s, ok)
+		}
+	}
+}
+
+// inTurn runs each variant's blocks in turn; a variant the backend
+// refuses is left out with its reason and the others go on; the
+// default's refusal, or any other error, ends the run.
+func TestInTurnLeavesRefusedVariantsOut(t *testing.T) {
+	if len(variants) < 3 {
+		t.Fatalf("%d variants: this test wants the default and two more", len(variants))
+	}
+	def, other, refusedAt1 := variants[0], variants[1], variants[2]
+	vs := []variant{def, other, refusedAt1}
+	var calls, left []string
+	leave := func(v variant, what string, err error) {
+		left = append(left, fmt.Sprintf("%s: %s: %v", v.name, what, err))
+	}
+	ctx := context.Background()
+	live, err := inTurn(ctx, vs, 3, "hop", 0, leave, func(_ context.Context, v variant, b int) error {
+		calls = append(calls, fmt.Sprintf("%s/%d", v.name, b))
+		if v == refusedAt1 && b == 1 {
+			return fmt.Errorf("ringkernel: launch: %w: no flagged out-links", rk.ErrUnsupported)
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []string{def.name + "/0", other.name + "/0", refusedAt1.name + "/0", def.name + "/1", other.name + "/1", refusedAt1.name + "/1", def.name + "/2", other.name + "/2"}
+	if strings.Join(calls, " ") != strings.Join(want, " ") {
+		t.Errorf("blocks ran %q, want %q", calls, want)
+	}
+	if len(live) != 2 || live[0] != def || live[1] != other {
+		t.Errorf("variants that ran every block: %v, want %s and %s", live, def.name, other.name)
+	}
+	wantLeft := refusedAt1.name + ": hop: ringkernel: launch: " + rk.ErrUnsupported.Error() + ": no flagged out-links"
+	if len(left) != 1 || left[0] != wantLeft {
+		t.Errorf("left out %q, want [%q]", left, wantLeft)
+	}
+	// The default must run; another error is the run's.
+	for _, c := range []struct {
+		v   variant
+		err error
+	}{{def, fmt.Errorf("launch: %w", rk.ErrUnsupported)}, {other, errors.New("the link broke")}} {
+		left = nil
+		_, err := inTurn(ctx, vs, 2, "pipeline", time.Hour, leave, func(_ context.Context, v variant, _ int) error {
+			if v == c.v {
+				return c.err
+			}
+			return nil
+		})
+		if !errors.Is(err, c.err) || left != nil {
+			t.Errorf("%s failing with %v: err %v, left out %q; want the run to fail, nothing left out", c.v.name, c.err, err, left)
+		}
+	}
+	// A block past the limit: another variant's is stopped and left out,
+	// the default's is not limited.
+	left = nil
+	var defaultCtx error
+	live, err = inTurn(ctx, vs, 2, "pipeline", time.Millisecond, leave, func(ctx context.Context, v variant, _ int) error {
+		switch v {
+		case def:
+			_, limited := ctx.Deadline()
+			if limited {
+				defaultCtx = errors.New("the default variant's block has a deadline")
+			}
+		case other:
+			<-ctx.Done() // a hung block: only the limit ends it
+			return fmt.Errorf("after 3 messages: %w", ctx.Err())
+		}
+		return nil
+	})
+	if err != nil || defaultCtx != nil {
+		t.Fatal(err, defaultCtx)
+	}
+	if len(live) != 2 || live[0] != def || live[1] != refusedAt1 {
+		t.Errorf("variants that ran every block: %v, want %s and %s", live, def.name, refusedAt1.name)
+	}
+	if len(left) != 1 || !strings.HasPrefix(left[0], other.name+": pipeline: did not finish in 1ms") || !strings.Contains(left[0], "deadline exceeded") {
+		t.Errorf("left out %q, want %s as not finished", left, other.name)
+	}
+}
+
+// Phases of one kernel over several blocks add up: counts sum, means are
+// over all the batches.
+func TestMergePhases(t *testing.T) {
+	got := mergePhases([]Phase{
+		{Row: "r", Stage: "a", Variant: "loop", Batches: 1, Messages: 2, Poll: 10, StageIn: 20, Compute: 30, Publish: 40},
+		{Row: "r", Stage: "b", Variant: "loop", Batches: 5, Messages: 5, Poll: 1},
+		{Row: "r", Stage: "a", Variant: "warp", Batches: 2, Messages: 2, Poll: 7},
+		{Row: "r", Stage: "a", Variant: "loop", Batches: 3, Messages: 6, Poll: 30, StageIn: 20, Compute: 10, Publish: 0},
+		{Row: "r", Stage: "a", Variant: "loop"}, // a block whose loop has no marks
+	})
+	want := []Phase{
+		{Row: "r", Stage: "a", Variant: "loop", Batches: 4, Messages: 8, Poll: 25, StageIn: 20, Compute: 15, Publish: 10},
+		{Row: "r", Stage: "b", Variant: "loop", Batches: 5, Messages: 5, Poll: 1},
+		{Row: "r", Stage: "a", Variant: "warp", Batches: 2, Messages: 2, Poll: 7},
+	}
+	if fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Errorf("merged\n%+v\nwant\n%+v", got, want)
 	}
 }
 

@@ -3,6 +3,7 @@ package gpubench
 import (
 	"fmt"
 	"io"
+	"slices"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -11,21 +12,26 @@ import (
 )
 
 // Stat is a row of bench-gpu's second table: a floor (floor/...), a
-// microbenchmark (micro/...) or a loop variant's measurement
-// (variant/...), each with its percentiles and sample count, and compared
+// microbenchmark (micro/...), a variant's measurement (variant/...,
+// the variant column), or a gpu/ row's distribution (the per-message
+// baselines and the round trip's parts, whose first table has p50 and
+// p99 only), each with its percentiles and sample count, and compared
 // with the row measured in the same run that it should approach (Vs, a
 // floor, or the cheaper scope of the same operation): Ratio is P50 over
-// Vs's P50 (1.3 means 30% above it).
+// Vs's P50 (1.3 means 30% above it). A throughput row (the variant's
+// pipeline) has MsgsPerSec, and its percentiles are of its blocks' ns per
+// message (N blocks).
 type Stat struct {
-	Name    string  `json:"name"`
-	Variant string  `json:"variant,omitempty"`
-	P50     int64   `json:"p50_ns"`
-	P90     int64   `json:"p90_ns"`
-	P99     int64   `json:"p99_ns"`
-	N       int     `json:"samples"`
-	Vs      string  `json:"vs,omitempty"`
-	Ratio   float64 `json:"ratio,omitempty"`
-	Note    string  `json:"note,omitempty"`
+	Name       string  `json:"name"`
+	Variant    string  `json:"variant,omitempty"`
+	P50        int64   `json:"p50_ns"`
+	P90        int64   `json:"p90_ns"`
+	P99        int64   `json:"p99_ns"`
+	N          int     `json:"samples"`
+	MsgsPerSec float64 `json:"msgs_per_sec,omitempty"`
+	Vs         string  `json:"vs,omitempty"`
+	Ratio      float64 `json:"ratio,omitempty"`
+	Note       string  `json:"note,omitempty"`
 	// Emulated: measured over the emulated CUDA driver (the device code
 	// on CPU threads): what it shows is that the row runs, not its speed.
 	Emulated bool `json:"emulated,omitempty"`
@@ -82,13 +88,17 @@ func (r *Report) Print(w io.Writer) {
 	if len(r.Stats) > 0 {
 		fmt.Fprintln(w)
 		tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
-		fmt.Fprintln(tw, "name\tvariant\ton\tp50\tp90\tp99\tn\tvs\tratio\t")
+		fmt.Fprintln(tw, "name\tvariant\ton\tp50\tp90\tp99\tn\tmsgs/s\tvs\tratio\t")
 		for _, s := range r.Stats {
 			ratio := ""
 			if s.Vs != "" {
 				ratio = fmt.Sprintf("%.2fx", s.Ratio)
 			}
-			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%d\t%s\t%s\t\n", s.Name, s.Variant, on(s.Emulated), ns(s.P50), ns(s.P90), ns(s.P99), s.N, s.Vs, ratio)
+			rate := "-"
+			if s.MsgsPerSec > 0 {
+				rate = rateString(s.MsgsPerSec)
+			}
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%d\t%s\t%s\t%s\t\n", s.Name, s.Variant, on(s.Emulated), ns(s.P50), ns(s.P90), ns(s.P99), s.N, rate, s.Vs, ratio)
 		}
 		tw.Flush()
 		var notes []string // each note once, after the rows it is about
@@ -100,7 +110,9 @@ func (r *Report) Print(w io.Writer) {
 			if names[s.Note] == nil {
 				notes = append(notes, s.Note)
 			}
-			names[s.Note] = append(names[s.Note], s.Name)
+			if !slices.Contains(names[s.Note], s.Name) { // a row per variant: named once
+				names[s.Note] = append(names[s.Note], s.Name)
+			}
 		}
 		for _, n := range notes {
 			fmt.Fprintf(w, "%s: %s\n", strings.Join(names[n], ", "), n)
@@ -130,6 +142,33 @@ func ns(v int64) string {
 		return "-"
 	}
 	return time.Duration(v).String()
+}
+
+// line is s on one line, for progress.
+func (s Stat) line() string {
+	l := s.Name
+	if s.Variant != "" {
+		l += " [" + s.Variant + "]"
+	}
+	l += fmt.Sprintf(": p50 %s p90 %s p99 %s n %d", ns(s.P50), ns(s.P90), ns(s.P99), s.N)
+	if s.MsgsPerSec > 0 {
+		l += ", " + rateString(s.MsgsPerSec) + " msgs/s"
+	}
+	if s.Vs != "" {
+		l += fmt.Sprintf(", %.2fx %s", s.Ratio, s.Vs)
+	}
+	return l
+}
+
+// rateString writes msgs/s as package bench's table does (3.36M, 140.0k).
+func rateString(v float64) string {
+	switch {
+	case v >= 1e6:
+		return fmt.Sprintf("%.2fM", v/1e6)
+	case v >= 1e3:
+		return fmt.Sprintf("%.1fk", v/1e3)
+	}
+	return fmt.Sprintf("%.0f", v)
 }
 
 // stat is a Stat of the sorted samples d.
