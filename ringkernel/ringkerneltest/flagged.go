@@ -50,7 +50,7 @@ func (s *suite) testFlaggedLinks(t *testing.T) {
 }
 
 // A flagged host ingress into a pipeline whose other links are indexed
-// (what a device loop reads but does not yet write): see flaggedPipeline.
+// (a flagged ingress, indexed links after it): see flaggedPipeline.
 func (s *suite) testFlaggedIngress(t *testing.T) {
 	s.flaggedPipeline(t, p2pqueue.FormatIndexed)
 }
