@@ -49,8 +49,8 @@ func (s *suite) testFlaggedLinks(t *testing.T) {
 	t.Run("fan-in routed", s.flaggedFanInRouted)
 }
 
-// A flagged host ingress into a pipeline whose other links are indexed
-// (a flagged ingress, indexed links after it): see flaggedPipeline.
+// A flagged host ingress into a pipeline whose other links are indexed:
+// see flaggedPipeline.
 func (s *suite) testFlaggedIngress(t *testing.T) {
 	s.flaggedPipeline(t, p2pqueue.FormatIndexed)
 }
