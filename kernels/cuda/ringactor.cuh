@@ -1006,7 +1006,7 @@ struct ra_loop {
             s.next = (k + 1) % nin;
         }
         if (!s.stop && s.n == 0 && done) { s.life = RA_STATE_TERMINATED; s.stop = 1; }
-        if (s.n == 0) publish_heads();  // nothing to take: the lazy heads, for space
+        if (s.n == 0 && !s.stop) publish_heads();  // nothing to take: the lazy heads, for space (never on a fault)
     }
 
     // top, thread 0: the part of a step before the block's first barrier:
