@@ -228,3 +228,37 @@ func TestPrintLedger(t *testing.T) {
 		t.Errorf("Sub: %+v", d)
 	}
 }
+
+// TestLedgerLazyHead: a flagged in-link's head is published for space only
+// (docs/ARCHITECTURE.md §2.4), not per batch. The warp loop takes each
+// lockstep round of 128 messages in at least four batches of at most 32,
+// from an in-link of 256 slots: a head due every 64 messages, and once
+// more when the loop finds the ingress empty, is at most 3 release stores
+// a round beside the heartbeats; a head per batch would be at least 4.
+func TestLedgerLazyHead(t *testing.T) {
+	cudatest.Device(t, 0)
+	b, err := rkcuda.New(rkcuda.Options{})
+	if err != nil {
+		t.Fatalf("cuda backend: %v", err)
+	}
+	defer b.Close()
+	if !LedgerSupported(b) {
+		t.Skipf("skipping: %v", ErrNoLedger)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	const rounds, batch = 16, 128
+	v := LedgerVariant{Name: "flagged-warp", Link: flagged, Spec: LedgerVariants[1].Spec}
+	res, err := RunLedger(ctx, b, LedgerOptions{Rounds: rounds, Batch: batch, Variants: []LedgerVariant{v}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	l := res[0].Ledger
+	t.Logf("%+v", l)
+	eq(t, "messages processed", l.Messages, rounds*batch)
+	if l.Batches < 4*rounds {
+		t.Fatalf("batches: %d, want at least %d (32 a batch at most)", l.Batches, 4*rounds)
+	}
+	eq(t, ".sys fences", l.FenceSys, 0)
+	atMost(t, "head release stores (.sys releases beyond the heartbeats)", l.RelSys-l.Beats, 3*rounds)
+}
