@@ -1077,7 +1077,8 @@ struct ra_loop {
 
     // process, every thread: the stage, one message per thread; a stage
     // with state sees its messages one at a time, in order, on thread 0.
-    // Results go straight into outs[0]'s slots (or the sink buffer).
+    // Results go straight into outs[0]'s slots (or the sink buffer; with
+    // a flagged out-link, res_slot in the staging area).
     __device__ __forceinline__ void process() {
         const ra_u32 n = s.n;
         const bool one = state != 0;
@@ -1132,7 +1133,9 @@ struct ra_loop {
     }
 
     // headers, every thread: the out-slot headers, one thread each, when no
-    // dead letter left a gap to close and nothing routes (the usual case).
+    // dead letter left a gap to close and nothing routes (the usual case);
+    // with a flagged out-link, then every result's words, spread over the
+    // threads (ra_ll_write_batch), while thread 0 goes on to bottom.
     __device__ __forceinline__ void headers() {
         if (s.gaps || s.sink || routed) return;
         const ra_u64 at = s.outs[0].own;  // read before the barrier: thread 0 moves it after (publish)
