@@ -111,7 +111,7 @@ relacy:
 	bash scripts/relacy.sh
 
 # The conformance cases `make test` runs once more with every kernel in the warp loop (ringkernel.LoopWarp) (its own tests, TestLoopVariant*, run in EMU_PKGS).
-EMU_WARP_TESTS ?= TestConformance$$/(EveryBuiltin|OpError|Lifecycle|Terminate|Heartbeat|StatusUnderLoad|CountsItsWork|StatefulSum|TraceRecords|BadMessages|FanIn|CorruptLink|Route|Typed|TwoStages|Steal|Barrier)
+EMU_WARP_TESTS ?= TestConformance$$/(EveryBuiltin|OpError|Lifecycle|Terminate|Heartbeat|StatusUnderLoad|CountsItsWork|StatefulSum|TraceRecords|BadMessages|FanIn|CorruptLink|Route|Typed|TwoStages|Steal|Barrier|Flagged)
 test: vet emu relacy tsan
 	$(GO) test -race -timeout $(TEST_TIMEOUT) $(PKGS)
 	$(GO) test -timeout $(TEST_TIMEOUT) -run '$(REMOTE_TESTS)' $(REMOTE_PKGS)

@@ -74,6 +74,8 @@ extern "C" __global__ void probe(unsigned char *base, ra_u64 *out) {
 	out[0] = ra_slot_id(ra_q_slot(q, h)) + t + ra_globaltimer();
 	ra_store_release_sys(ra_q_word(q, RA_Q_OFF_HEAD), h + 1);
 	ra_store_release_gpu(ra_q_word(q, RA_Q_OFF_TAIL), t + 1);
+	ra_ll_store((ra_u64 *)ra_q_slot(q, t), t, false);  // a flagged word: relaxed, at the link's scope
+	ra_ll_store((ra_u64 *)ra_q_slot(q, h), h, true);
 }`
 	out, err := n.Compile(cuda.Source{Name: "probe.cu", Code: probe, Headers: kernels.Headers()}, "compute_70")
 	if err != nil {
@@ -81,7 +83,8 @@ extern "C" __global__ void probe(unsigned char *base, ra_u64 *out) {
 	}
 	ptx := string(out.PTX)
 	for _, want := range []string{"ld.acquire.sys.global.u64", "ld.acquire.gpu.global.u64",
-		"st.release.sys.global.u64", "st.release.gpu.global.u64", "%globaltimer", "nanosleep"} {
+		"st.release.sys.global.u64", "st.release.gpu.global.u64", "st.relaxed.gpu.global.u64", "st.relaxed.sys.global.u64",
+		"%globaltimer", "nanosleep"} {
 		if !strings.Contains(ptx, want) {
 			t.Errorf("PTX lacks %q", want)
 		}

@@ -38,7 +38,7 @@ const (
 	ArgOffBufSize   = ArgOffBuf + 8*MaxStageBuffers       // u64[MaxStageBuffers]: their sizes in bytes
 	ArgOffNumBuf    = ArgOffBufSize + 8*MaxStageBuffers   // u32: bound buffers
 	ArgOffInLL      = ArgOffNumBuf + 4                    // u32: bit i set: in-link i is flagged (p2pqueue.FormatFlagged)
-	ArgOffOutLL     = ArgOffInLL + 4                      // u32: bit i set: out-link i is flagged (0 until the loop writes them)
+	ArgOffOutLL     = ArgOffInLL + 4                      // u32: bit i set: out-link i is flagged (p2pqueue.FormatFlagged)
 	ArgOffVariant   = ArgOffOutLL + 4                     // u32: Spec.Variant, the device loop
 	ArgOffPhase     = ArgOffVariant + 4                   // u64: per-phase timers (Spec.PhaseTimers), 0 = off
 	ArgSize         = ArgOffPhase + 8                     // bytes, a multiple of 8

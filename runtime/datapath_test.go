@@ -15,14 +15,6 @@ import (
 	"github.com/ringactor/ringactor/runtime/internal/ext"
 )
 
-// backendWritesFlagged says whether the backend under test runs a stage
-// whose OUT-links are flagged. ringkernel/cuda refuses them today (its
-// device loop reads flagged links but writes indexed ones only), so over
-// the CUDA backend a flagged DataPath is refused at Build: the cases below
-// then check the refusal is clean and report it. Flip the CUDA answer to
-// true once the device loop writes flagged links.
-func backendWritesFlagged() bool { return !onCUDA() }
-
 // dataPaths is every DataPath: indexed or flagged links, the classic or
 // the warp loop.
 var dataPaths = []ra.DataPath{
@@ -65,15 +57,6 @@ func TestDataPathEveryChoice(t *testing.T) {
 			spec.OnDeadLetter = func(d ra.DeadLetter) { mu.Lock(); dead = append(dead, d); mu.Unlock() }
 			live := ext.Of(e.RT).LiveLinks()
 			p, err := e.RT.Build(ctxT(t), spec)
-			if path.Links == p2pqueue.FormatFlagged && !backendWritesFlagged() {
-				if !errors.Is(err, rk.ErrUnsupported) || !strings.Contains(err.Error(), "use p2pqueue.FormatIndexed") {
-					t.Fatalf("Build with %s over the %s backend: %v; want its refusal (ringkernel.ErrUnsupported) naming the fix, or flip backendWritesFlagged", path, rttest.Backend(), err)
-				}
-				if n := ext.Of(e.RT).LiveLinks(); n != live {
-					t.Fatalf("%d live links after the refused build, want %d", n, live)
-				}
-				t.Skipf("REFUSED: the %s backend cannot run %s yet (the build failed cleanly, no links kept): %v", rttest.Backend(), path, err)
-			}
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -221,12 +204,6 @@ func TestDataPathGraph(t *testing.T) {
 	}
 	live := ext.Of(e.RT).LiveLinks()
 	p, err := e.RT.Build(ctxT(t), spec)
-	if !backendWritesFlagged() {
-		if !errors.Is(err, rk.ErrUnsupported) || ext.Of(e.RT).LiveLinks() != live {
-			t.Fatalf("Build with %s over the %s backend: %v, %d live links (want %d); want its refusal, or flip backendWritesFlagged", path, rttest.Backend(), err, ext.Of(e.RT).LiveLinks(), live)
-		}
-		t.Skipf("REFUSED: the %s backend cannot run %s yet: %v", rttest.Backend(), path, err)
-	}
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -248,5 +225,8 @@ func TestDataPathGraph(t *testing.T) {
 	}
 	if st := p.Stats(); got["root"] != msgs || got["inc"] != msgs || st.Delivered != 2*msgs || st.Copied != msgs || st.InFlight != 0 {
 		t.Fatalf("results %v, account %+v; want %d from each exit", got, st, msgs)
+	}
+	if n := ext.Of(e.RT).LiveLinks(); n != live {
+		t.Errorf("%d live links after Close, want %d", n, live)
 	}
 }

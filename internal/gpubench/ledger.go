@@ -187,7 +187,7 @@ var LedgerVariants = []LedgerVariant{
 	{Name: "classic"},
 	{Name: "warp", Spec: func(s *rk.Spec) { s.Variant = rk.LoopWarp }},
 	{Name: "flagged-in", InLink: flagged},
-	{Name: "flagged", Missing: "the device loop writes no flagged out-links yet (issue 38 item 1)"},
+	{Name: "flagged", Link: flagged},
 }
 
 // flagged makes a link's format p2pqueue.FormatFlagged, its slots twice

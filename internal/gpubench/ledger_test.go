@@ -98,9 +98,14 @@ func checkClassic(t *testing.T, l Ledger, rounds, batch, outCap uint64) {
 
 // checkFlagged is the flag-in-slot links' design (issue 38 item 1): the
 // consumer polls the next slot's flag instead of tail, and the producer
-// publishes without a fence, head published lazily for space.
+// publishes without a fence, head published lazily for space. Both host
+// links flagged: the loop reads its in-link's slots by their flags and
+// writes its results as flagged words (kernels/cuda/ra_ll.cuh). As for
+// checkFlaggedIn, a round may take a sent batch in two.
 func checkFlagged(t *testing.T, l Ledger, rounds, batch, outCap uint64) {
-	eq(t, "batches", l.Batches, rounds)
+	if l.Batches < rounds || l.Batches > rounds*batch {
+		t.Errorf("batches: %d, want %d to %d", l.Batches, rounds, rounds*batch)
+	}
 	eq(t, "messages processed", l.Messages, rounds*batch)
 	// No dependent tail read per batch on ingress: the slot's flag is the
 	// data's validity.
@@ -109,6 +114,13 @@ func checkFlagged(t *testing.T, l Ledger, rounds, batch, outCap uint64) {
 	// take one now and then (at most one per half the in-link's room).
 	atMost(t, ".sys fences", l.FenceSys, rounds/4)
 	atMost(t, "fenced .sys stores", l.FencedSys, rounds/4)
+	// The out tail is stored relaxed, for observers: with the 9 counters,
+	// 10 relaxed stores per batch (the words are not counted: data).
+	eq(t, "relaxed .sys stores (counters, out tail)", l.RlxSys, 10*l.Batches)
+	// head: a release store, at most one per batch (here the loop finds
+	// the ingress empty after every lockstep batch and publishes it then),
+	// beside the heartbeats.
+	atMost(t, ".sys release stores beyond the heartbeats", l.RelSys, l.Beats+l.Batches)
 }
 
 // checkWarp: the warp loop (ringkernel.LoopWarp): no block barrier and no
@@ -124,9 +136,10 @@ func checkWarp(t *testing.T, l Ledger, rounds, batch, outCap uint64) {
 	eq(t, "block barriers", l.Barriers, 0)
 }
 
-// checkFlaggedIn: a flagged in-link, an indexed egress (the device loop
-// reads flagged links, writes none yet): the ingress half of the design,
-// no dependent tail read per batch; the egress still fences per batch.
+// checkFlaggedIn: a flagged in-link, an indexed egress: the ingress half
+// of the design, no dependent tail read per batch; the egress still
+// fences per batch, and its fence releases the out tail alone (the
+// in-link's head is lazy: a release store, not a fenced one).
 //
 // Without a tail a sent batch is not seen whole: the loop takes what has
 // arrived, so a round may take two batches (counted, not fixed). Every
@@ -140,6 +153,7 @@ func checkFlaggedIn(t *testing.T, l Ledger, rounds, batch, outCap uint64) {
 	}
 	eq(t, "tail reads on the critical path", l.Work.Tail, 0)
 	eq(t, ".sys fences (one per published batch)", l.FenceSys, l.Batches)
+	eq(t, "fenced .sys stores (the out tail)", l.FencedSys, l.Batches)
 }
 
 // TestLedger runs each loop variant over the emulated driver and holds it
@@ -213,4 +227,38 @@ func TestPrintLedger(t *testing.T) {
 	if d := (Ledger{FenceSys: 15, Batches: 12}).Sub(Ledger{FenceSys: 5, Batches: 2}); d.FenceSys != 10 || d.Batches != 10 {
 		t.Errorf("Sub: %+v", d)
 	}
+}
+
+// TestLedgerLazyHead: a flagged in-link's head is published for space only
+// (docs/ARCHITECTURE.md §2.4), not per batch. The warp loop takes each
+// lockstep round of 128 messages in at least four batches of at most 32,
+// from an in-link of 256 slots: a head due every 64 messages, and once
+// more when the loop finds the ingress empty, is at most 3 release stores
+// a round beside the heartbeats; a head per batch would be at least 4.
+func TestLedgerLazyHead(t *testing.T) {
+	cudatest.Device(t, 0)
+	b, err := rkcuda.New(rkcuda.Options{})
+	if err != nil {
+		t.Fatalf("cuda backend: %v", err)
+	}
+	defer b.Close()
+	if !LedgerSupported(b) {
+		t.Skipf("skipping: %v", ErrNoLedger)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	const rounds, batch = 16, 128
+	v := LedgerVariant{Name: "flagged-warp", Link: flagged, Spec: LedgerVariants[1].Spec}
+	res, err := RunLedger(ctx, b, LedgerOptions{Rounds: rounds, Batch: batch, Variants: []LedgerVariant{v}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	l := res[0].Ledger
+	t.Logf("%+v", l)
+	eq(t, "messages processed", l.Messages, rounds*batch)
+	if l.Batches < 4*rounds {
+		t.Fatalf("batches: %d, want at least %d (32 a batch at most)", l.Batches, 4*rounds)
+	}
+	eq(t, ".sys fences", l.FenceSys, 0)
+	atMost(t, "head release stores (.sys releases beyond the heartbeats)", l.RelSys-l.Beats, 3*rounds)
 }

@@ -2,9 +2,11 @@
 // experimental; docs/ARCHITECTURE.md §2.4).
 //
 // Stands for:
-//   producer   a device producer of a flagged link (not built yet: ringkernel/cuda
-//              refuses flagged links) and p2pqueue/flagged.go
-//              Link.encodeFlagged + Producer.commitFlagged: every 8-byte
+//   producer   the device loop's flagged out-link (kernels/cuda/ra_ll.cuh
+//              ra_ll_write, ra_ll_write_batch: the block's threads store
+//              the words; closed released in finish, after a barrier) and
+//              p2pqueue/flagged.go Link.encodeFlagged +
+//              Producer.commitFlagged: every 8-byte
 //              word of a slot is data | lap flag << 32, stored relaxed in any
 //              order (here the first word first: the worst case for the
 //              consumer); no tail, no fence. It re-reads head (acquire) only
@@ -12,8 +14,12 @@
 //              last slot's words.
 //   consumer   p2pqueue/flagged.go Consumer.peekFlagged/gather and
 //              peekFlaggedOrClosed, kernels/cuda/ra_ll.cuh ra_ll_avail and
-//              ra_ll_get (the device loop's flagged in-link; both publish
-//              head once per batch, more often than here): polls the next slot's first word for the
+//              ra_ll_get (the device loop's flagged in-link, whose flush and
+//              publish_heads publish head lazily: a release once a quarter
+//              of the ring is consumed since the last, or when it finds
+//              nothing to take; the Go consumer once per batch: both at
+//              least as often as here, which any threshold up to the
+//              ring's capacity keeps correct): polls the next slot's first word for the
 //              slot's lap flag, then every other word it uses until its flag
 //              matches; publishes head lazily (a release, once half the ring
 //              is consumed since the last one, or when it finds the ring

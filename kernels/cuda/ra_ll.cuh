@@ -13,9 +13,17 @@
 // order). Every load goes through the seams (ra_load_relaxed_sys): a word
 // carries its own validity, nothing else hangs on it, so relaxed suffices.
 //
-// Out-links are not flagged yet (ringkernel/cuda refuses a flagged
-// out-link, and a flagged in-link with steal links or a slot too big to
-// stage). head is still published once per batch by flush's fence.
+// Out-links: the loop's results are made in the staging area (after the
+// batch's staged in-slots: ra_loop::res_slot) and written out as flagged
+// words (ra_ll_write, ra_ll_write_batch): each word one relaxed 8-byte
+// store at the link's scope (ra_ll_store), the slot's words only up to its
+// message's length (the Go consumer gathers those only), no fence; tail is
+// stored relaxed for observers. A flagged in-link's head is published
+// lazily, for space only (ra_loop::flush, ra_loop::publish_heads): with a
+// release, once a quarter of the ring was consumed since the last, when
+// the loop finds nothing to take, and where a barrier or the end needs it.
+// ringkernel/cuda refuses a flagged steal link and a flagged in-link of a
+// stage with steal links (steal copies slots whole, as bytes).
 #ifndef RINGACTOR_LL_CUH
 #define RINGACTOR_LL_CUH
 
@@ -106,6 +114,64 @@ __device__ __forceinline__ void ra_ll_stage_in(const ra_link_end *in, ra_u32 n, 
         ((ra_u32 *)(d + RA_SLOT_HEADER_SIZE))[j] = ra_ll_get(in->q, in->own + i, hw + j);
     }
     sync();
+}
+
+// ra_ll_store: one flagged word, a relaxed 8-byte store at the link's scope
+// (single-copy atomic: the flag and the 4 bytes with it land together).
+// The host build tells the scope checker (ra_host_seam) but not the cost
+// ledger: data words are no index, counter or fence.
+#if defined(RA_HOST)
+__device__ __forceinline__ void ra_ll_store(ra_u64 *p, ra_u64 v, bool sys) { ra_host_seam(p, sys); __atomic_store_n(p, v, __ATOMIC_RELAXED); }
+__device__ __forceinline__ void ra_store_relaxed_gpu(ra_u64 *p, ra_u64 v) { ra_host_op(p, 0, RA_HOST_ST_RLX, v); __atomic_store_n(p, v, __ATOMIC_RELAXED); }
+#elif defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 700
+__device__ __forceinline__ void ra_store_relaxed_gpu(ra_u64 *p, ra_u64 v) {
+    asm volatile("st.relaxed.gpu.global.u64 [%0], %1;" :: "l"(p), "l"(v) : "memory");
+}
+__device__ __forceinline__ void ra_ll_store(ra_u64 *p, ra_u64 v, bool sys) {
+    if (sys) ra_store_relaxed_sys(p, v); else ra_store_relaxed_gpu(p, v);
+}
+#else
+__device__ __forceinline__ void ra_store_relaxed_gpu(ra_u64 *p, ra_u64 v) { *(volatile ra_u64 *)p = v; }
+__device__ __forceinline__ void ra_ll_store(ra_u64 *p, ra_u64 v, bool sys) { (void)sys; *(volatile ra_u64 *)p = v; }
+#endif
+// ra_store_relaxed: an index no one waits on (a flagged out-link's tail).
+__device__ __forceinline__ void ra_store_relaxed(ra_u64 *p, ra_u64 v, bool sys) {
+    if (sys) ra_store_relaxed_sys(p, v); else ra_store_relaxed_gpu(p, v);
+}
+
+// ra_ll_words: the words a flagged slot's message of len payload bytes
+// fills (the header's 8, then the payload's, the last one padded).
+__device__ __forceinline__ ra_u32 ra_ll_words(ra_u32 len) { return RA_SLOT_HEADER_SIZE / 4 + (len + 3) / 4; }
+
+// ra_ll_put: word j of the flagged slot for seq of out, from src, the
+// logical slot (header, then payload; ra_slot_len its length): its 4
+// bytes low (the payload's last word zero-padded, as the Go producer
+// writes it), the lap flag high.
+__device__ __forceinline__ void ra_ll_put(const ra_link_end &out, ra_u64 seq, ra_u32 j, const unsigned char *src) {
+    const ra_u32 end = RA_SLOT_HEADER_SIZE + ra_slot_len(src);
+    ra_u32 v = ((const ra_u32 *)src)[j];
+    if (4 * j + 4 > end) v &= (1u << (8 * (end - 4 * j))) - 1u;
+    ra_ll_store((ra_u64 *)ra_q_slot(out.q, seq) + j, (ra_u64)ra_ll_flag(out.q, seq) << 32 | v, out.sys);
+}
+
+// ra_ll_write, one thread: logical slot src into the flagged slot for seq
+// of out, every word its message fills and no other.
+__device__ __forceinline__ void ra_ll_write(const ra_link_end &out, ra_u64 seq, const unsigned char *src) {
+    const ra_u32 nw = ra_ll_words(ra_slot_len(src));
+    for (ra_u32 j = 0; j < nw; j++) ra_ll_put(out, seq, j, src);
+}
+
+// ra_ll_write_batch, tid of nthr threads: n logical slots from src (pitch
+// bytes apart, each at most wmax words) into out's flagged slots from seq,
+// the words spread over the threads. Their headers are written before
+// (a barrier between).
+__device__ __forceinline__ void ra_ll_write_batch(const ra_link_end &out, ra_u64 seq, ra_u32 n, const unsigned char *src, ra_u32 pitch,
+                                                  ra_u32 wmax, ra_u32 tid, ra_u32 nthr) {
+    for (ra_u32 x = tid; x < n * wmax; x += nthr) {
+        const ra_u32 i = x / wmax, j = x - i * wmax;
+        const unsigned char *r = src + (size_t)i * pitch;
+        if (j < ra_ll_words(ra_slot_len(r))) ra_ll_put(out, seq + i, j, r);
+    }
 }
 
 // ra_ll_check, at attach: a link's layout version agrees with what the

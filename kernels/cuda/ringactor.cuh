@@ -687,6 +687,7 @@ struct ra_loop {
     // block; the warp loop's lanes, ra_warp.cuh), and sync(): their barrier.
     ra_u32 tid, nthr;
     bool warp;
+    bool llout;  // an out-link is flagged: results are made in the staging area (res_slot, ra_ll.cuh)
     __device__ __forceinline__ void sync() { if (warp) ra_warp_sync(nthr); else __syncthreads(); }
     ra_phase ph;  // thread 0's per-phase timers (off unless ArgOffPhase is set)
 
@@ -712,6 +713,7 @@ struct ra_loop {
         pitch = 0;
         stg = true;
         tid = threadIdx.x; nthr = blockDim.x; warp = false;
+        llout = nout < 32 && (ra_arg_u32(a, RA_ARG_OFF_OUT_LL) & ((1u << nout) - 1u)) != 0;
     }
 
     // bind, thread 0 (before the first barrier): the bound buffers from
@@ -743,11 +745,12 @@ struct ra_loop {
         s.ocap = 0xffffffffu;  // bytes: the least any out-slot holds, so a routed result fits wherever it goes
         for (ra_u32 k = 0; ok && k < nout; k++) {
             ok = ra_attach(ra_arg_ptr(a, RA_ARG_OFF_OUT + 8 * k), &s.outs[k], false, (out_sys >> k) & 1u) &&
-                 ra_ll_check(&s.outs[k], false) && !((out_ll >> k) & 1u);  // flagged out-links: not yet
-            if (ok) s.ocap = min(s.ocap, s.outs[k].q.slot_size - RA_SLOT_HEADER_SIZE);
+                 ra_ll_check(&s.outs[k], (out_ll >> k) & 1u);
+            if (ok) s.ocap = min(s.ocap, ra_ll_cap(s.outs[k]));
         }
         for (ra_u32 k = 0; ok && k < nin; k++)
-            ok = ra_attach(ra_arg_ptr(a, RA_ARG_OFF_IN + 8 * k), &s.ins[k], true, (in_sys >> k) & 1u) && ra_ll_check(&s.ins[k], (in_ll >> k) & 1u);
+            ok = ra_attach(ra_arg_ptr(a, RA_ARG_OFF_IN + 8 * k), &s.ins[k], true, (in_sys >> k) & 1u) && ra_ll_check(&s.ins[k], (in_ll >> k) & 1u) &&
+                 stage_room(k) > 0;
         ok = attach_steal(a) && ok;
         if (!ok) {
             s.life = RA_STATE_FAULTED;
@@ -810,7 +813,7 @@ struct ra_loop {
         if (nsteal > RA_MAX_STEAL_LINKS) return false;
         const ra_u32 sys = ra_arg_u32(a, RA_ARG_OFF_STEAL_SYS);
         for (ra_u32 k = 0; k < nsteal; k++)
-            if (!ra_attach(ra_arg_ptr(a, RA_ARG_OFF_STEAL + 8 * k), &s.steals[k], false, (sys >> k) & 1u)) return false;
+            if (!ra_attach(ra_arg_ptr(a, RA_ARG_OFF_STEAL + 8 * k), &s.steals[k], false, (sys >> k) & 1u) || !ra_ll_check(&s.steals[k], false)) return false;
         return true;
     }
 
@@ -930,6 +933,7 @@ struct ra_loop {
             bar_waiting = false;
         }
         if (bar_pending && s.ins[bp_link].own >= bp_at) {
+            publish_head(&s.ins[bp_link]);  // a flagged in-link's lazy head, up to the mark
             ra_barrier_arrive(bp_flags, bp_me, bp_gen);
             bar_pending = false;
             bar_waiting = true;
@@ -997,13 +1001,12 @@ struct ra_loop {
             long long fr = barrier_room(k);
             for (ra_u32 o = 0; o < nout && fr > 0; o++) fr = min(fr, ra_free(&s.outs[o], 1));
             if (fr < 0) { fault(); s.stop = 1; break; }
-            s.n = (ra_u32)min(min(av, fr), (long long)RA_BATCH);
-            const ra_u32 p = ra_stage_pitch(s.ins[k].q.slot_size);
-            if (p <= RA_STAGE_BYTES) s.n = min(s.n, RA_STAGE_BYTES / p);
+            s.n = min((ra_u32)min(min(av, fr), (long long)RA_BATCH), stage_room(k));
             s.cur = k;
             s.next = (k + 1) % nin;
         }
         if (!s.stop && s.n == 0 && done) { s.life = RA_STATE_TERMINATED; s.stop = 1; }
+        if (s.n == 0 && !s.stop) publish_heads();  // nothing to take: the lazy heads, for space (never on a fault)
     }
 
     // top, thread 0: the part of a step before the block's first barrier:
@@ -1074,7 +1077,8 @@ struct ra_loop {
 
     // process, every thread: the stage, one message per thread; a stage
     // with state sees its messages one at a time, in order, on thread 0.
-    // Results go straight into outs[0]'s slots (or the sink buffer).
+    // Results go straight into outs[0]'s slots (or the sink buffer; with
+    // a flagged out-link, res_slot in the staging area).
     __device__ __forceinline__ void process() {
         const ra_u32 n = s.n;
         const bool one = state != 0;
@@ -1085,7 +1089,7 @@ struct ra_loop {
             unsigned char *o;
             int cap;
             if (s.sink) { cap = (int)(in->q.slot_size - RA_SLOT_HEADER_SIZE); o = sink_buf + (size_t)i * cap; }
-            else { o = ra_q_slot(s.outs[0].q, s.outs[0].own + i) + RA_SLOT_HEADER_SIZE; cap = (int)s.ocap; }
+            else { o = out_slot(i) + RA_SLOT_HEADER_SIZE; cap = (int)s.ocap; }
             // Host time as this device estimates it agrees with the enqueue
             // stamp (the host's, or another device's) only to the
             // calibrations' error: where this clock reads behind the stamp,
@@ -1129,11 +1133,17 @@ struct ra_loop {
     }
 
     // headers, every thread: the out-slot headers, one thread each, when no
-    // dead letter left a gap to close and nothing routes (the usual case).
+    // dead letter left a gap to close and nothing routes (the usual case);
+    // with a flagged out-link, then every result's words, spread over the
+    // threads (ra_ll_write_batch), while thread 0 goes on to bottom.
     __device__ __forceinline__ void headers() {
         if (s.gaps || s.sink || routed) return;
-        for (ra_u32 i = tid; i < s.n; i += nthr) write_out_header(ra_q_slot(s.outs[0].q, s.outs[0].own + i), i);
-        sync();  // the headers before thread 0 publishes them
+        const ra_u64 at = s.outs[0].own;  // read before the barrier: thread 0 moves it after (publish)
+        const ra_u32 n = s.n;
+        for (ra_u32 i = tid; i < n; i += nthr) write_out_header(out_slot(i), i);
+        const unsigned char *r0 = llout ? res_slot(0) : 0;
+        sync();  // the headers before thread 0 publishes them (or before their words are written)
+        if (llout) ra_ll_write_batch(s.outs[0], at, n, r0, res_pitch(), ra_ll_words(s.ocap), tid, nthr);
     }
 
     // publishRouted, thread 0: each result to the out-link(s) its route
@@ -1146,7 +1156,7 @@ struct ra_loop {
         for (ra_u32 d = 0; d < nout; d++) cnt[d] = 0;
         ra_link_end *outs = s.outs;
         for (ra_u32 i = 0; i < s.n; i++) {
-            const unsigned char *src = ra_q_slot(outs[0].q, outs[0].own + i) + RA_SLOT_HEADER_SIZE;
+            const unsigned char *src = out_slot(i) + RA_SLOT_HEADER_SIZE;
             ra_u32 dst = 0;
             if (s.res[i] >= 0 && route != RA_ROUTE_ALL) {
                 const int c = ra_route_pick(route, nout, rr, src, (ra_u32)s.res[i], key_off, s.ports[i], &dst);
@@ -1157,9 +1167,12 @@ struct ra_loop {
             const ra_u32 first = route == RA_ROUTE_ALL ? nout - 1 : dst;
             for (ra_u32 d = first + 1; d-- > 0;) {  // outs[0] last
                 if (route != RA_ROUTE_ALL && d != dst) break;
-                unsigned char *ds = ra_q_slot(outs[d].q, outs[d].own + cnt[d]);
-                if (!(d == 0 && cnt[0] == i)) ra_copy_payload(ds + RA_SLOT_HEADER_SIZE, src, s.res[i]);
-                write_out_header(ds, i);
+                if (outs[d].ll) ll_put(outs[d], outs[d].own + cnt[d], i);
+                else {
+                    unsigned char *ds = ra_q_slot(outs[d].q, outs[d].own + cnt[d]);
+                    if (ds + RA_SLOT_HEADER_SIZE != src) ra_copy_payload(ds + RA_SLOT_HEADER_SIZE, src, s.res[i]);
+                    write_out_header(ds, i);
+                }
                 cnt[d]++;
                 outs[d].bytes += (ra_u32)s.res[i];
             }
@@ -1185,7 +1198,8 @@ struct ra_loop {
         ra_u32 j = 0;
         for (ra_u32 i = 0; i < s.n; i++) {
             if (s.res[i] < 0) { dead_letter(i); continue; }
-            if (!s.sink) {
+            if (!s.sink && llout) ll_put(out, out.own + j++, i);
+            else if (!s.sink) {
                 unsigned char *d = ra_q_slot(out.q, out.own + j);
                 if (j != i)  // close the gap a dead letter left
                     ra_copy_payload(d + RA_SLOT_HEADER_SIZE, ra_q_slot(out.q, out.own + i) + RA_SLOT_HEADER_SIZE, s.res[i]);
@@ -1268,16 +1282,74 @@ struct ra_loop {
     __device__ __forceinline__ void flush() {
         account();
         store_counters();
-        bool sys = in->sys;
-        for (ra_u32 d = 0; d < nout; d++)
-            if (dirty & (1u << d)) sys |= s.outs[d].sys;
-        ra_fence_acq_rel(sys);
-        for (ra_u32 d = 0; d < nout; d++)
-            if (dirty & (1u << d)) ra_store_fenced(ra_q_word(s.outs[d].q, RA_Q_OFF_TAIL), s.outs[d].own, s.outs[d].sys);
-        dirty = 0;
         in->own += s.n;
-        ra_store_fenced(ra_q_word(in->q, RA_Q_OFF_HEAD), in->own, in->sys);
+        // A flagged out-link needs no fence (its words carry their flags)
+        // and a flagged in-link's head is lazy (ll_head_due): no fence
+        // when neither an indexed link nor an indexed head is published.
+        const bool head = !in->ll || ll_head_due(*in);
+        bool fence = !in->ll, sys = fence && in->sys;
+        for (ra_u32 d = 0; d < nout; d++)
+            if ((dirty & (1u << d)) && !s.outs[d].ll) { fence = true; sys |= s.outs[d].sys; }
+        if (fence) ra_fence_acq_rel(sys |= head && in->sys);
+        for (ra_u32 d = 0; d < nout; d++) {
+            if (!(dirty & (1u << d))) continue;
+            ra_u64 *t = ra_q_word(s.outs[d].q, RA_Q_OFF_TAIL);
+            if (s.outs[d].ll) ra_store_relaxed(t, s.outs[d].own, s.outs[d].sys);  // for observers only
+            else ra_store_fenced(t, s.outs[d].own, s.outs[d].sys);
+        }
+        dirty = 0;
+        if (!head) return;
+        if (fence) ra_store_fenced(ra_q_word(in->q, RA_Q_OFF_HEAD), in->own, in->sys);
+        else ra_store_release(ra_q_word(in->q, RA_Q_OFF_HEAD), in->own, in->sys);  // after the counters
         in->pub = in->own;
+    }
+
+    // ---- flagged links (ra_ll.cuh) ------------------------------------
+    // ll_head_due: a flagged in-link's head is published for space only:
+    // once a quarter of its ring was consumed since the last publish (the
+    // producer's cached head then still leaves it three quarters).
+    static __device__ __forceinline__ bool ll_head_due(const ra_link_end &e) {
+        return e.own - e.pub >= ((ra_u64)e.q.mask + 1) / 4;
+    }
+    // publish_head, thread 0: e's head if not yet published (a release;
+    // its counters were stored before, by the flush that consumed).
+    __device__ __forceinline__ void publish_head(ra_link_end *e) {
+        if (e->own == e->pub) return;
+        ra_store_release(ra_q_word(e->q, RA_Q_OFF_HEAD), e->own, e->sys);
+        e->pub = e->own;
+    }
+    // publish_heads, thread 0: every lazy head, when the loop finds
+    // nothing to take (a producer waiting for room gets it).
+    __device__ __forceinline__ void publish_heads() {
+        for (ra_u32 k = 0; k < nin && k < RA_MAX_IN_LINKS; k++)
+            if (s.ins[k].q.base) publish_head(&s.ins[k]);
+    }
+    // stage_room: how many slots of in-link k a batch may take for the
+    // staging area: its staged slots (or their headers, read in place)
+    // and, with a flagged out-link, the results after them.
+    __device__ __forceinline__ ra_u32 stage_room(ra_u32 k) const {
+        const ra_link_end &e = s.ins[k];
+        const ra_u32 p = ra_stage_pitch(e.ll ? e.q.slot_size / 2 : e.q.slot_size);
+        const ra_u32 ip = p <= RA_STAGE_BYTES ? p : RA_SLOT_HEADER_SIZE;
+        if (!llout) return p <= RA_STAGE_BYTES ? RA_STAGE_BYTES / p : RA_BATCH;
+        return RA_STAGE_BYTES / (ip + res_pitch());
+    }
+    // Where result i is made: outs[0]'s slot, or with a flagged out-link
+    // the staging area after the batch's staged in-slots (or headers),
+    // as a logical slot (header, payload), res_pitch apart.
+    __device__ __forceinline__ ra_u32 res_pitch() const { return ra_stage_pitch(s.ocap + RA_SLOT_HEADER_SIZE); }
+    __device__ __forceinline__ unsigned char *res_slot(ra_u32 i) const {
+        return (unsigned char *)s.staged + (size_t)s.n * (stg ? pitch : RA_SLOT_HEADER_SIZE) + (size_t)i * res_pitch();
+    }
+    __device__ __forceinline__ unsigned char *out_slot(ra_u32 i) const {
+        return llout ? res_slot(i) : ra_q_slot(s.outs[0].q, s.outs[0].own + i);
+    }
+    // ll_put, thread 0: result i, its header written, into the flagged
+    // slot for seq of out (a routed result, or one moved over a gap).
+    __device__ __forceinline__ void ll_put(const ra_link_end &out, ra_u64 seq, ra_u32 i) {
+        unsigned char *r = res_slot(i);
+        write_out_header(r, i);
+        ra_ll_write(out, seq, r);
     }
 
     // records, thread 0: the trace records of sampled messages, after the

@@ -25,7 +25,6 @@ func options() ringkerneltest.Options {
 		ringkerneltest.GoStageFunctions: "the device loop runs CUDA device functions: an op with a Go side only runs on the CPU device, and a device function that hangs cannot be cut off (docs/ARCHITECTURE.md §3.1)",
 		ringkerneltest.Workers:          "on a GPU the workers are the block's threads, not Stage.Workers goroutines",
 		ringkerneltest.ErrorTexts:       "device code reports an ErrorCode, not an error's text",
-		ringkerneltest.FlaggedLinks:     "the device loop reads flagged links but writes indexed ones only: Start refuses a flagged out-link (p2pqueue.FormatFlagged is experimental)",
 	}}
 	// A user stage's PTX comes from NVRTC on a GPU and over the emulated
 	// driver alike (which then builds the stage's source for the CPU and

@@ -13,10 +13,11 @@ import (
 	rkcuda "github.com/ringactor/ringactor/ringkernel/cuda"
 )
 
-// The device loop reads flagged in-links but writes indexed links only:
-// Start refuses a flagged out-link, and a flagged in-link whose slot its
-// staging area cannot hold, with ErrUnsupported naming the format, and the
-// links' claims are given back.
+// The device loop reads and writes flagged links, but Start refuses, with
+// ErrUnsupported naming why, a flagged in-link whose slot its staging area
+// cannot hold, an in-slot and a flagged out-link's result that do not fit
+// it together, and a flagged steal link (a steal copies slots as bytes);
+// the links' claims are given back.
 func TestFlaggedLinksRefused(t *testing.T) {
 	cudatest.Driver(t)
 	b, err := rkcuda.New(rkcuda.Options{})
@@ -49,14 +50,19 @@ func TestFlaggedLinksRefused(t *testing.T) {
 	}
 	ctx := ctxFor(t, time.Minute)
 	for _, c := range []struct {
-		name    string
-		in, out *p2pqueue.Link
-		want    string
+		name         string
+		in, out, stl *p2pqueue.Link
+		want         string
 	}{
-		{"flagged out-link", alloc(p2pqueue.FormatIndexed, 8), alloc(p2pqueue.FormatFlagged, 8), "out-link"},
-		{"flagged in-link too big to stage", alloc(p2pqueue.FormatFlagged, 4096), alloc(p2pqueue.FormatIndexed, 8), "stages a flagged slot whole"},
+		{"flagged in-link too big to stage", alloc(p2pqueue.FormatFlagged, 4096), alloc(p2pqueue.FormatIndexed, 8), nil, "stages a flagged slot whole"},
+		{"in-slot and flagged result too big", alloc(p2pqueue.FormatIndexed, 4096), alloc(p2pqueue.FormatFlagged, 4096), nil, "do not fit"},
+		{"flagged steal link", alloc(p2pqueue.FormatIndexed, 8), alloc(p2pqueue.FormatIndexed, 8), alloc(p2pqueue.FormatFlagged, 8), "steal link"},
 	} {
-		k, err := rk.Launch(ctx, b, rk.Spec{Stage: rk.Stage{Name: "pass", Op: "identity"}, In: []*p2pqueue.Link{c.in}, Out: []*p2pqueue.Link{c.out}})
+		spec := rk.Spec{Stage: rk.Stage{Name: "pass", Op: "identity"}, In: []*p2pqueue.Link{c.in}, Out: []*p2pqueue.Link{c.out}}
+		if c.stl != nil {
+			spec.StealTo = []*p2pqueue.Link{c.stl}
+		}
+		k, err := rk.Launch(ctx, b, spec)
 		if err == nil {
 			k.Terminate(ctx, false)
 			t.Fatalf("%s: launched", c.name)

@@ -223,17 +223,21 @@ func (l *loop) args(job *rk.Job) ([]byte, error) {
 	}
 	put32(rk.ArgOffNumIn, uint32(len(job.In)))
 	put32(rk.ArgOffInSys, inSys)
-	put32(rk.ArgOffInLL, inLL) // ArgOffOutLL stays 0: refuseFlagged refuses flagged out-links
+	put32(rk.ArgOffInLL, inLL)
 	put(rk.ArgOffTrace, job.Trace.Region().DeviceAddr)
-	var outSys uint32
+	var outSys, outLL uint32
 	for i, pr := range job.Out {
 		r := pr.Link().Region()
 		put(rk.ArgOffOut+8*i, r.DeviceAddr)
+		if pr.Link().Format() == p2pqueue.FormatFlagged {
+			outLL |= 1 << i
+		}
 		if !(r.Kind == p2pqueue.DeviceMemory && r.Device == spec.Device && i < len(spec.OutLocal) && spec.OutLocal[i]) {
 			outSys |= 1 << i
 		}
 	}
 	put32(rk.ArgOffOutSys, outSys)
+	put32(rk.ArgOffOutLL, outLL)
 	put32(rk.ArgOffNumOut, uint32(len(job.Out)))
 	// Steal links are ordered at system scope: a Spec does not say that a
 	// thief runs on this same device (no StealLocal), and system scope is
@@ -349,34 +353,55 @@ func hashPTX(ptx []byte) string {
 }
 
 // llStageBytes is the device loop's staging area (RA_STAGE_BYTES): a
-// flagged in-link's slots are gathered there, never read in place.
+// flagged in-link's slots are gathered there, never read in place, and
+// with a flagged out-link the results are made there after them.
 const llStageBytes = 32768
 
 // refuseFlagged refuses what the device loop cannot do with a link of the
-// experimental flagged format (p2pqueue.FormatFlagged): it reads flagged
-// in-links (kernels/cuda/ra_ll.cuh) but writes indexed out-links only,
-// forwards stolen work from indexed in-links only, and gathers a flagged
-// slot into its staging area, which must hold one.
+// experimental flagged format (p2pqueue.FormatFlagged,
+// kernels/cuda/ra_ll.cuh): it gathers a flagged in-slot into its staging
+// area, which must hold one; with a flagged out-link it makes each result
+// there too, after the batch's in-slots, so one of each must fit; and it
+// steals by copying a slot whole as bytes, so it forwards stolen work
+// from indexed in-links into indexed steal links only.
 func refuseFlagged(job *rk.Job) error {
 	name := job.Spec.Stage.Name
-	for _, c := range job.In {
-		l := c.Link()
-		if l.Format() != p2pqueue.FormatFlagged {
-			continue
-		}
-		if len(job.StealTo) > 0 {
-			return fmt.Errorf("ringkernel/cuda: stage %q: %w: in-link %v is flagged and the stage has steal links; the device loop forwards stolen work from indexed in-links only: use p2pqueue.FormatIndexed",
-				name, rk.ErrUnsupported, l.Config().LinkID)
-		}
-		if l.Config().SlotSize+8 > llStageBytes { // pick cuts a batch by the slot's whole size
-			return fmt.Errorf("ringkernel/cuda: stage %q: %w: flagged in-link %v has %d-byte slots; the device loop stages a flagged slot whole, at most %d bytes: use smaller slots or p2pqueue.FormatIndexed",
-				name, rk.ErrUnsupported, l.Config().LinkID, l.Config().SlotSize, llStageBytes-8)
+	for _, p := range job.StealTo {
+		if l := p.Link(); l.Format() != p2pqueue.FormatIndexed {
+			return fmt.Errorf("ringkernel/cuda: stage %q: %w: steal link %v is %s; the device loop steals by copying a slot whole as bytes, which a flagged slot's words are not: use p2pqueue.FormatIndexed",
+				name, rk.ErrUnsupported, l.Config().LinkID, l.Format())
 		}
 	}
-	for _, p := range append(append([]*p2pqueue.Producer(nil), job.Out...), job.StealTo...) {
-		if l := p.Link(); l.Format() != p2pqueue.FormatIndexed {
-			return fmt.Errorf("ringkernel/cuda: stage %q: %w: out-link %v is %s; the device loop writes indexed links only (flagged links are experimental: a kernel reads them, host and sim write them): use p2pqueue.FormatIndexed",
-				name, rk.ErrUnsupported, l.Config().LinkID, l.Format())
+	res := 0 // with a flagged out-link: a result's place in the staging area (ra_loop::res_pitch)
+	for _, p := range job.Out {
+		if p.Link().Format() == p2pqueue.FormatFlagged {
+			res = llStageBytes
+		}
+	}
+	if res > 0 {
+		for _, p := range job.Out {
+			res = min(res, p.Link().Config().PayloadCap()+p2pqueue.SlotHeaderSize+8)
+		}
+	}
+	for _, c := range job.In {
+		l := c.Link()
+		in := int(l.Config().SlotSize) + 8 // ra_stage_pitch
+		if l.Format() == p2pqueue.FormatFlagged {
+			if len(job.StealTo) > 0 {
+				return fmt.Errorf("ringkernel/cuda: stage %q: %w: in-link %v is flagged and the stage has steal links; the device loop forwards stolen work from indexed in-links only: use p2pqueue.FormatIndexed",
+					name, rk.ErrUnsupported, l.Config().LinkID)
+			}
+			if in > llStageBytes { // pick cut a batch by the slot's whole size
+				return fmt.Errorf("ringkernel/cuda: stage %q: %w: flagged in-link %v has %d-byte slots; the device loop stages a flagged slot whole, at most %d bytes: use smaller slots or p2pqueue.FormatIndexed",
+					name, rk.ErrUnsupported, l.Config().LinkID, l.Config().SlotSize, llStageBytes-8)
+			}
+			in = int(l.Config().SlotSize)/2 + 8
+		} else if in > llStageBytes {
+			in = p2pqueue.SlotHeaderSize // read in place: its header is staged
+		}
+		if res > 0 && in+res > llStageBytes {
+			return fmt.Errorf("ringkernel/cuda: stage %q: %w: in-link %v's slot and a result of a flagged out-link (%d and %d bytes) do not fit the device loop's %d-byte staging area together: use smaller slots or p2pqueue.FormatIndexed",
+				name, rk.ErrUnsupported, l.Config().LinkID, in, res, llStageBytes)
 		}
 	}
 	return nil

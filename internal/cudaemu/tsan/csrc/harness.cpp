@@ -276,6 +276,7 @@ struct tcase {
     uint32_t steal_slot, steal_cap;  // END_STEAL: the steal link (0: none)
     uint32_t variant;                // the device loop (RA_ARG_OFF_VARIANT): 0 the block loop, RA_LOOP_WARP the warp loop
     bool ll;                         // the in-link is flagged (in_slot holds in_slot/2 logical bytes)
+    bool ll_out;                     // the out-links are flagged, written by the kernel (out_slot holds out_slot/2)
 };
 
 static const tcase cases[] = {
@@ -301,6 +302,14 @@ static const tcase cases[] = {
      RA_ROUTE_ONE, 128, 128, 512, 64, 32, 800, 7, 23, 0, END_BARRIER, 2.0f, 0, false},
     {"ll", "scale", "flagged in-link (FormatFlagged, words stored relaxed in rotated order, tail lazy), sampled, dead letters, ingress closed", 1,
      RA_ROUTE_ONE, 256, 64, 16, 64, 16, 3000, 7, 23, 31, END_CLOSE, 2.0f, 0, false, 0, 0, 0, true},
+    // Flagged out-links written by the kernel (ra_ll.cuh: results as flagged words, no fence, the in-link's head lazy),
+    // read by egress_ll as p2pqueue's flagged consumer: every word's flag polled, no word past a message.
+    {"ll-out", "scale", "flagged in- and out-link (results written as flagged words, head lazy), sampled, dead letters, ingress closed", 1,
+     RA_ROUTE_ONE, 256, 128, 16, 16, 16, 3000, 7, 23, 31, END_CLOSE, 2.0f, 0, false, 0, 0, 0, true, true},
+    {"ll-round-robin", "scale", "flagged links, two flagged out-links round-robin (routed words), dead letters take no turn", 2,
+     RA_ROUTE_ROUND_ROBIN, 256, 256, 32, 16, 32, 3000, 11, 13, 0, END_CLOSE, -0.5f, 0, false, 0, 0, 0, true, true},
+    {"warp-ll-out", "scale", "warp loop: flagged in- and out-link, sampled, dead letters, ingress closed", 1,
+     RA_ROUTE_ONE, 256, 128, 16, 16, 16, 3000, 7, 23, 31, END_CLOSE, 2.0f, 0, false, 0, 0, RA_LOOP_WARP, true, true},
     // The warp loop (ringkernel.LoopWarp, ra_warp.cuh): lanes meet at warp barriers, a watch lane reads the command seq
     // and beats, lane 0 polls alone with the backoff once idle; the same checks.
     {"warp-scale", "scale", "warp loop: plain float op, sampled, dead letters, ingress closed", 1, RA_ROUTE_ONE,
@@ -331,7 +340,7 @@ static uint32_t key_of(uint64_t id) { return (uint32_t)((id * 2654435761ull) % 1
 static void make_msg(const tcase &c, uint64_t id, msg *m) {
     m->flags = c.sample_every && id % c.sample_every == 0 ? RA_FLAG_SAMPLED : 0;
     m->code = 0;
-    const uint32_t in_cap = (c.ll ? c.in_slot / 2 : c.in_slot) - RA_SLOT_HEADER_SIZE, out_cap = c.out_slot - RA_SLOT_HEADER_SIZE;
+    const uint32_t in_cap = (c.ll ? c.in_slot / 2 : c.in_slot) - RA_SLOT_HEADER_SIZE, out_cap = (c.ll_out ? c.out_slot / 2 : c.out_slot) - RA_SLOT_HEADER_SIZE;
     if (c.keyed) {
         if (c.bad_every && id % c.bad_every == 0) {
             m->type = RA_TYPE_FLOATS;
@@ -446,6 +455,7 @@ struct run {
             out_sys |= 1u << k;
         }
         put_u32(RA_ARG_OFF_OUT_SYS, out_sys);
+        put_u32(RA_ARG_OFF_OUT_LL, c.ll_out ? out_sys : 0);
         put_u32(RA_ARG_OFF_NUM_OUT, (uint32_t)outs.size());
         put_u32(RA_ARG_OFF_ROUTE, c.route);
         put_u32(RA_ARG_OFF_KEY_OFFSET, 0);
@@ -646,6 +656,89 @@ struct run {
         if (post(RA_CMD_STEAL, 0, 5ull | 1ull << 32) && ld_acq64(ctrl, RA_CB_OFF_STOLEN) != before) fail("a steal to link 1 of 1 moved messages");
     }
 
+    // One flagged out-link's consumer (p2pqueue's peekFlagged and gather):
+    // a slot is there when its first word carries its lap's flag; each
+    // other word it uses is polled until it does (the words land in any
+    // order); the word after a message's last must not (the kernel writes
+    // no word past a message); head released per batch, lazily as Go does.
+    // Words are relaxed loads: each carries its own validity.
+    void egress_ll(uint32_t d) {
+        const region l = outs[d];
+        char name[32];
+        snprintf(name, sizeof name, "flagged out-link %u", d);
+        const uint32_t nslot = l.slot / 8;
+        auto word = [&](uint64_t seq, uint32_t j) { return __atomic_load_n((const uint64_t *)l.slot_at(seq) + j, __ATOMIC_RELAXED); };
+        auto state = [&](uint64_t seq, uint64_t w) {
+            const uint32_t want = ((uint32_t)(seq / l.cap) << 1) | 1u, f = (uint32_t)(w >> 32), back = (want - f) >> 1;
+            if (f == want) return 1;
+            return f == 0 || ((f & 1u) && back < (1u << 30)) ? 0 : -1;
+        };
+        // get: word j's data once it carries its flag; false on a foreign flag.
+        auto get = [&](uint64_t seq, uint32_t j, uint32_t *v) {
+            const uint64_t deadline = now_ns() + 20000000000ull;
+            for (unsigned spins = 0;; spins++) {
+                const uint64_t w = word(seq, j);
+                const int st = state(seq, w);
+                if (st == 1) { *v = (uint32_t)w; return true; }
+                if (st < 0 || failed()) {
+                    fail("%s: slot %llu word %u holds flag %#x", name, (unsigned long long)seq, j, (unsigned)(w >> 32));
+                    return false;
+                }
+                if (spins % 1024 == 1023 && now_ns() > deadline) {
+                    fail("%s: slot %llu word %u never landed (flag %#x)", name, (unsigned long long)seq, j, (unsigned)(w >> 32));
+                    return false;
+                }
+                std::this_thread::yield();
+            }
+        };
+        std::vector<unsigned char> buf(l.slot / 2 + 4);
+        msg *m = new msg;
+        uint64_t head = 0, bytes_out = 0, releases = 0, last = 0;
+        bool closed = false;
+        while (!failed()) {
+            uint32_t k = 0;
+            uint64_t bytes = 0;
+            for (; k < 64 && k < l.cap; k++) {
+                const uint64_t seq = head + k;
+                const int st = state(seq, word(seq, 0));
+                if (st < 0) fail("%s: slot %llu's first word holds a foreign flag", name, (unsigned long long)seq);
+                if (st != 1) break;
+                bool ok = true;
+                for (uint32_t j = 0; ok && j < RA_SLOT_HEADER_SIZE / 4; j++) ok = get(seq, j, (uint32_t *)buf.data() + j);
+                const uint32_t len = ok ? get32(buf.data() + RA_SLOT_OFF_LEN) : 0;
+                if (ok && len > l.payload_cap()) {
+                    fail("%s: slot %llu: length %u past the slot", name, (unsigned long long)seq, len);
+                    ok = false;
+                }
+                const uint32_t nw = RA_SLOT_HEADER_SIZE / 4 + (len + 3) / 4;
+                for (uint32_t j = RA_SLOT_HEADER_SIZE / 4; ok && j < nw; j++) ok = get(seq, j, (uint32_t *)buf.data() + j);
+                if (!ok) break;
+                if (nw < nslot && state(seq, word(seq, nw)) == 1)
+                    fail("%s: slot %llu: word %u, past its %u-byte message, carries the lap's flag", name, (unsigned long long)seq, nw, len);
+                check_result(d, buf.data(), m, &last);
+                bytes += len;
+            }
+            if (k > 0) {
+                head += k;
+                bytes_out += bytes;
+                releases++;
+                st_rel64(l.base, RA_Q_OFF_BYTES_OUT, bytes_out);
+                st_rel64(l.base, RA_Q_OFF_RELEASES, releases);
+                st_rel64(l.base, RA_Q_OFF_HEAD, head);
+                continue;
+            }
+            if (closed) break;  // closed, and the next slot polled once more after seeing it: drained
+            const uint32_t c = ld_acq32(l.base, RA_Q_OFF_CLOSED);
+            if (c == 1) closed = true;
+            else if (c != 0) {
+                fail("%s: closed flag %u", name, c);
+                break;
+            } else std::this_thread::yield();
+        }
+        out_bytes[d] = bytes_out;
+        delete m;
+    }
+
     // One out-link's consumer: every result checked against the op.
     void egress(uint32_t d) {
         consumer q;
@@ -843,7 +936,7 @@ struct run {
     int go() {
         init_ctrl();
         in = init_link(c.in_cap, c.in_slot, 1, c.ll);
-        for (uint32_t d = 0; d < c.nout; d++) outs.push_back(init_link(c.out_cap, c.out_slot, 10 + d));
+        for (uint32_t d = 0; d < c.nout; d++) outs.push_back(init_link(c.out_cap, c.out_slot, 10 + d, c.ll_out));
         tr = init_link(c.trace_cap, RA_TRACE_SLOT_SIZE, 100);
         if (c.steal_slot) steal = init_link(c.steal_cap, c.steal_slot, 200);
         fill_args();
@@ -863,7 +956,7 @@ struct run {
             kernel_done.store(true);
         });
         std::vector<std::thread> hosts;
-        for (uint32_t d = 0; d < c.nout; d++) hosts.emplace_back([this, d] { egress(d); });
+        for (uint32_t d = 0; d < c.nout; d++) hosts.emplace_back([this, d] { if (c.ll_out) egress_ll(d); else egress(d); });
         hosts.emplace_back([this] { pump(); });
         if (c.steal_slot) hosts.emplace_back([this] { thief(); });
         std::thread st([this] { status(); });
