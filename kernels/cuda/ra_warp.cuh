@@ -111,6 +111,9 @@ __device__ __forceinline__ void ra_warp_top(ra_loop<STAGE> &L, ra_u32 seen) {
 //     link's tail (the cached one, else one acquire load), so the slots it
 //     names are published; a flagged link is not polled at all, its next
 //     slots are loaded speculatively, each word carrying its own validity.
+//     Only where more is known queued past batch k, or batch k was as big
+//     as a look-ahead: behind a smaller batch the link has drained (the
+//     latency case) and the step is the warp loop's, with no extra load.
 //   - After a warp barrier every lane loads its share of those slots,
 //     8-byte words, into registers (ra_pf_load: at most RA_PF_WORDS each,
 //     so a batch of big slots is cut, slots past that are never
@@ -130,6 +133,12 @@ __device__ __forceinline__ void ra_warp_top(ra_loop<STAGE> &L, ra_u32 seen) {
 //     so no batch is ever half taken, and every slot is read before its
 //     head is published.
 #define RA_PF_WORDS 16u  // 8-byte words each lane holds of the next batch
+// The register loops unrolled, so r[] stays in registers (the host build's compiler has no such pragma).
+#if defined(RA_HOST)
+#define RA_PF_UNROLL
+#else
+#define RA_PF_UNROLL _Pragma("unroll")
+#endif
 
 // The look-ahead, lane 0 writes it before a warp barrier, the lanes read
 // it after (RA_SHARED).
@@ -156,9 +165,14 @@ __device__ __forceinline__ void ra_pf_poll(ra_loop<STAGE> &L, ra_pf_shared &pf, 
     if (w > lanes * RA_PF_WORDS || pitch > RA_STAGE_BYTES) return;  // too big to hold: staged from the link
     const ra_u64 cap = (ra_u64)e->q.mask + 1, b = e->own + (k == s.cur ? s.n : 0);
     ra_u64 p = min(min((ra_u64)(lanes * RA_PF_WORDS / w), (ra_u64)RA_WARP_LANES), (ra_u64)(RA_STAGE_BYTES / pitch));
+    // Nothing known past b behind a batch smaller than a look-ahead (the
+    // link drained: one message at a time, say): no look-ahead, whose poll
+    // would most likely find nothing and cost the step a round trip.
+    const bool known = e->other - e->own > b - e->own;
+    if (!known && s.n < p) return;
     if (e->ll) p = min(p, e->own + cap - b);  // speculative, never a lap ahead of own
     else {
-        if (e->other - e->own <= b - e->own) {  // nothing known past b: one poll of tail
+        if (!known) {  // behind a full batch: one poll of tail
             const ra_u64 t = ra_load_acquire(ra_q_word(e->q, RA_Q_OFF_TAIL), e->sys);
             if (t - e->own > cap) return;  // pick re-reads it and faults
             e->other = t;
@@ -178,7 +192,7 @@ __device__ __forceinline__ void ra_pf_load(const ra_loop_shared &s, const ra_pf_
     const ra_u32 tot = pf.n * pf.words;
     if (tot == 0) return;
     const ra_link_end &e = s.ins[pf.link];
-#pragma unroll
+    RA_PF_UNROLL
     for (ra_u32 j = 0; j < RA_PF_WORDS; j++) {
         const ra_u32 x = lane + j * lanes, i = x / pf.words;
         if (x >= tot) break;
@@ -192,7 +206,7 @@ __device__ __forceinline__ void ra_pf_load(const ra_loop_shared &s, const ra_pf_
 __device__ __forceinline__ void ra_pf_ok(ra_loop_shared &s, ra_pf_shared &pf, ra_u32 lane, ra_u32 lanes, const ra_u64 *r) {
     const ra_u32 tot = pf.n * pf.words;
     if (tot == 0 || !s.ins[pf.link].ll) return;
-#pragma unroll
+    RA_PF_UNROLL
     for (ra_u32 j = 0; j < RA_PF_WORDS; j++) {
         const ra_u32 x = lane + j * lanes, i = x / pf.words;
         if (x >= tot) break;
@@ -244,7 +258,7 @@ __device__ __forceinline__ void ra_pf_stage(ra_loop<STAGE> &L, const ra_pf_share
     const ra_u32 w = pf.words, tot = s.n * w, pitch = L.pitch;
     unsigned char *st = (unsigned char *)s.staged;
     if (!in->ll) {
-#pragma unroll
+    RA_PF_UNROLL
         for (ra_u32 j = 0; j < RA_PF_WORDS; j++) {
             const ra_u32 x = lane + j * lanes, i = x / w;
             if (x >= tot) break;
@@ -255,7 +269,7 @@ __device__ __forceinline__ void ra_pf_stage(ra_loop<STAGE> &L, const ra_pf_share
     }
     const ra_u32 hw = RA_SLOT_HEADER_SIZE / 4, cap = ra_ll_cap(*in);
     for (ra_u32 round = 0; round < 2; round++) {
-#pragma unroll
+        RA_PF_UNROLL
         for (ra_u32 j = 0; j < RA_PF_WORDS; j++) {
             const ra_u32 x = lane + j * lanes, i = x / w, o = x - i * w;
             if (x >= tot) break;
