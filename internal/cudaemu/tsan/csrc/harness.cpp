@@ -328,7 +328,7 @@ static const tcase cases[] = {
     {"pf-barrier", "scale", "pipelined ingress: CmdBarrier at P, phase 2 held till a host thread arrives", 1,
      RA_ROUTE_ONE, 128, 128, 512, 64, 32, 800, 7, 23, 0, END_BARRIER, 2.0f, 0, false, 0, 0, RA_LOOP_WARP_PREFETCH},
     {"pf-ll", "scale", "pipelined ingress, flagged in-link (words stored relaxed in rotated order): speculative loads, re-read words",
-     1, RA_ROUTE_ONE, 256, 64, 16, 64, 16, 3000, 7, 23, 31, END_CLOSE, 2.0f, 0, false, 0, 0, RA_LOOP_WARP_PREFETCH, true},
+     1, RA_ROUTE_ONE, 256, 64, 64, 64, 16, 3000, 7, 23, 31, END_CLOSE, 2.0f, 0, false, 0, 0, RA_LOOP_WARP_PREFETCH, true},
 };
 
 static const uint32_t STAGE_ID = 7;
