@@ -22,7 +22,10 @@ var ledgerPrefetch = LedgerVariant{Name: "warp-prefetch", Spec: func(s *rk.Spec)
 // only once this one is back) and lands in the work bank when the next
 // poll finds the batch. Batches smaller than a look-ahead (8) drain the
 // link each step, where the design looks ahead not at all: exactly one
-// dependent tail read per batch on the critical path, as the warp loop.
+// dependent tail read per batch on the critical path, as the warp loop
+// (with the look-ahead made unconditional, about one run in three fails
+// here: its poll lands in the work bank only when the next poll finds
+// the host's batch at once).
 // The ledger counts loads per polling round, so it cannot see the
 // look-ahead's loads overlap the publish (they move to the round before);
 // a GPU run measures that.
