@@ -641,7 +641,7 @@ struct ra_phase {
 };
 #define RA_PHASE_MARK(L, k) do { if (threadIdx.x == 0) (L).ph.mark(k); } while (0)
 
-// The warp loops (ringkernel.LoopWarp, LoopWarpPrefetch): ra_warp_sync, ra_warp_loop, ra_pf_loop.
+// The warp loops (ringkernel.LoopWarp, LoopWarpPrefetch): ra_warp_sync, ra_warp_loop<STAGE, PF>.
 #include "ra_warp.cuh"
 
 // ra_loop is one ring kernel's loop, a phase per method, named as its Go
