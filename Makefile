@@ -112,6 +112,8 @@ relacy:
 
 # The conformance cases `make test` runs once more with every kernel in the warp loop (ringkernel.LoopWarp) (its own tests, TestLoopVariant*, run in EMU_PKGS).
 EMU_WARP_TESTS ?= TestConformance$$/(EveryBuiltin|OpError|Lifecycle|Terminate|Heartbeat|StatusUnderLoad|CountsItsWork|StatefulSum|TraceRecords|BadMessages|FanIn|CorruptLink|Route|Typed|TwoStages|Steal|Barrier|Flagged)
+# And once more in the pipelined ingress (ringkernel.LoopWarpPrefetch), the flagged ingress among them.
+EMU_PF_TESTS ?= TestConformance$$/(EveryBuiltin|OpError|Lifecycle|Terminate|Heartbeat|StatusUnderLoad|CountsItsWork|StatefulSum|TraceRecords|BadMessages|FanIn|CorruptLink|Route|Typed|TwoStages|Steal|Barrier|Flagged)
 test: vet emu relacy tsan
 	$(GO) test -race -timeout $(TEST_TIMEOUT) $(PKGS)
 	$(GO) test -timeout $(TEST_TIMEOUT) -run '$(REMOTE_TESTS)' $(REMOTE_PKGS)
@@ -122,6 +124,7 @@ test: vet emu relacy tsan
 	$(EMU_ENV) $(GO) test -race -count=1 -timeout $(TEST_TIMEOUT) -run '$(EMU_LEDGER_TESTS)' $(EMU_LEDGER_PKGS)
 	$(EMU_ENV) RINGACTOR_EMU_PEERS=0-1 $(GO) test -race -count=1 -timeout $(TEST_TIMEOUT) -run 'TestConformance$$/Buffers' ./ringkernel/cuda
 	$(EMU_ENV) RINGACTOR_TEST_LOOP=warp $(GO) test -race -count=1 -timeout $(TEST_TIMEOUT) -run '$(EMU_WARP_TESTS)' ./ringkernel/cuda
+	$(EMU_ENV) RINGACTOR_TEST_LOOP=warp-prefetch $(GO) test -race -count=1 -timeout $(TEST_TIMEOUT) -run '$(EMU_PF_TESTS)' ./ringkernel/cuda
 	$(EMU_ENV) RINGACTOR_EMU_DEVICES=4 RINGACTOR_EMU_PEERS=0-1 $(GO) test -race -count=1 -timeout $(TEST_TIMEOUT) -run '$(EMU_BUFFER_TESTS)' $(EMU_BUFFER_PKGS)
 	$(EMU_ENV) RINGACTOR_EMU_COPY_LAG_US=$(EMU_LAG_US) $(GO) test -race -count=1 -timeout $(TEST_TIMEOUT) $(EMU_LAG_PKGS)
 	$(EMU_ENV) RINGACTOR_EMU_COPY_LAG_US=$(EMU_LAG_US) $(GO) test -race -count=1 -timeout $(TEST_TIMEOUT) -run '$(EMU_LAG_BENCH)' $(EMU_BENCH_PKGS)

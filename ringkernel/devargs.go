@@ -47,7 +47,7 @@ const (
 // LoopVariant is a device loop, picked at launch (Spec.Variant, ArgOffVariant; ARCHITECTURE §4.1).
 type LoopVariant uint32
 
-// LoopClassic is the block loop (the default); LoopWarp the experimental warp hot path (kernels/cuda/ra_warp.cuh).
-const LoopClassic, LoopWarp LoopVariant = 0, 1
+// LoopClassic is the block loop (the default); LoopWarp the experimental warp hot path, LoopWarpPrefetch it with a pipelined ingress (ra_warp.cuh).
+const LoopClassic, LoopWarp, LoopWarpPrefetch LoopVariant = 0, 1, 2
 
 var _ [0]struct{} = [ArgSize % 8]struct{}{} // the block is read as u64 words: a whole number of them

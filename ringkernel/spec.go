@@ -140,7 +140,7 @@ type Spec struct {
 	// quick. Nil drops them (the counters still count).
 	OnTrace      func(TraceRecord)
 	OnDeadLetter func(DeadLetter)
-	// Variant picks the device loop (LoopClassic, the zero value, or LoopWarp); the sim backend ignores it.
+	// Variant picks the device loop (LoopClassic, the zero value, LoopWarp or LoopWarpPrefetch); the sim backend ignores it.
 	Variant LoopVariant
 	// PhaseTimers, if not 0, is the device address of the CUDA loop's
 	// per-phase timers (ringkernel/cuda.PhaseWords u64 words; bench-gpu).

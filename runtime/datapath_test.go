@@ -15,13 +15,15 @@ import (
 	"github.com/ringactor/ringactor/runtime/internal/ext"
 )
 
-// dataPaths is every DataPath: indexed or flagged links, the classic or
-// the warp loop.
+// dataPaths is every DataPath: indexed or flagged links, the classic
+// loop, the warp loop or the warp loop with a pipelined ingress.
 var dataPaths = []ra.DataPath{
 	{Links: p2pqueue.FormatIndexed, Loop: rk.LoopClassic},
 	{Links: p2pqueue.FormatIndexed, Loop: rk.LoopWarp},
 	{Links: p2pqueue.FormatFlagged, Loop: rk.LoopClassic},
 	{Links: p2pqueue.FormatFlagged, Loop: rk.LoopWarp},
+	{Links: p2pqueue.FormatIndexed, Loop: rk.LoopWarpPrefetch},
+	{Links: p2pqueue.FormatFlagged, Loop: rk.LoopWarpPrefetch},
 }
 
 // The guide's three stages, across devices (peer and staged links on
@@ -142,7 +144,8 @@ func checkDescribed(t *testing.T, d string, path ra.DataPath) {
 			}
 		case strings.Contains(line, " op "):
 			stages++
-			if warp := strings.Contains(line, ", warp loop"); warp != (path.Loop == rk.LoopWarp) {
+			want := map[rk.LoopVariant]string{rk.LoopWarp: ", warp loop", rk.LoopWarpPrefetch: ", warp-prefetch loop"}[path.Loop]
+			if shown := strings.Contains(line, " loop"); shown != (want != "") || want != "" && !strings.Contains(line, want) {
 				t.Errorf("stage %q, want %s:\n%s", line, path, d)
 			}
 		}
@@ -164,7 +167,7 @@ func TestDataPathRefused(t *testing.T) {
 		says     string
 	}{
 		{ra.DataPath{Links: 7}, 0, p2pqueue.ErrBadFormat, "use p2pqueue.FormatIndexed (the default) or FormatFlagged"},
-		{ra.DataPath{Loop: 9}, 0, ra.ErrBadPipeline, "use ringkernel.LoopClassic (the default) or LoopWarp"},
+		{ra.DataPath{Loop: 9}, 0, ra.ErrBadPipeline, "use ringkernel.LoopClassic (the default), LoopWarp or LoopWarpPrefetch"},
 		{ra.DataPath{Links: p2pqueue.FormatFlagged}, p2pqueue.MaxSlotSize, p2pqueue.ErrBadSlotSize,
 			fmt.Sprintf("use a SlotSize of at most %d, or indexed links", p2pqueue.MaxSlotSize/2)},
 	} {

@@ -6,8 +6,8 @@ import "github.com/ringactor/ringactor/runtime/internal/links"
 // Links, the format of every link Build makes for it (p2pqueue.FormatIndexed,
 // the default, or FormatFlagged, made with twice each stage's SlotSize so
 // a message's limit stays the same), and Loop, the device loop of every
-// kernel (ringkernel.LoopClassic, the default, or LoopWarp). Flagged links
-// and the warp loop are EXPERIMENTAL until measured on a GPU. Describe
+// kernel (ringkernel.LoopClassic, the default, LoopWarp or LoopWarpPrefetch). Flagged links
+// and the warp loops are EXPERIMENTAL until measured on a GPU. Describe
 // shows a choice that is not the default.
 type DataPath = links.Path
 

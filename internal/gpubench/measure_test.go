@@ -197,12 +197,8 @@ func checkReport(t *testing.T, rep *Report) {
 			}
 		}
 		// Each round trip is one batch of one message; the loop counted
-		// them itself (its timers are written only when the pointer is set).
-		// The warp loop had no phase marks when this was written: its row
-		// may say "-"; once it has them, they are held to the same.
-		if v.loop == rk.LoopWarp && ph != nil && ph.Batches == 0 && ph.Messages == 0 {
-			continue
-		}
+		// them itself (its timers are written only when the pointer is set),
+		// the warp loops (ra_warp.cuh) as the block loop does.
 		if ph == nil || ph.Batches == 0 || ph.Messages < ph.Batches || ph.Poll <= 0 || ph.StageIn <= 0 || ph.Compute <= 0 || ph.Publish <= 0 {
 			t.Errorf("variant %s: phases %+v, want every phase timed over its batches", v.name, ph)
 		}

@@ -31,16 +31,16 @@ func (v variant) set(s *rk.Spec) { s.Variant = v.loop }
 // variants are compared in every run, in this order; the first is
 // today's loop, the default, whose round trip, hop and pipeline are also
 // the gpu/ rows. A variant whose launch the backend refuses
-// (ringkernel.ErrUnsupported: today ringkernel/cuda refuses flagged
-// out-links) is left out with the backend's reason (Report.LeftOut) and
+// (ringkernel.ErrUnsupported: a backend that cannot run a loop or a
+// link format) is left out with the backend's reason (Report.LeftOut) and
 // the others go on; the default must run.
 var variants = []variant{
 	{"loop", rk.LoopClassic, p2pqueue.FormatIndexed},
-	{"warp", rk.LoopWarp, p2pqueue.FormatIndexed},         // experimental (ra_warp.cuh)
-	{"flagged", rk.LoopClassic, p2pqueue.FormatFlagged},   // experimental: flagged links (p2pqueue/flagged.go, ra_ll.cuh)
-	{"warp+flagged", rk.LoopWarp, p2pqueue.FormatFlagged}, // experimental
-	// TODO(merge wt-prefetch): the warp loop with the pipelined ingress:
-	// {"prefetch", rk.LoopWarpPrefetch, p2pqueue.FormatIndexed}, // experimental
+	{"warp", rk.LoopWarp, p2pqueue.FormatIndexed},                          // experimental (ra_warp.cuh)
+	{"flagged", rk.LoopClassic, p2pqueue.FormatFlagged},                    // experimental: flagged links (p2pqueue/flagged.go, ra_ll.cuh)
+	{"warp+flagged", rk.LoopWarp, p2pqueue.FormatFlagged},                  // experimental
+	{"warp-prefetch", rk.LoopWarpPrefetch, p2pqueue.FormatIndexed},         // experimental: the pipelined ingress (ra_warp.cuh)
+	{"warp-prefetch+flagged", rk.LoopWarpPrefetch, p2pqueue.FormatFlagged}, // experimental
 }
 
 // VariantNames are the variants every run measures, in order (the

@@ -600,8 +600,6 @@ struct ra_loop_shared {
     ra_u64 staged[RA_STAGE_BYTES / 8];
 };
 
-// The warp loop (ringkernel.LoopWarp): ra_warp_sync, ra_warp_loop.
-#include "ra_warp.cuh"
 // ---- per-phase timers (bench-gpu) ---------------------------------------
 // With ArgOffPhase set (ringkernel.Spec.PhaseTimers: device memory,
 // RA_PHASE_WORDS u64 words), thread 0 adds the globaltimer time of each
@@ -642,6 +640,9 @@ struct ra_phase {
     }
 };
 #define RA_PHASE_MARK(L, k) do { if (threadIdx.x == 0) (L).ph.mark(k); } while (0)
+
+// The warp loops (ringkernel.LoopWarp, LoopWarpPrefetch): ra_warp_sync, ra_warp_loop<STAGE, PF>.
+#include "ra_warp.cuh"
 
 // ra_loop is one ring kernel's loop, a phase per method, named as its Go
 // twin's in ringkernel/sim/loop.go: commands, deadLetterQueued, pick,
@@ -1403,7 +1404,8 @@ struct ra_loop {
 template <typename STAGE>
 __device__ void ra_ring_loop(const ra_ring_args &a) {
     RA_SHARED(ra_loop_shared, sh);
-    if (ra_arg_u32(a, RA_ARG_OFF_VARIANT) == RA_LOOP_WARP) return ra_warp_loop<STAGE>(sh, a);  // ringkernel.LoopWarp
+    if (ra_arg_u32(a, RA_ARG_OFF_VARIANT) == RA_LOOP_WARP) return ra_warp_loop<STAGE, false>(sh, a);  // ringkernel.LoopWarp
+    if (ra_arg_u32(a, RA_ARG_OFF_VARIANT) == RA_LOOP_WARP_PREFETCH) return ra_warp_loop<STAGE, true>(sh, a);
     ra_loop<STAGE> L(sh, a);
     if (threadIdx.x == 0) L.attach(a);
     for (;;) {

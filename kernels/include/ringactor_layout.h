@@ -137,6 +137,7 @@
 #define RA_MAX_STAGE_BUFFERS       8u        // ringkernel.MaxStageBuffers
 #define RA_ARG_OFF_VARIANT         0x20cu    // ra_ring_args: the device loop (ringkernel.LoopVariant)
 #define RA_LOOP_WARP               1u        // ringkernel.LoopWarp: the warp loop (ra_warp.cuh)
+#define RA_LOOP_WARP_PREFETCH      2u        // ringkernel.LoopWarpPrefetch: the warp loop, pipelined ingress (ra_warp.cuh)
 #define RA_ARG_SIZE                0x218u    // ra_ring_args: bytes
 
 // Dead-letter codes (negative: a stage function may return them).

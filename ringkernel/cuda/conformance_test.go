@@ -63,8 +63,9 @@ func TestConformance(t *testing.T) {
 }
 
 // LoopEnv names the device loop every kernel of the conformance suite
-// runs (Spec.Variant): "warp" (ringkernel.LoopWarp) or "classic" (the
-// default). `make test` runs the suite once more with the warp loop.
+// runs (Spec.Variant): "warp" (ringkernel.LoopWarp), "warp-prefetch"
+// (LoopWarpPrefetch) or "classic" (the default). `make test` runs the
+// suite once more with each warp loop.
 const LoopEnv = "RINGACTOR_TEST_LOOP"
 
 func loopVariant(t *testing.T) rk.LoopVariant {
@@ -74,8 +75,11 @@ func loopVariant(t *testing.T) rk.LoopVariant {
 	case "warp":
 		t.Logf("%s=warp: every kernel runs the warp loop (ringkernel.LoopWarp)", LoopEnv)
 		return rk.LoopWarp
+	case "warp-prefetch":
+		t.Logf("%s=warp-prefetch: every kernel runs the warp loop with the pipelined ingress (ringkernel.LoopWarpPrefetch)", LoopEnv)
+		return rk.LoopWarpPrefetch
 	default:
-		t.Fatalf("%s=%q: want classic or warp", LoopEnv, v)
+		t.Fatalf("%s=%q: want classic, warp or warp-prefetch", LoopEnv, v)
 		return 0
 	}
 }

@@ -26,8 +26,8 @@ func (b *Backend) Start(job *rk.Job) (rk.Loop, error) {
 	if n := len(job.In); n < 1 || n > rk.MaxDeviceInLinks {
 		return nil, fmt.Errorf("ringkernel/cuda: stage %q has %d in-links; a device loop reads 1 to %d", spec.Stage.Name, n, rk.MaxDeviceInLinks)
 	}
-	if spec.Variant > rk.LoopWarp {
-		return nil, fmt.Errorf("%w %q: unknown device loop variant %d; set Spec.Variant to ringkernel.LoopClassic or LoopWarp", rk.ErrBadStage, spec.Stage.Name, spec.Variant)
+	if spec.Variant > rk.LoopWarpPrefetch {
+		return nil, fmt.Errorf("%w %q: unknown device loop variant %d; set Spec.Variant to ringkernel.LoopClassic, LoopWarp or LoopWarpPrefetch", rk.ErrBadStage, spec.Stage.Name, spec.Variant)
 	}
 	if n := len(job.StealTo); n > rk.MaxDeviceStealLinks {
 		return nil, fmt.Errorf("ringkernel/cuda: stage %q has %d steal links; a device loop forwards stolen work into at most %d (a stage group of at most %d instances)",

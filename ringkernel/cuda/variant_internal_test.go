@@ -14,17 +14,28 @@ import (
 
 // Spec.Variant reaches the device: the block loop takes 128 queued messages
 // in one batch (one release of head), the warp loop (ra_warp.cuh) at most 32
-// a step (four releases). The in-link's release counter, which the loop
-// keeps (p2pqueue.Stats), tells them apart; the kernel is activated only
-// once all 128 are queued, so both counts are exact.
+// a step (four releases). The pipelined ingress (LoopWarpPrefetch) takes its
+// first batch as the warp loop does, then each next one from its look-ahead,
+// which holds RA_PF_WORDS (16) 8-byte words a lane: 16 of 256-byte slots
+// (32 + 6x16: seven releases), 12 of a flagged link's 320-byte ones (32 +
+// 8x12: nine), where the warp loop takes 32 a step. The in-link's release
+// counter, which the loop keeps (p2pqueue.Stats), tells them apart; the
+// kernel is activated only once all 128 are queued, so the counts are exact.
 func TestLoopVariantReachesTheDevice(t *testing.T) {
 	b := gpuBackend(t, Options{})
 	for _, c := range []struct {
 		v        rk.LoopVariant
+		payload  int
+		format   p2pqueue.Format
 		releases uint64
-	}{{rk.LoopClassic, 1}, {rk.LoopWarp, 4}} {
-		t.Run(fmt.Sprint("variant", c.v), func(t *testing.T) {
-			cfg := p2pqueue.ConfigFor(256, 16)
+	}{
+		{rk.LoopClassic, 16, p2pqueue.FormatIndexed, 1}, {rk.LoopWarp, 16, p2pqueue.FormatIndexed, 4},
+		{rk.LoopWarp, 200, p2pqueue.FormatIndexed, 4}, {rk.LoopWarpPrefetch, 16, p2pqueue.FormatIndexed, 4},
+		{rk.LoopWarpPrefetch, 200, p2pqueue.FormatIndexed, 7},
+		{rk.LoopWarp, 100, p2pqueue.FormatFlagged, 4}, {rk.LoopWarpPrefetch, 100, p2pqueue.FormatFlagged, 9},
+	} {
+		t.Run(fmt.Sprint("variant", c.v, "/payload", c.payload, "/", c.format), func(t *testing.T) {
+			cfg := p2pqueue.ConfigForFormat(256, c.payload, c.format)
 			n, err := cfg.RegionSize()
 			if err != nil {
 				t.Fatal(err)
@@ -97,7 +108,7 @@ func TestLoopVariantUnknownRefused(t *testing.T) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	if _, err := rk.Launch(ctx, b, rk.Spec{Stage: rk.Stage{Name: "sink", Op: "identity"}, In: []*p2pqueue.Link{in}, Variant: rk.LoopWarp + 1}); err == nil {
+	if _, err := rk.Launch(ctx, b, rk.Spec{Stage: rk.Stage{Name: "sink", Op: "identity"}, In: []*p2pqueue.Link{in}, Variant: rk.LoopWarpPrefetch + 1}); err == nil {
 		t.Fatal("launched an unknown loop variant")
 	} else if !errors.Is(err, rk.ErrBadStage) {
 		t.Fatalf("unknown variant: %v, want ErrBadStage", err)

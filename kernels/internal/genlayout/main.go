@@ -159,6 +159,7 @@ func defs() []def {
 		{"RA_MAX_STAGE_BUFFERS", rk.MaxStageBuffers, "ringkernel.MaxStageBuffers"},
 		{"RA_ARG_OFF_VARIANT", rk.ArgOffVariant, "ra_ring_args: the device loop (ringkernel.LoopVariant)"},
 		{"RA_LOOP_WARP", uint64(rk.LoopWarp), "ringkernel.LoopWarp: the warp loop (ra_warp.cuh)"},
+		{"RA_LOOP_WARP_PREFETCH", uint64(rk.LoopWarpPrefetch), "ringkernel.LoopWarpPrefetch: the warp loop, pipelined ingress (ra_warp.cuh)"},
 		{"RA_ARG_SIZE", rk.ArgSize, "ra_ring_args: bytes"},
 	}
 }

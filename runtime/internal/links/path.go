@@ -19,7 +19,8 @@ type Path struct {
 	// SlotSize, so the largest message it takes stays the same.
 	Links p2pqueue.Format
 	// Loop is the device loop of the pipeline's kernels:
-	// ringkernel.LoopClassic (the default) or LoopWarp. The sim backend
+	// ringkernel.LoopClassic (the default), LoopWarp or LoopWarpPrefetch
+	// (the warp loop with a pipelined ingress). The sim backend
 	// (and the CPU device) runs its one Go loop for either.
 	Loop rk.LoopVariant
 }
@@ -35,6 +36,8 @@ func LoopName(v rk.LoopVariant) string {
 		return "classic"
 	case rk.LoopWarp:
 		return "warp"
+	case rk.LoopWarpPrefetch:
+		return "warp-prefetch"
 	}
 	return fmt.Sprintf("LoopVariant(%d)", uint32(v))
 }
@@ -45,8 +48,8 @@ func (p Path) Check() error {
 	if p.Links > p2pqueue.FormatFlagged {
 		return fmt.Errorf("DataPath.Links %s: %w; use p2pqueue.FormatIndexed (the default) or FormatFlagged", p.Links, p2pqueue.ErrBadFormat)
 	}
-	if p.Loop > rk.LoopWarp {
-		return fmt.Errorf("DataPath.Loop %s: unknown device loop; use ringkernel.LoopClassic (the default) or LoopWarp", LoopName(p.Loop))
+	if p.Loop > rk.LoopWarpPrefetch {
+		return fmt.Errorf("DataPath.Loop %s: unknown device loop; use ringkernel.LoopClassic (the default), LoopWarp or LoopWarpPrefetch", LoopName(p.Loop))
 	}
 	return nil
 }

@@ -61,7 +61,7 @@ func TestCheckPath(t *testing.T) {
 		says string
 	}{
 		{Stage{Name: "a", Capacity: 16, SlotSize: 64, Path: Path{Links: 5}}, p2pqueue.ErrBadFormat, "use p2pqueue.FormatIndexed (the default) or FormatFlagged"},
-		{Stage{Name: "a", Capacity: 16, SlotSize: 64, Path: Path{Loop: 3}}, nil, "DataPath.Loop LoopVariant(3): unknown device loop; use ringkernel.LoopClassic (the default) or LoopWarp"},
+		{Stage{Name: "a", Capacity: 16, SlotSize: 64, Path: Path{Loop: 3}}, nil, "DataPath.Loop LoopVariant(3): unknown device loop; use ringkernel.LoopClassic (the default), LoopWarp or LoopWarpPrefetch"},
 		{Stage{Name: "a", Capacity: 16, SlotSize: p2pqueue.MaxSlotSize/2 + 64, Path: Path{Links: p2pqueue.FormatFlagged}}, p2pqueue.ErrBadSlotSize, "use a SlotSize of at most 8388608, or indexed links"},
 	} {
 		err := Check(c.s, rk.Device{}, 0, 1024, 256)

@@ -322,6 +322,22 @@ static const tcase cases[] = {
      1, RA_ROUTE_ONE, 128, 128, 64, 64, 4096, 3000, 7, 23, 0, END_STEAL, 2.0f, 0, false, 64, 16, RA_LOOP_WARP},
     {"warp-barrier", "scale", "warp loop: CmdBarrier at P, phase 2 held till a host thread arrives", 1,
      RA_ROUTE_ONE, 128, 128, 512, 64, 32, 800, 7, 23, 0, END_BARRIER, 2.0f, 0, false, 0, 0, RA_LOOP_WARP},
+    // The pipelined ingress (ringkernel.LoopWarpPrefetch, ra_warp.cuh): the warp loop with the next batch's slots
+    // loaded into registers before this batch is processed and published; flagged ones speculatively.
+    {"pf-scale", "scale", "pipelined ingress: plain float op, sampled, dead letters, ingress closed", 1, RA_ROUTE_ONE,
+     128, 64, 64, 64, 16, 3000, 7, 23, 31, END_CLOSE, 2.0f, 0, false, 0, 0, RA_LOOP_WARP_PREFETCH},
+    {"pf-keyed-count", "keyed_count", "pipelined ingress: stateful op (lane 0 only), counts checked in order", 1, RA_ROUTE_ONE,
+     256, 128, 64, 64, 32, 3000, 13, 29, 0, END_CLOSE, 0.0f, 256, true, 0, 0, RA_LOOP_WARP_PREFETCH},
+    {"pf-no-drain", "scale", "pipelined ingress: Deactivate, more queued, ingress closed, Terminate: shutdown dead letters", 1,
+     RA_ROUTE_ONE, 128, 128, 256, 64, 32, 1200, 3, 41, 0, END_NODRAIN, 4.0f, 0, false, 0, 0, RA_LOOP_WARP_PREFETCH},
+    {"pf-drain", "scale", "pipelined ingress: TerminateDrain mid-stream, then ingress closed", 1, RA_ROUTE_ONE,
+     128, 128, 64, 64, 1024, 3000, 7, 37, 0, END_DRAIN, 1.5f, 0, false, 0, 0, RA_LOOP_WARP_PREFETCH},
+    {"pf-steal", "scale", "pipelined ingress: CmdSteal (some while idle) as ingress feeds the victim and a thief drains the steal link",
+     1, RA_ROUTE_ONE, 128, 128, 64, 64, 4096, 3000, 7, 23, 0, END_STEAL, 2.0f, 0, false, 64, 16, RA_LOOP_WARP_PREFETCH},
+    {"pf-barrier", "scale", "pipelined ingress: CmdBarrier at P, phase 2 held till a host thread arrives", 1,
+     RA_ROUTE_ONE, 128, 128, 512, 64, 32, 800, 7, 23, 0, END_BARRIER, 2.0f, 0, false, 0, 0, RA_LOOP_WARP_PREFETCH},
+    {"pf-ll", "scale", "pipelined ingress, flagged in-link (words stored relaxed in rotated order): speculative loads, re-read words",
+     1, RA_ROUTE_ONE, 256, 64, 64, 64, 16, 3000, 7, 23, 31, END_CLOSE, 2.0f, 0, false, 0, 0, RA_LOOP_WARP_PREFETCH, true},
 };
 
 static const uint32_t STAGE_ID = 7;
