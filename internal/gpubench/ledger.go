@@ -188,6 +188,8 @@ var LedgerVariants = []LedgerVariant{
 	{Name: "warp", Spec: func(s *rk.Spec) { s.Variant = rk.LoopWarp }},
 	{Name: "flagged-in", InLink: flagged},
 	{Name: "flagged", Link: flagged},
+	{Name: "warp+flagged", Spec: func(s *rk.Spec) { s.Variant = rk.LoopWarp }, Link: flagged},
+	{Name: "warp-prefetch", Spec: func(s *rk.Spec) { s.Variant = rk.LoopWarpPrefetch }},
 }
 
 // flagged makes a link's format p2pqueue.FormatFlagged, its slots twice

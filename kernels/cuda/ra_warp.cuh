@@ -351,8 +351,7 @@ __device__ void ra_warp_loop(ra_loop_shared &sh, const ra_ring_args &a) {
             if (++spins > RA_WARP_SPINS) {  // every lane counts the same empty steps
                 ra_warp_sync(lanes);        // every lane has read n and stop
                 if (lane == 0) {
-                    L.top();  // s.n is 0: commands, beats, picks, backs off
-                    if (sh.n > RA_WARP_LANES) sh.n = RA_WARP_LANES;
+                    L.top(RA_WARP_LANES);  // s.n is 0: commands, beats, picks (a warp's worth), backs off
                     picked = sh.n != 0;
                 }
             }

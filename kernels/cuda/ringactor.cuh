@@ -1017,7 +1017,9 @@ struct ra_loop {
     // nothing). stop is read by the other threads only after that barrier,
     // and thread 0 writes it only here, so no thread reads it while thread 0
     // may write it.
-    __device__ __forceinline__ void top() {
+    // most: the largest batch to take (the warp loop's idle poll takes a
+    // warp's worth), cut before the phase timers count it.
+    __device__ __forceinline__ void top(ra_u32 most = RA_BATCH) {
         if (s.n) {
             bottom();  // the last batch, while the other threads wait
             ph.mark(RA_PHASE_PUBLISH);
@@ -1037,6 +1039,7 @@ struct ra_loop {
         }
         ns = 0;
         s.deq = ra_globaltimer() + s.clk;
+        if (s.n > most) s.n = most;
         ph.taken(s.n);
     }
 
