@@ -45,7 +45,7 @@ func run(dir string) error {
 		}
 		name := kernels.Symbol(op.Name) + ".ptx"
 		want[name] = true
-		if err := os.WriteFile(filepath.Join(dir, name), append([]byte(kernels.GeneratedPTXHeader), out.PTX...), 0o644); err != nil {
+		if err := os.WriteFile(filepath.Join(dir, name), kernels.ShippedPTXOf(out.PTX), 0o644); err != nil {
 			return err
 		}
 		fmt.Printf("%s: %d bytes of PTX for %s (NVRTC %d.%d)\n", name, len(out.PTX), kernels.ShippedArch, major, minor)
