@@ -9,39 +9,44 @@ import (
 	"github.com/ringactor/ringactor/kernels"
 )
 
-// Every built-in stage compiles through NVRTC for the shipped virtual
-// architecture and for sm_80 and sm_90; a failure prints the compiler log.
-// Skips with the reason where NVRTC is missing, fails under
-// RINGACTOR_REQUIRE_NVRTC=1 (CI installs it).
+// A few built-in stages of each kind (a plain stage, one with params, a
+// routing, a typed, a stateful and a timed one) compile through NVRTC now,
+// for the shipped virtual architecture — where the result must be the
+// shipped file, so stale PTX fails — and one for sm_90 (H100, H200); a
+// failure prints the compiler log. Every op is compiled by make ptx, and
+// `make check-ptx` (a step of .ci/run) fails when any shipped file differs
+// from a fresh build; TestShippedPTX checks every shipped file's entries.
+// Each compile of the loop the stages share takes seconds (three loops
+// since the warp loops), hence a few: make test's budget. Skips with the
+// reason where NVRTC is missing, fails under RINGACTOR_REQUIRE_NVRTC=1 (CI
+// installs it).
 func TestStagesCompileWithNVRTC(t *testing.T) {
 	n := cudatest.NVRTC(t)
-	srcs := kernels.Sources()
-	if len(srcs) < 7 {
+	if srcs := kernels.Sources(); len(srcs) < 7 {
 		t.Fatalf("only %d stage sources: %v", len(srcs), srcs)
 	}
-	for _, name := range srcs {
-		op, err := kernels.Lookup(strings.TrimSuffix(name, ".cu"))
+	for name, more := range map[string][]string{
+		"sqrt": nil, "saxpy": nil, "branch": nil, "keyed_count": {"sm_90"}, "ring_sum": nil, "delay": nil,
+	} {
+		op, err := kernels.Lookup(name)
 		if err != nil {
 			t.Fatal(err)
 		}
-		// Every op for the shipped architecture; the newer ones for a few
-		// ops of each kind only (the loop they share is most of the source,
-		// and each compile of it takes seconds: make test's budget).
-		archs := []string{"compute_70"}
-		switch strings.TrimSuffix(name, ".cu") {
-		case "sqrt", "keyed_count", "ring_sum", "delay":
-			archs = append(archs, "sm_80", "sm_90")
-		}
-		for _, arch := range archs {
+		for _, arch := range append([]string{kernels.ShippedArch}, more...) {
 			out, err := n.Compile(cuda.Source(kernels.RingSource(op)), arch, kernels.CompileOptions...)
 			if err != nil {
 				t.Fatalf("%s for %s: %v", name, arch, err)
 			}
 			for _, entry := range []string{"_test", "_ring"} {
-				entry = "ra_" + strings.TrimSuffix(name, ".cu") + entry
-				if !strings.Contains(string(out.PTX), ".entry "+entry) {
-					t.Fatalf("%s for %s: no %s kernel in the PTX", name, arch, entry)
+				if !strings.Contains(string(out.PTX), ".entry ra_"+name+entry) {
+					t.Fatalf("%s for %s: no ra_%s%s kernel in the PTX", name, arch, name, entry)
 				}
+			}
+			if arch != kernels.ShippedArch {
+				continue
+			}
+			if shipped, _ := kernels.ShippedPTX(name); string(shipped) != string(kernels.ShippedPTXOf(out.PTX)) {
+				t.Fatalf("shipped %s PTX differs from a fresh NVRTC build: run make ptx and commit", name)
 			}
 		}
 	}
@@ -92,8 +97,9 @@ extern "C" __global__ void probe(unsigned char *base, ra_u64 *out) {
 }
 
 // The shipped PTX holds every built-in's ring kernel for ShippedArch, with
-// the loop's memory orders, timer and backoff; and it is what a fresh build
-// gives (make check-ptx checks the files, this checks the embedding).
+// the loop's memory orders, timer and backoff (that it is what a fresh build
+// gives: make check-ptx for every file, TestStagesCompileWithNVRTC for a
+// few through the embedding).
 func TestShippedPTX(t *testing.T) {
 	for _, file := range kernels.Sources() {
 		name := strings.TrimSuffix(file, ".cu")
@@ -110,15 +116,6 @@ func TestShippedPTX(t *testing.T) {
 	}
 	if got, want := len(kernels.ShippedPTXNames()), len(kernels.Sources()); got != want {
 		t.Fatalf("%d PTX files for %d stages: run make ptx", got, want)
-	}
-	n := cudatest.NVRTC(t)
-	op, _ := kernels.Lookup("saxpy")
-	out, err := n.Compile(cuda.Source(kernels.RingSource(op)), kernels.ShippedArch, kernels.CompileOptions...)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if shipped, _ := kernels.ShippedPTX("saxpy"); string(shipped) != string(kernels.ShippedPTXOf(out.PTX)) {
-		t.Fatal("shipped saxpy PTX differs from a fresh NVRTC build: run make ptx and commit")
 	}
 }
 
