@@ -206,7 +206,7 @@ gpu-bundle:
 	for e in phases imagebatch tempering; do CGO_ENABLED=1 $(GO) build -ldflags="-s -w" -o .gpu/bin/$$e ./examples/$$e || exit 1; done
 	# One xz archive (run.sh unpacks it with xz, or python3's lzma without):
 	# its 64 MiB window shares what the ten binaries have in common, the Go
-	# runtime and the 22 shipped PTX they all embed (about 19 MB; gzip, one
+	# runtime and the 22 shipped PTX they all embed (about 24 MB with the three device loops; gzip, one
 	# binary at a time, made 67 MiB, over the device machine's 64 MiB).
 	tar --sort=name -C .gpu/bin -cf - . | xz --lzma2=preset=1,dict=64MiB -T1 > .gpu/bins.tar.xz
 	rm -rf .gpu/bin
