@@ -119,11 +119,7 @@ func TestSinkBatchPanicDeadLettersTheBatch(t *testing.T) {
 	spec.OnDeadLetter = a.deadLetter
 	p := buildStarted(t, e.RT, spec)
 	const n = 300
-	for i := 1; i <= n; i++ {
-		if err := p.Send(ctxT(t), ra.Data{ID: uint64(i), Floats: []float32{float32(i)}}); err != nil {
-			t.Fatal(err)
-		}
-	}
+	sendN(t, p, n)
 	closeUnbounded(t, p, "with a panicking Sink.Batch")
 	reasons := a.check(t, n, p.Stats())
 	mu.Lock()

@@ -34,11 +34,7 @@ func TestMetrics(t *testing.T) {
 	p := buildStarted(t, e.RT, spec)
 	e.RT.Metrics() // the interval starts here
 	start := time.Now()
-	for i := 1; i <= n; i++ {
-		if err := p.Send(ctxT(t), ra.Data{ID: uint64(i), Floats: []float32{float32(i)}}); err != nil {
-			t.Fatal(err)
-		}
-	}
+	sendN(t, p, n)
 	for range n {
 		<-res
 	}

@@ -125,11 +125,7 @@ func TestSinkFuncPanicIsADeadLetter(t *testing.T) {
 	spec.OnDeadLetter = a.deadLetter
 	p := buildStarted(t, e.RT, spec)
 	const n = 300
-	for i := 1; i <= n; i++ {
-		if err := p.Send(ctxT(t), ra.Data{ID: uint64(i), Floats: []float32{float32(i)}}); err != nil {
-			t.Fatal(err)
-		}
-	}
+	sendN(t, p, n)
 	closeUnbounded(t, p, "with a panicking Sink.Func")
 	reasons := a.check(t, n, p.Stats())
 	if reasons["stage panic"] != n/7 || len(reasons) != 1 {

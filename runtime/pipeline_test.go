@@ -68,6 +68,16 @@ func newEnvOn(t *testing.T, opts ra.DeviceOptions) *env {
 
 func ctxT(t *testing.T) context.Context { return rttest.Ctx(t) }
 
+// sendN sends messages 1 to n, one at a time, message i carrying the float i.
+func sendN(t *testing.T, p *ra.Pipeline, n int) {
+	t.Helper()
+	for i := 1; i <= n; i++ {
+		if err := p.Send(ctxT(t), ra.Data{ID: uint64(i), Floats: []float32{float32(i)}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
 // guide is the multi-GPU guide's pipeline: x*2 → sqrt → +1 on devices 0,
 // 1, 2 (as testDevice maps them).
 func guide(name string) ra.PipelineSpec {

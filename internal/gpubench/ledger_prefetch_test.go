@@ -1,13 +1,9 @@
 package gpubench
 
 import (
-	"context"
 	"testing"
-	"time"
 
-	"github.com/ringactor/ringactor/cuda/cudatest"
 	rk "github.com/ringactor/ringactor/ringkernel"
-	rkcuda "github.com/ringactor/ringactor/ringkernel/cuda"
 )
 
 // ledgerPrefetch is the pipelined ingress (ringkernel.LoopWarpPrefetch,
@@ -30,17 +26,7 @@ var ledgerPrefetch = LedgerVariant{Name: "warp-prefetch", Spec: func(s *rk.Spec)
 // look-ahead's loads overlap the publish (they move to the round before);
 // a GPU run measures that.
 func TestLedgerPrefetch(t *testing.T) {
-	cudatest.Device(t, 0)
-	b, err := rkcuda.New(rkcuda.Options{})
-	if err != nil {
-		t.Fatalf("cuda backend: %v", err)
-	}
-	defer b.Close()
-	if !LedgerSupported(b) {
-		t.Skipf("skipping: %v", ErrNoLedger)
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	defer cancel()
+	b, ctx := ledgerRig(t)
 	const rounds = 32
 	for _, batch := range []uint64{32, 8} {
 		res, err := RunLedger(ctx, b, LedgerOptions{Rounds: rounds, Batch: int(batch), Variants: []LedgerVariant{ledgerPrefetch}})

@@ -156,22 +156,32 @@ func checkFlaggedIn(t *testing.T, l Ledger, rounds, batch, outCap uint64) {
 	eq(t, "fenced .sys stores (the out tail)", l.FencedSys, l.Batches)
 }
 
-// TestLedger runs each loop variant over the emulated driver and holds it
-// to its ledger (it prints the table under -v). It skips without a driver
-// (fails under RINGACTOR_REQUIRE_GPU=1) and on a real GPU, whose driver
-// keeps no ledger.
-func TestLedger(t *testing.T) {
+// ledgerRig opens the CUDA backend for a ledger test, closed when the test
+// ends, and a context of two minutes. It skips without a driver (fails
+// under RINGACTOR_REQUIRE_GPU=1) and on a real GPU, whose driver keeps no
+// ledger.
+func ledgerRig(t *testing.T) (*rkcuda.Backend, context.Context) {
+	t.Helper()
 	cudatest.Device(t, 0)
 	b, err := rkcuda.New(rkcuda.Options{})
 	if err != nil {
 		t.Fatalf("cuda backend: %v", err)
 	}
-	defer b.Close()
+	t.Cleanup(func() { b.Close() })
 	if !LedgerSupported(b) {
 		t.Skipf("skipping: %v", ErrNoLedger)
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	defer cancel()
+	t.Cleanup(cancel)
+	return b, ctx
+}
+
+// TestLedger runs each loop variant over the emulated driver and holds it
+// to its ledger (it prints the table under -v). It skips without a driver
+// (fails under RINGACTOR_REQUIRE_GPU=1) and on a real GPU, whose driver
+// keeps no ledger.
+func TestLedger(t *testing.T) {
+	b, ctx := ledgerRig(t)
 	const rounds, batch = 48, 32
 	var all []LedgerResult
 	for _, c := range ledgerCases {
@@ -236,17 +246,7 @@ func TestPrintLedger(t *testing.T) {
 // more when the loop finds the ingress empty, is at most 3 release stores
 // a round beside the heartbeats; a head per batch would be at least 4.
 func TestLedgerLazyHead(t *testing.T) {
-	cudatest.Device(t, 0)
-	b, err := rkcuda.New(rkcuda.Options{})
-	if err != nil {
-		t.Fatalf("cuda backend: %v", err)
-	}
-	defer b.Close()
-	if !LedgerSupported(b) {
-		t.Skipf("skipping: %v", ErrNoLedger)
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	defer cancel()
+	b, ctx := ledgerRig(t)
 	const rounds, batch = 16, 128
 	v := LedgerVariant{Name: "flagged-warp", Link: flagged, Spec: LedgerVariants[1].Spec}
 	res, err := RunLedger(ctx, b, LedgerOptions{Rounds: rounds, Batch: batch, Variants: []LedgerVariant{v}})

@@ -96,7 +96,7 @@ func (r *Report) Print(w io.Writer) {
 			}
 			rate := "-"
 			if s.MsgsPerSec > 0 {
-				rate = rateString(s.MsgsPerSec)
+				rate = bench.Rate(s.MsgsPerSec)
 			}
 			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%d\t%s\t%s\t%s\t\n", s.Name, s.Variant, on(s.Emulated), ns(s.P50), ns(s.P90), ns(s.P99), s.N, rate, s.Vs, ratio)
 		}
@@ -152,23 +152,12 @@ func (s Stat) line() string {
 	}
 	l += fmt.Sprintf(": p50 %s p90 %s p99 %s n %d", ns(s.P50), ns(s.P90), ns(s.P99), s.N)
 	if s.MsgsPerSec > 0 {
-		l += ", " + rateString(s.MsgsPerSec) + " msgs/s"
+		l += ", " + bench.Rate(s.MsgsPerSec) + " msgs/s"
 	}
 	if s.Vs != "" {
 		l += fmt.Sprintf(", %.2fx %s", s.Ratio, s.Vs)
 	}
 	return l
-}
-
-// rateString writes msgs/s as package bench's table does (3.36M, 140.0k).
-func rateString(v float64) string {
-	switch {
-	case v >= 1e6:
-		return fmt.Sprintf("%.2fM", v/1e6)
-	case v >= 1e3:
-		return fmt.Sprintf("%.1fk", v/1e3)
-	}
-	return fmt.Sprintf("%.0f", v)
 }
 
 // stat is a Stat of the sorted samples d.
