@@ -91,7 +91,11 @@ func (s *segment) remotePID() *actor.PID {
 // Build builds a pipeline whose stages may name other nodes of the
 // cluster (StageSpec.Node), places each remote segment on its node through
 // protoactor cluster, starts it, and returns it started. A spec whose
-// stages are all on this node builds like Runtime.Build.
+// stages are all on this node builds like Runtime.Build. One whose stages
+// span nodes is a chain of its stages in order, runs the default data
+// path, and keeps lanes and buffers to the stages on this node: Build
+// refuses a graph (To, Route, KeyOffset), a DataPath, and lanes or
+// buffers on another node's stage with ErrBadPipeline, naming the fix.
 func (n *Node) Build(ctx context.Context, spec ra.PipelineSpec, opts Options) (*Pipeline, error) {
 	if err := ctxcheck.Live(ctx, "Node.Build"); err != nil {
 		return nil, err
@@ -145,6 +149,9 @@ func (n *Node) Build(ctx context.Context, spec ra.PipelineSpec, opts Options) (*
 		seg.stages = append(seg.stages, s)
 		cp.byStage[s.Name] = seg
 	}
+	if err := cp.checkCarried(); err != nil {
+		return nil, err
+	}
 	for i := 0; i < len(cp.segs); i++ {
 		if cp.segs[i].node == "" {
 			continue
@@ -183,7 +190,7 @@ func (cp *Pipeline) build(ctx context.Context) error {
 		// Sampling is the cluster pipeline's (SendBatch): a segment traces
 		// the messages marked sampled, under their root.
 		spec := ra.PipelineSpec{Name: fmt.Sprintf("%s.%d", cp.spec.Name, k), Stages: s.stages,
-			OnDeadLetter: cp.deadLetter, HangAfter: cp.spec.HangAfter, OnFault: cp.spec.OnFault}
+			OnDeadLetter: cp.deadLetter, HangAfter: cp.spec.HangAfter, OnFault: cp.spec.OnFault, DataPath: cp.spec.DataPath}
 		if k+1 < len(cp.segs) {
 			e := cp.segs[k+1].exc
 			spec.Deliver = cp.host.WithSlots(ra.Sink{}, func(ctx context.Context, hs []p2pqueue.Header, ps [][]byte) {

@@ -15,7 +15,11 @@
 // StageSpec.Node names other nodes: consecutive stages on one node form a
 // segment, run there as a local runtime.Pipeline by a cluster grain of the node's
 // own kind ("ringactor.node.<name>"), so placement by name is protoactor
-// cluster's own placement. Segments on different nodes are joined by
+// cluster's own placement. A pipeline that spans nodes is a chain of its
+// stages in order on the default data path, with lanes and buffers only on
+// this node's stages: Build refuses a graph, a DataPath, and lanes or
+// buffers on another node's stage (ErrBadPipeline), which a segment's Build
+// message would not carry. Segments on different nodes are joined by
 // batched links over protoactor remote: an egress batch (taken raw through
 // a slots sink, runtime's hook for it) travels as one message, the slots' bytes in a
 // msgpack Batch inside a wrapperspb.BytesValue (package runtime/cluster/internal/wire has the format;
