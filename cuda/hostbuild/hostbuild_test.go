@@ -14,6 +14,7 @@ import (
 	"fmt"
 	"os"
 	"strings"
+	"sync/atomic"
 	"testing"
 
 	"github.com/ringactor/ringactor/cuda"
@@ -95,10 +96,16 @@ func emuContext(t *testing.T) *cuda.Context {
 }
 
 // hostPTX is PTX text naming one kernel, all the emulated driver reads of
-// a module whose source it was given (the .entry names).
+// a module whose source it was given (the .entry names). Each call's text
+// is its own (a numbered comment): the driver keeps the sources it was
+// given by PTX text for the life of the process, so under -count=N a
+// later run would find an earlier run's source.
 func hostPTX(entry string) []byte {
-	return []byte(".version 7.0\n.target sm_70\n.address_size 64\n.visible .entry " + entry + "(\n\t.param .align 8 .b8 a[32]\n)\n{\n\tret;\n}\n")
+	return fmt.Appendf(nil, ".version 7.0\n.target sm_70\n.address_size 64\n// text %d\n.visible .entry %s(\n\t.param .align 8 .b8 a[32]\n)\n{\n\tret;\n}\n", hostTexts.Add(1), entry)
 }
+
+// hostTexts numbers hostPTX's texts.
+var hostTexts atomic.Int64
 
 // hostSource is a ring kernel's CUDA source in the shape the emulated
 // driver wraps (one parameter, a struct ra_ring_args): every thread of the
