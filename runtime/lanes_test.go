@@ -239,6 +239,53 @@ func TestLanesKeyed(t *testing.T) {
 	}
 }
 
+// A message without its key at LaneKey is dead-lettered "route error",
+// whether the host spreads the keyed lanes (it sends no further: the
+// count stops before the first such message, and the error names
+// LaneKey) or the stage before them does (the device's RouteKey); every
+// other message goes through.
+func TestLanesKeylessIsADeadLetter(t *testing.T) {
+	for _, first := range []bool{true, false} {
+		t.Run(fmt.Sprintf("host=%t", first), func(t *testing.T) {
+			e := deviceEnv(t)
+			a := newAccount()
+			stages := []ra.StageSpec{{Name: "in", Op: "identity", Device: testDevice(0)},
+				{Name: "k", Op: "identity", Lanes: 4, KeyedLanes: true, LaneKey: 4, Device: testDevice(1)}}
+			if first {
+				stages = stages[1:]
+			}
+			p := buildStarted(t, e.RT, ra.PipelineSpec{Name: "keyless", Stages: stages, Deliver: ra.Sink{Func: a.result}, OnDeadLetter: a.deadLetter})
+			const n = 40
+			batch := make([]ra.Data, 0, n)
+			for i := 1; i <= n; i++ {
+				f := []float32{float32(i), float32(i % 4)}
+				if i%5 == 0 {
+					f = f[:1] // the key would be the second float
+				}
+				batch = append(batch, ra.Data{ID: uint64(i), Floats: f})
+			}
+			k, err := p.SendBatch(ctxT(t), batch)
+			if first && (k != 4 || err == nil || !strings.Contains(err.Error(), "LaneKey")) {
+				t.Fatalf("SendBatch: %d, %v; want 4 taken and an error naming LaneKey", k, err)
+			}
+			if !first && (k != n || err != nil) {
+				t.Fatalf("SendBatch: %d, %v; want all %d taken", k, err, n)
+			}
+			if err := p.Close(ctxT(t), true); err != nil {
+				t.Fatal(err)
+			}
+			if reasons := a.check(t, n, p.Stats()); reasons[ra.ReasonRouteError.String()] != n/5 || len(reasons) != 1 {
+				t.Fatalf("dead letters %v; want %d route errors and nothing else", reasons, n/5)
+			}
+			for id := range a.dead {
+				if id%5 != 0 {
+					t.Fatalf("message %d, which has a key, was dead-lettered", id)
+				}
+			}
+		})
+	}
+}
+
 // Lanes that cannot run are refused at Build, naming the fix.
 func TestLanesRefused(t *testing.T) {
 	e := newEnv(t, "")

@@ -219,9 +219,12 @@ func (rt *Runtime) Build(ctx context.Context, spec PipelineSpec) (*Pipeline, err
 		func(ctx context.Context, l int, ds []Data, ids []uint64) (int, error) {
 			return p.stages[l].ingress.Send(ctx, ds, ids)
 		},
-		func(d Data, b []byte) []byte {
-			_, n, _, _ := msgtype.Encode(d.Floats, d.Value, p.takes[0], "", b)
-			return b[:n]
+		func(d Data, b []byte) ([]byte, bool) {
+			_, n, _, err := msgtype.Encode(d.Floats, d.Value, p.takes[0], "", b)
+			return b[:n], err == nil
+		},
+		func(ds []Data, ids []uint64, cause error) {
+			p.stages[0].ingress.DeadLetter(ds, ids, ReasonRouteError, cause)
 		})
 	p.pumpCtx, p.stopPump = context.WithCancel(context.Background())
 	if spec.SampleRatio > 0 {

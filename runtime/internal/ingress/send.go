@@ -182,6 +182,15 @@ func (a *autoIDs) take(sampled bool, every uint64) (uint64, bool) {
 	return id, sampled
 }
 
+// DeadLetter counts ms into the account and dead-letters each with reason
+// and cause, kept out of the link: messages its sender will not send
+// (lanes.Spread's, without a key). ids as Send's.
+func (l *Link[M, R]) DeadLetter(ms []M, ids []uint64, reason R, cause error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.refuse(ms, ids, reason, cause)
+}
+
 // refuse counts and dead-letters messages kept out before they reached
 // a slot, each with reason and cause; ids, when not nil, receives their
 // ids.

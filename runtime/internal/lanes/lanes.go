@@ -46,6 +46,7 @@ type Node struct {
 // First is how the host spreads what it sends over the first stage's
 // N lanes (1: no lanes).
 type First struct {
+	Stage string // its name
 	N     int
 	Keyed bool
 	Key   int
@@ -126,7 +127,7 @@ func Expand[S any](stages []S, stealIn int, view func(S) Stage, set func(S, Node
 			out = append(out, set(stages[i], n))
 		}
 	}
-	return out, First{N: vs[0].Lanes, Keyed: vs[0].Keyed, Key: vs[0].Key}, nil
+	return out, First{Stage: vs[0].Name, N: vs[0].Lanes, Keyed: vs[0].Keyed, Key: vs[0].Key}, nil
 }
 
 // Spread is the host's end of a first stage with lanes: it puts each
@@ -142,21 +143,27 @@ type Spread[D any] struct {
 	// the ids follow the order of a batch, not of its lanes.
 	ID func(d *D)
 	// Payload encodes d into buf as the first stage takes it, for its
-	// key (Keyed); a message that has no key there goes to lane 0.
-	Payload func(d D, buf []byte) []byte
-	Slot    int
+	// key (Keyed); false when d does not encode, which a lane then
+	// refuses as it refuses any such message (it goes round robin).
+	Payload func(d D, buf []byte) ([]byte, bool)
+	// NoKey dead-letters the messages that encode but have no key at Key
+	// (as the device's RouteKey dead-letters a result without one) with
+	// cause, counted and kept out of every lane, ids as Lane's.
+	NoKey func(ds []D, ids []uint64, cause error)
+	Slot  int
 }
 
 // Over is the host's end of a first stage with f's lanes: Spread's
 // fields, by the same names.
-func Over[D any](f First, slot int, id func(*D), lane func(ctx context.Context, l int, ds []D, ids []uint64) (int, error), payload func(D, []byte) []byte) *Spread[D] {
-	return &Spread[D]{First: f, Slot: slot, ID: id, Lane: lane, Payload: payload}
+func Over[D any](f First, slot int, id func(*D), lane func(ctx context.Context, l int, ds []D, ids []uint64) (int, error), payload func(D, []byte) ([]byte, bool), noKey func(ds []D, ids []uint64, cause error)) *Spread[D] {
+	return &Spread[D]{First: f, Slot: slot, ID: id, Lane: lane, Payload: payload, NoKey: noKey}
 }
 
 // Send puts ds into the lanes and returns how many of ds, from the
 // first, every lane took (the messages a lane did not take it has
-// dead-lettered), ids as Lane's, and the first lane's error. With one
-// lane it is Lane's Send.
+// dead-lettered, as NoKey has those without a key), ids as Lane's, and
+// the first lane's error, or else NoKey's. With one lane it is Lane's
+// Send.
 func (s *Spread[D]) Send(ctx context.Context, ds []D, ids []uint64) (int, error) {
 	if s.N <= 1 {
 		return s.Lane(ctx, 0, ds, ids) // one lane: the batch as it is
@@ -167,11 +174,19 @@ func (s *Spread[D]) Send(ctx context.Context, ds []D, ids []uint64) (int, error)
 	if s.Keyed {
 		buf = make([]byte, s.Slot)
 	}
+	var keyless []D // lane -1
 	for i, d := range ds {
 		s.ID(&d)
 		lane[i] = int((start + uint64(i)) % uint64(s.N))
 		if s.Keyed {
-			lane[i], _ = rk.ResultRoute(rk.RouteKey, s.N, 0, s.Payload(d, buf), s.Key, 0)
+			if p, ok := s.Payload(d, buf); ok {
+				l, code := rk.ResultRoute(rk.RouteKey, s.N, 0, p, s.Key, 0)
+				if code != rk.CodeNone {
+					lane[i], keyless = -1, append(keyless, d)
+					continue
+				}
+				lane[i] = l
+			}
 		}
 		by[lane[i]] = append(by[lane[i]], d)
 	}
@@ -187,8 +202,24 @@ func (s *Spread[D]) Send(ctx context.Context, ds []D, ids []uint64) (int, error)
 			first = err
 		}
 	}
-	n, pos := 0, make([]int, s.N)
+	var keylessIDs []uint64
+	if len(keyless) > 0 {
+		keylessIDs = make([]uint64, len(keyless))
+		cause := fmt.Errorf("ringactor: stage %q keys its lanes (KeyedLanes): the message has no u32 key at byte %d (LaneKey) of what the stage takes", s.Stage, s.Key)
+		s.NoKey(keyless, keylessIDs, cause)
+		if first == nil {
+			first = fmt.Errorf("%w: %d message(s) dead-lettered, the first %d", cause, len(keyless), keylessIDs[0])
+		}
+	}
+	n, pos, kpos := 0, make([]int, s.N), 0
 	for i, l := range lane {
+		if l < 0 { // dead-lettered, not taken: the count stops here
+			if i < len(ids) {
+				ids[i] = keylessIDs[kpos]
+			}
+			kpos++
+			continue
+		}
 		if i < len(ids) {
 			ids[i] = got[l][pos[l]]
 		}

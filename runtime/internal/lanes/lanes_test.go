@@ -6,17 +6,26 @@ import (
 	"errors"
 	"fmt"
 	"reflect"
+	"strings"
 	"testing"
 
 	rk "github.com/ringactor/ringactor/ringkernel"
 )
 
-type msg struct{ id, key uint32 }
+// msg is a message; a keyless one's payload ends before its key, a
+// bad one's does not encode.
+type msg struct {
+	id, key      uint32
+	keyless, bad bool
+}
 
+// spread is a Spread of n lanes, lane l taking took(l) messages a send;
+// what each lane got, and the messages dead-lettered for want of a key
+// (under got[-1]).
 func spread(n int, keyed bool, took func(l int) int) (*Spread[msg], map[int][]msg) {
 	got := map[int][]msg{}
 	auto := uint32(0)
-	return Over(First{N: n, Keyed: keyed, Key: 4}, 8, func(m *msg) {
+	return Over(First{Stage: "k", N: n, Keyed: keyed, Key: 4}, 8, func(m *msg) {
 		if m.id == 0 {
 			auto++
 			m.id = 1000 + auto
@@ -31,11 +40,51 @@ func spread(n int, keyed bool, took func(l int) int) (*Spread[msg], map[int][]ms
 			return k, fmt.Errorf("lane %d full", l)
 		}
 		return k, nil
-	}, func(m msg, b []byte) []byte {
+	}, func(m msg, b []byte) ([]byte, bool) {
 		binary.LittleEndian.PutUint32(b, m.id)
 		binary.LittleEndian.PutUint32(b[4:], m.key)
-		return b[:8]
+		if m.keyless {
+			return b[:4], true
+		}
+		return b[:8], !m.bad
+	}, func(ms []msg, ids []uint64, cause error) {
+		got[-1] = append(got[-1], ms...)
+		for i, m := range ms {
+			ids[i] = uint64(m.id)
+		}
 	}), got
+}
+
+// A keyed message without a key is dead-lettered (NoKey), in no lane, as
+// the device's RouteKey does; the count stops before it, its id comes
+// back, and NoKey's error when no lane had one. A message that does not
+// encode goes to a lane round robin, whose send refuses it.
+func TestSpreadKeylessIsDeadLettered(t *testing.T) {
+	s, got := spread(4, true, func(int) int { return 100 })
+	ms := []msg{{id: 1, key: 1}, {id: 2, key: 2}, {id: 3, keyless: true}, {id: 4, key: 4}, {id: 5, bad: true}, {id: 6, keyless: true}}
+	ids := make([]uint64, len(ms))
+	n, err := s.Send(context.Background(), ms, ids)
+	if n != 2 || err == nil || !strings.Contains(err.Error(), "no u32 key at byte 4 (LaneKey)") || !strings.Contains(err.Error(), "2 message(s) dead-lettered, the first 3") {
+		t.Fatalf("took %d, %v; want 2 and the no-key error", n, err)
+	}
+	if want := []uint64{1, 2, 3, 4, 5, 6}; !reflect.DeepEqual(ids, want) {
+		t.Fatalf("ids %v, want %v", ids, want)
+	}
+	if dead := got[-1]; len(dead) != 2 || dead[0].id != 3 || dead[1].id != 6 {
+		t.Fatalf("dead-lettered for want of a key: %+v, want messages 3 and 6", dead)
+	}
+	in := 0
+	for l := range 4 {
+		for _, m := range got[l] {
+			if m.keyless {
+				t.Fatalf("keyless message %d went to lane %d", m.id, l)
+			}
+			in++
+		}
+	}
+	if in != 4 {
+		t.Fatalf("%d messages in the lanes, want 4 (the bad one too, for its lane to refuse)", in)
+	}
 }
 
 // Round robin deals message k of all sends to lane k mod N, each lane in
@@ -119,7 +168,7 @@ func TestExpand(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if first != (First{N: 1}) {
+	if first != (First{Stage: "in", N: 1}) {
 		t.Fatalf("first %+v", first)
 	}
 	var got []string
@@ -131,7 +180,7 @@ func TestExpand(t *testing.T) {
 	if !reflect.DeepEqual(got, want) {
 		t.Fatalf("expanded\n%v\nwant\n%v", got, want)
 	}
-	if out, first, err := Expand([]Stage{{Name: "a", Lanes: 2}, {Name: "b"}}, 0, view, set); err != nil || first != (First{N: 2}) || len(out) != 3 {
+	if out, first, err := Expand([]Stage{{Name: "a", Lanes: 2}, {Name: "b"}}, 0, view, set); err != nil || first != (First{Stage: "a", N: 2}) || len(out) != 3 {
 		t.Fatal(out, first, err)
 	}
 	same := []Stage{{Name: "a"}, {Name: "b", Lanes: 1}}
