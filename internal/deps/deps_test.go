@@ -133,6 +133,8 @@ type onlyRule struct {
 var onlyRules = []onlyRule{
 	{"github.com/ringactor/ringactor/runtime/internal/ext", []string{"github.com/ringactor/ringactor/runtime/group", "github.com/ringactor/ringactor/runtime/cluster", "github.com/ringactor/ringactor/runtime/collective"},
 		"runtime's hooks for its sub-packages are theirs alone: the rest of the module uses runtime's exported API"},
+	{"github.com/ringactor/ringactor/runtime/internal/flowreq", []string{"github.com/ringactor/ringactor/runtime/group", "github.com/ringactor/ringactor/runtime/cluster"},
+		"Request for the flows made of pipelines (groups, cluster pipelines); runtime.Pipeline keeps its own"},
 }
 
 // The common ring-kernel package links no backend (ggml-backend's rule:

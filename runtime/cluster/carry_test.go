@@ -13,19 +13,27 @@ import (
 	ra "github.com/ringactor/ringactor/runtime"
 )
 
+// soloNode is a node over a runtime of two simulated devices that never
+// joined a cluster (enough for Build's refusals and for a pipeline all on
+// it), closed when the test ends, and a context of a minute.
+func soloNode(t *testing.T) (*Node, context.Context) {
+	t.Helper()
+	rt, err := ra.New(ra.Config{Devices: ra.DeviceOptions{Backend: "sim", SimDevices: 2, Log: io.Discard}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { rt.Close() })
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	t.Cleanup(cancel)
+	return &Node{rt: rt, cfg: NodeConfig{Name: "solo"}}, ctx
+}
+
 // Node.Build refuses what a pipeline across nodes cannot carry, before it
 // touches the cluster (so a node that never joined one shows it), rather
 // than build a chain without the graph, a remote stage without its lanes
 // or buffers, or segments on the default data path.
 func TestBuildRefusesWhatOtherNodesCannotCarry(t *testing.T) {
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	rt, err := ra.New(ra.Config{Devices: ra.DeviceOptions{Backend: "sim", SimDevices: 2, Log: io.Discard}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer rt.Close()
-	n := &Node{rt: rt, cfg: NodeConfig{Name: "solo"}}
+	n, ctx := soloNode(t)
 	flagged := ra.DataPath{Links: p2pqueue.FormatFlagged}
 	for _, c := range []struct {
 		name, want string
@@ -71,14 +79,7 @@ func TestBuildRefusesWhatOtherNodesCannotCarry(t *testing.T) {
 // Runtime.Build builds it: its DataPath reaches the segment's links and
 // kernels, and messages go through.
 func TestBuildCarriesTheDataPathToALocalSegment(t *testing.T) {
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	rt, err := ra.New(ra.Config{Devices: ra.DeviceOptions{Backend: "sim", SimDevices: 2, Log: io.Discard}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer rt.Close()
-	n := &Node{rt: rt, cfg: NodeConfig{Name: "solo"}}
+	n, ctx := soloNode(t)
 	results := make(chan ra.Result, 16)
 	spec := ra.PipelineSpec{Name: "local-path", Stages: []ra.StageSpec{{Name: "a", Op: "identity"}, {Name: "b", Op: "identity", Device: 1}},
 		DataPath: ra.DataPath{Links: p2pqueue.FormatFlagged, Loop: rk.LoopWarp}, Deliver: ra.Sink{Chan: results}}

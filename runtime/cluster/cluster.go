@@ -385,7 +385,7 @@ func (cp *Pipeline) deadLetter(d ra.DeadLetter) {
 	cp.roots.end(d.ID, &d)
 	if cp.reqs.Pending() {
 		dd := d
-		cp.answer(d.ID, outcome{dead: &dd})
+		cp.answer(d.ID, outcome{Dead: &dd})
 	}
 	cp.host.TellDeadLetter(&cp.spec, d)
 }
@@ -395,7 +395,7 @@ func (cp *Pipeline) deadLetter(d ra.DeadLetter) {
 func (cp *Pipeline) deliver(r ra.Result) {
 	cp.acct.Deliver(1)
 	cp.roots.end(r.ID, nil)
-	if cp.reqs.Pending() && cp.answer(r.ID, outcome{r: r}) {
+	if cp.reqs.Pending() && cp.answer(r.ID, outcome{R: r}) {
 		return
 	}
 	cp.host.DeliverTo(cp.ctx, cp.spec.Deliver, r)

@@ -11,8 +11,8 @@ import (
 	"github.com/ringactor/ringactor/internal/ctxcheck"
 	ra "github.com/ringactor/ringactor/runtime"
 	"github.com/ringactor/ringactor/runtime/internal/account"
+	"github.com/ringactor/ringactor/runtime/internal/flowreq"
 	"github.com/ringactor/ringactor/runtime/internal/lifecycle"
-	"github.com/ringactor/ringactor/runtime/internal/requests"
 )
 
 // A cluster Pipeline is a runtime.Flow.
@@ -89,38 +89,14 @@ func (cp *Pipeline) Request(ctx context.Context, d ra.Data) (ra.Result, error) {
 	if err := ctxcheck.LiveSend(ctx, "cluster.Pipeline.Request"); err != nil {
 		return ra.Result{}, err
 	}
-	if d.ID == 0 {
-		d.ID = cp.acct.ID(0)
-	}
-	o, ok, err := cp.reqs.Await(ctx, d.ID, func() error { return cp.Send(ctx, d) })
-	switch {
-	case ok:
-		return o.result()
-	case errors.Is(err, requests.ErrInFlight):
-		return ra.Result{}, fmt.Errorf("%w: %w", ra.ErrNotSent, err)
-	}
-	return ra.Result{}, fmt.Errorf("ringactor: cluster pipeline %q: request %d: %w", cp.spec.Name, d.ID, err)
+	return flowreq.Request(ctx, fmt.Sprintf("cluster pipeline %q", cp.spec.Name), &cp.acct, &cp.reqs, d, func(d ra.Data) error { return cp.Send(ctx, d) })
 }
 
 // answer hands a request's outcome to its waiter (an abandoned one's is
 // counted and dropped); false when id is no request.
 func (cp *Pipeline) answer(id uint64, o outcome) bool {
-	found, abandoned := cp.reqs.Answer(id, o)
-	if abandoned {
-		cp.acct.Abandon()
-	}
-	return found
+	return flowreq.Answer(&cp.acct, &cp.reqs, id, o)
 }
 
 // outcome is how a request's message ended: a result, or a dead letter.
-type outcome struct {
-	r    ra.Result
-	dead *ra.DeadLetter
-}
-
-func (o outcome) result() (ra.Result, error) {
-	if o.dead != nil {
-		return ra.Result{}, &ra.RequestError{Dead: *o.dead}
-	}
-	return o.r, nil
-}
+type outcome = flowreq.Outcome

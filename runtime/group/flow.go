@@ -2,7 +2,6 @@ package group
 
 import (
 	"context"
-	"errors"
 	"fmt"
 
 	"github.com/asynkron/protoactor-go/actor"
@@ -10,8 +9,8 @@ import (
 	"github.com/ringactor/ringactor/internal/ctxcheck"
 	ra "github.com/ringactor/ringactor/runtime"
 	"github.com/ringactor/ringactor/runtime/internal/account"
+	"github.com/ringactor/ringactor/runtime/internal/flowreq"
 	"github.com/ringactor/ringactor/runtime/internal/lifecycle"
-	"github.com/ringactor/ringactor/runtime/internal/requests"
 )
 
 // Flow is the group as a runtime.Flow, for code written against the
@@ -88,38 +87,12 @@ func (g *Group) Request(ctx context.Context, d ra.Data) (ra.Result, error) {
 	if err := ctxcheck.LiveSend(ctx, "Group.Request"); err != nil {
 		return ra.Result{}, err
 	}
-	if d.ID == 0 {
-		d.ID = g.acct.ID(0)
-	}
-	o, ok, err := g.reqs.Await(ctx, d.ID, func() error { return g.Send(ctx, d) })
-	switch {
-	case ok:
-		return o.result()
-	case errors.Is(err, requests.ErrInFlight):
-		return ra.Result{}, fmt.Errorf("%w: %w", ra.ErrNotSent, err)
-	}
-	return ra.Result{}, fmt.Errorf("ringactor: group %q: request %d: %w", g.spec.Name, d.ID, err)
+	return flowreq.Request(ctx, fmt.Sprintf("group %q", g.spec.Name), &g.acct, &g.reqs, d, func(d ra.Data) error { return g.Send(ctx, d) })
 }
 
 // answer hands a request's outcome to its waiter (an abandoned one's is
 // counted and dropped); false when id is no request.
-func (g *Group) answer(id uint64, o outcome) bool {
-	found, abandoned := g.reqs.Answer(id, o)
-	if abandoned {
-		g.acct.Abandon()
-	}
-	return found
-}
+func (g *Group) answer(id uint64, o outcome) bool { return flowreq.Answer(&g.acct, &g.reqs, id, o) }
 
 // outcome is how a request's message ended: a result, or a dead letter.
-type outcome struct {
-	r    ra.Result
-	dead *ra.DeadLetter
-}
-
-func (o outcome) result() (ra.Result, error) {
-	if o.dead != nil {
-		return ra.Result{}, &ra.RequestError{Dead: *o.dead}
-	}
-	return o.r, nil
-}
+type outcome = flowreq.Outcome

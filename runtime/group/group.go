@@ -508,7 +508,7 @@ func (g *Group) rebalance(ctx context.Context) {
 
 func (g *Group) deliver(r ra.Result) {
 	g.acct.Deliver(1)
-	if g.reqs.Pending() && g.answer(r.ID, outcome{r: r}) {
+	if g.reqs.Pending() && g.answer(r.ID, outcome{R: r}) {
 		return // a request's result goes to its caller
 	}
 	// A full Chan holds the instance's egress pump up (backpressure), as
@@ -520,7 +520,7 @@ func (g *Group) deadLetter(d ra.DeadLetter) {
 	g.acct.DeadLetter()
 	if g.reqs.Pending() {
 		dd := d
-		g.answer(d.ID, outcome{dead: &dd})
+		g.answer(d.ID, outcome{Dead: &dd})
 	}
 	if g.spec.OnDeadLetter != nil {
 		g.spec.OnDeadLetter(d)
