@@ -60,7 +60,12 @@ func spin(t *testing.T, b *Backend, id uint32) *rk.Kernel {
 // cleanup (after the kernels reading it, whose cleanups come later).
 func pinnedLink(t *testing.T, b *Backend) *p2pqueue.Link {
 	t.Helper()
-	cfg := p2pqueue.ConfigFor(64, 64)
+	return pinnedLinkOf(t, b, p2pqueue.ConfigFor(64, 64))
+}
+
+// pinnedLinkOf is pinnedLink of configuration cfg.
+func pinnedLinkOf(t *testing.T, b *Backend, cfg p2pqueue.Config) *p2pqueue.Link {
+	t.Helper()
 	n, err := cfg.RegionSize()
 	if err != nil {
 		t.Fatal(err)

@@ -35,20 +35,7 @@ func TestLoopVariantReachesTheDevice(t *testing.T) {
 		{rk.LoopWarp, 100, p2pqueue.FormatFlagged, 4}, {rk.LoopWarpPrefetch, 100, p2pqueue.FormatFlagged, 9},
 	} {
 		t.Run(fmt.Sprint("variant", c.v, "/payload", c.payload, "/", c.format), func(t *testing.T) {
-			cfg := p2pqueue.ConfigForFormat(256, c.payload, c.format)
-			n, err := cfg.RegionSize()
-			if err != nil {
-				t.Fatal(err)
-			}
-			r, err := b.Alloc(0, n, p2pqueue.MappedPinnedMemory)
-			if err != nil {
-				t.Fatal(err)
-			}
-			t.Cleanup(func() { b.Free(r) })
-			in, err := p2pqueue.Init(r, cfg)
-			if err != nil {
-				t.Fatal(err)
-			}
+			in := pinnedLinkOf(t, b, p2pqueue.ConfigForFormat(256, c.payload, c.format))
 			send, err := in.Producer()
 			if err != nil {
 				t.Fatal(err)
@@ -76,9 +63,11 @@ func TestLoopVariantReachesTheDevice(t *testing.T) {
 			if err := k.Activate(ctx); err != nil {
 				t.Fatal(err)
 			}
-			for k.Status().Processed < msgs {
+			// Every message counted and, after its count (ARCHITECTURE
+			// §4.1), its head released: only then are the releases all in.
+			for k.Status().Processed < msgs || in.Stats().Consumed < msgs {
 				if ctx.Err() != nil {
-					t.Fatalf("processed %d of %d: %v", k.Status().Processed, msgs, ctx.Err())
+					t.Fatalf("processed %d of %d, head %d: %v", k.Status().Processed, msgs, in.Stats().Consumed, ctx.Err())
 				}
 				time.Sleep(time.Millisecond)
 			}
@@ -92,20 +81,7 @@ func TestLoopVariantReachesTheDevice(t *testing.T) {
 // An unknown variant is refused at launch, naming the fix.
 func TestLoopVariantUnknownRefused(t *testing.T) {
 	b := gpuBackend(t, Options{})
-	cfg := p2pqueue.ConfigFor(64, 16)
-	n, err := cfg.RegionSize()
-	if err != nil {
-		t.Fatal(err)
-	}
-	r, err := b.Alloc(0, n, p2pqueue.MappedPinnedMemory)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { b.Free(r) })
-	in, err := p2pqueue.Init(r, cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
+	in := pinnedLinkOf(t, b, p2pqueue.ConfigFor(64, 16))
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	if _, err := rk.Launch(ctx, b, rk.Spec{Stage: rk.Stage{Name: "sink", Op: "identity"}, In: []*p2pqueue.Link{in}, Variant: rk.LoopWarpPrefetch + 1}); err == nil {
