@@ -134,6 +134,11 @@ func BoundBuffers(t *testing.T, s Suite) {
 		t.Fatal(err)
 	}
 	r := s.Launch(t, rk.Stage{Name: "lookup", Op: op, Stateful: true, Buffers: []rk.Binding{{Buf: tb}, {Buf: acc, Write: true}}}, 16, 8, true)
+	// The launch built the user op: over the emulated driver that is a
+	// host compile, a minute and more on a loaded machine, so what follows
+	// gets a minute of its own.
+	ctx, cancel = context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
 	msgs := [][]float32{{3, 0, 15}, {16}, {7}, {1, 2, 3, 4}}
 	sums := make([]float32, 4)
 	for i, m := range msgs {
