@@ -54,9 +54,12 @@ func New(t testing.TB, opts ra.DeviceOptions) *Env {
 	return e
 }
 
-// Ctx bounds a test's blocking calls: 30 s, cancelled at cleanup.
+// Ctx bounds a test's blocking calls, cancelled at cleanup. It guards
+// against a hang, not a slow host: three minutes, since over the emulated
+// driver on a loaded machine a Build that compiles a user op with the
+// host compiler took up to two (make flake-load), where 30 s ran out.
 func Ctx(t testing.TB) context.Context {
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	t.Cleanup(cancel)
 	return ctx
 }
